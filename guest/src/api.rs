@@ -1,0 +1,135 @@
+//! JSON entry points: the engine's whole surface as `&str -> Result<String, EngineError>`.
+//!
+//! The component glue (`component.rs`), the worker and the browser build call exactly
+//! these, so every host produces byte-identical JSON for the same inputs (§21.3.4).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::EngineError;
+use crate::manifest::{self, Manifest, ValidateOptions};
+use crate::rank::Weights;
+use crate::recall::{RecallContext, RecallRequest};
+use crate::store::{AuditSink, Facts};
+
+fn to_json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|e| format!("{{\"error\":{{\"code\":\"internal\",\"message\":{:?}}}}}", e.to_string()))
+}
+
+fn parse<'a, T: Deserialize<'a>>(what: &'static str, s: &'a str) -> Result<T, EngineError> {
+    serde_json::from_str(s).map_err(|e| EngineError::json(what, e))
+}
+
+fn parse_or_default<'a, T: Deserialize<'a> + Default>(what: &'static str, s: &'a str) -> Result<T, EngineError> {
+    if s.trim().is_empty() {
+        Ok(T::default())
+    } else {
+        parse(what, s)
+    }
+}
+
+/// Parse a manifest that is expected to be valid; a structurally broken one is an error.
+pub fn load_manifest(json: &str) -> Result<Manifest, EngineError> {
+    manifest::parse(json)
+}
+
+pub fn count_tokens(text: &str) -> u32 {
+    crate::tokens::count(text) as u32
+}
+
+pub fn validate_manifest(json: &str, options: &str) -> String {
+    let opts: ValidateOptions = match parse_or_default("validate options", options) {
+        Ok(o) => o,
+        Err(e) => {
+            return to_json(&manifest::Report {
+                ok: false,
+                token_count: 0,
+                token_cap: manifest::MANIFEST_TOKEN_CAP,
+                entry_tokens: vec![],
+                errors: vec![manifest::Problem { code: e.code().into(), entry: None, field: None, message: e.to_string() }],
+                warnings: vec![],
+                approvals_needed: vec![],
+                manifest: None,
+            })
+        }
+    };
+    to_json(&manifest::validate(json, &opts))
+}
+
+pub fn render_stub(manifest: &str, profile: Option<&str>, facts: &dyn Facts) -> Result<String, EngineError> {
+    let m = load_manifest(manifest)?;
+    Ok(to_json(&crate::stub::render(&m, profile, facts)?))
+}
+
+pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, audit: &dyn AuditSink) -> Result<String, EngineError> {
+    let m = load_manifest(manifest)?;
+    let req: RecallRequest = parse("recall request", request)?;
+    let ctx: RecallContext = parse_or_default("recall context", context)?;
+    Ok(to_json(&crate::recall::recall(&m, facts, audit, &req, &ctx)?))
+}
+
+/// One ranked unit in `rank` output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankedUnit {
+    pub name: String,
+    pub score: f64,
+    pub lexical: f64,
+    pub semantic: f64,
+    pub graph: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankOutput {
+    pub ranked: Vec<RankedUnit>,
+    /// Units whose content could not be read, so were not ranked.
+    pub unavailable: Vec<String>,
+}
+
+pub fn rank(manifest: &str, intent: &str, wake_reason: Option<&str>, facts: &dyn Facts) -> Result<String, EngineError> {
+    let m = load_manifest(manifest)?;
+    if intent.trim().is_empty() {
+        return Err(EngineError::IntentRequired);
+    }
+    let corpus = crate::recall::Corpus::load(&m, facts)?;
+    let ranked = corpus
+        .rank(intent, wake_reason, &Weights::default(), &[])
+        .into_iter()
+        .map(|s| RankedUnit { name: s.name, score: s.score, lexical: crate::recall::round6(s.lexical), semantic: crate::recall::round6(s.semantic), graph: crate::recall::round6(s.graph) })
+        .collect();
+    let unavailable = m.entries.iter().zip(&corpus.units).filter(|(_, u)| u.is_none()).map(|(e, _)| e.name.clone()).collect();
+    Ok(to_json(&RankOutput { ranked, unavailable }))
+}
+
+pub fn preload(manifest: &str, wake_reason: &str, stub_tokens: u32, facts: &dyn Facts) -> Result<String, EngineError> {
+    let m = load_manifest(manifest)?;
+    if wake_reason.trim().is_empty() {
+        return Err(EngineError::InvalidRequest("a verified wake reason is required for preloads (§21.1.5)".into()));
+    }
+    Ok(to_json(&crate::preload::preload(&m, facts, wake_reason, stub_tokens)?))
+}
+
+pub fn coverage(manifest: &str, options: &str, facts: &dyn Facts) -> Result<String, EngineError> {
+    let m = load_manifest(manifest)?;
+    let opts: crate::coverage::CoverageOptions = parse_or_default("coverage options", options)?;
+    Ok(to_json(&crate::coverage::run(&m, facts, &opts)?))
+}
+
+pub fn migrate(markdown: &str, options: &str) -> Result<String, EngineError> {
+    let opts: crate::migrate::MigrateOptions = parse("migrate options", options)?;
+    Ok(to_json(&crate::migrate::migrate(markdown, &opts)?))
+}
+
+pub fn eval_report(results: &str) -> Result<String, EngineError> {
+    let _ = results;
+    Err(EngineError::InvalidRequest("eval report not built yet".into()))
+}
+
+pub fn audit_metrics(records: &str, k: u32) -> Result<String, EngineError> {
+    let recs: Vec<crate::audit::AuditRecord> = parse("audit records", records)?;
+    Ok(to_json(&crate::audit::metrics(&recs, k.max(1) as usize)))
+}
+
+/// Warm lazily initialised state (for snapshots and benchmarks).
+pub fn warm() {
+    crate::tokens::warm();
+    let _ = crate::tokens::count("warm up the tokenizer");
+}

@@ -1,0 +1,262 @@
+//! The discovery audit (§21.5): record shape, `audi_`/`audevent_` ids (ULID), and the
+//! replay metrics recall@k, hit@k, miss_rate (§21.5.3) and probe-set coverage@k /
+//! hit@k (§21.5.4).
+//!
+//! Ids are ULIDs built from a host-supplied time and entropy, so the engine itself
+//! never reads a clock or a random source (determinism, §21.3.4).
+
+use serde::{Deserialize, Serialize};
+
+/// One `recall_instruction` invocation (§21.5.1). Times are Unix ms, as in §21.7.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    pub id: String,
+    pub agent_id: String,
+    pub heartbeat_id: String,
+    pub session_start: u64,
+    pub intent: String,
+    pub loaded_chunks: Vec<String>,
+    #[serde(default)]
+    pub used_chunks: Vec<String>,
+    #[serde(default)]
+    pub missed_chunks: Vec<String>,
+    pub audit_token: String,
+    #[serde(default)]
+    pub audit_closed: Option<u64>,
+    pub created_at: u64,
+    /// `recall_instruction` or `task_type_preload` (§21.1.5 rule 3).
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub manifest_version: String,
+}
+
+const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/// A ULID (26 Crockford base32 chars) from a 48-bit ms time and 80 bits of entropy.
+pub fn ulid(now_ms: u64, entropy: [u8; 10]) -> String {
+    let mut v: u128 = ((now_ms as u128) & ((1u128 << 48) - 1)) << 80;
+    for (i, b) in entropy.iter().enumerate() {
+        v |= (*b as u128) << (8 * (9 - i));
+    }
+    let mut out = [0u8; 26];
+    for (i, o) in out.iter_mut().enumerate().rev() {
+        *o = CROCKFORD[(v & 31) as usize];
+        v >>= 5;
+        let _ = i;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Parse up to 20 hex chars into entropy bytes; anything unparsable counts as zero.
+pub fn entropy_from_hex(hex: &str) -> [u8; 10] {
+    let mut e = [0u8; 10];
+    let b = hex.as_bytes();
+    for (i, slot) in e.iter_mut().enumerate() {
+        let hi = b.get(2 * i).and_then(|c| (*c as char).to_digit(16));
+        let lo = b.get(2 * i + 1).and_then(|c| (*c as char).to_digit(16));
+        if let (Some(h), Some(l)) = (hi, lo) {
+            *slot = (h * 16 + l) as u8;
+        }
+    }
+    e
+}
+
+/// The pair of ids of one recall: the audit token handed to the agent and the event id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ids {
+    pub audit_token: String,
+    pub event_id: String,
+}
+
+impl Ids {
+    pub fn new(now_ms: u64, entropy_hex: &str) -> Ids {
+        let e = entropy_from_hex(entropy_hex);
+        let u = ulid(now_ms, e);
+        Ids { audit_token: format!("audi_{u}"), event_id: format!("audevent_{u}") }
+    }
+}
+
+/// The ms time encoded in an `audi_`/`audevent_` ULID, if well-formed.
+pub fn ulid_time(id: &str) -> Option<u64> {
+    let u = id.strip_prefix("audi_").or_else(|| id.strip_prefix("audevent_")).unwrap_or(id);
+    if u.len() != 26 {
+        return None;
+    }
+    let mut v: u128 = 0;
+    for c in u.bytes() {
+        let d = CROCKFORD.iter().position(|x| *x == c.to_ascii_uppercase())? as u128;
+        v = (v << 5) | d;
+    }
+    Some((v >> 80) as u64)
+}
+
+/// Whether an audit token is well-formed (`audi_` + ULID).
+pub fn valid_token(t: &str) -> bool {
+    t.starts_with("audi_") && ulid_time(t).is_some()
+}
+
+/// §21.5.2: tokens older than 24 h are expired.
+pub const TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// Live-audit metrics over a set of closed records (§21.5.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditMetrics {
+    pub events: usize,
+    pub closed_events: usize,
+    pub k: usize,
+    /// Mean over closed events with used chunks of |used ∩ loaded[..k]| / |used|.
+    pub recall_at_k: Option<f64>,
+    /// Fraction of closed events with used chunks where some used chunk is in loaded[..k].
+    pub hit_at_k: Option<f64>,
+    /// Σ|missed| / Σ(|used| + |missed|).
+    pub miss_rate: Option<f64>,
+    /// `miss_rate > 0.15` over at least 100 events (§21.5.3).
+    pub alert: bool,
+}
+
+fn r4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+/// Compute §21.5.3 metrics over `records` (the caller selects the 7-day window).
+pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
+    let closed: Vec<&AuditRecord> = records.iter().filter(|r| r.audit_closed.is_some()).collect();
+    let with_used: Vec<&&AuditRecord> = closed.iter().filter(|r| !r.used_chunks.is_empty()).collect();
+    let (mut rsum, mut hits) = (0.0, 0usize);
+    for r in &with_used {
+        let top: Vec<&String> = r.loaded_chunks.iter().take(k).collect();
+        let found = r.used_chunks.iter().filter(|u| top.contains(u)).count();
+        rsum += found as f64 / r.used_chunks.len() as f64;
+        if found > 0 {
+            hits += 1;
+        }
+    }
+    let (missed, used): (usize, usize) = closed.iter().fold((0, 0), |(m, u), r| (m + r.missed_chunks.len(), u + r.used_chunks.len()));
+    let miss_rate = if missed + used > 0 { Some(r4(missed as f64 / (missed + used) as f64)) } else { None };
+    let n = with_used.len();
+    AuditMetrics {
+        events: records.len(),
+        closed_events: closed.len(),
+        k,
+        recall_at_k: (n > 0).then(|| r4(rsum / n as f64)),
+        hit_at_k: (n > 0).then(|| r4(hits as f64 / n as f64)),
+        miss_rate,
+        alert: closed.len() >= 100 && miss_rate.map(|m| m > 0.15).unwrap_or(false),
+    }
+}
+
+/// A probe (§21.5.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeOutcome {
+    pub probe_id: String,
+    pub required_units: Vec<String>,
+    /// What recall returned, best first.
+    pub ranked: Vec<String>,
+    #[serde(default = "default_k")]
+    pub k: usize,
+}
+
+fn default_k() -> usize {
+    3
+}
+
+/// Probe-set metrics (§21.5.4): mean coverage@k and hit@k.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeMetrics {
+    pub probes: usize,
+    pub coverage_at_k: Option<f64>,
+    pub hit_at_k: Option<f64>,
+}
+
+pub fn probe_metrics(outcomes: &[ProbeOutcome]) -> ProbeMetrics {
+    let scored: Vec<&ProbeOutcome> = outcomes.iter().filter(|o| !o.required_units.is_empty()).collect();
+    if scored.is_empty() {
+        return ProbeMetrics { probes: outcomes.len(), coverage_at_k: None, hit_at_k: None };
+    }
+    let (mut cov, mut hit) = (0.0, 0usize);
+    for o in &scored {
+        let top: Vec<&String> = o.ranked.iter().take(o.k).collect();
+        let found = o.required_units.iter().filter(|u| top.contains(u)).count();
+        cov += found as f64 / o.required_units.len() as f64;
+        if found > 0 {
+            hit += 1;
+        }
+    }
+    let n = scored.len() as f64;
+    ProbeMetrics { probes: outcomes.len(), coverage_at_k: Some(r4(cov / n)), hit_at_k: Some(r4(hit as f64 / n)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(loaded: &[&str], used: &[&str], missed: &[&str], closed: bool) -> AuditRecord {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        AuditRecord {
+            id: "audevent_x".into(),
+            agent_id: "a".into(),
+            heartbeat_id: "h".into(),
+            session_start: 0,
+            intent: "i".into(),
+            loaded_chunks: s(loaded),
+            used_chunks: s(used),
+            missed_chunks: s(missed),
+            audit_token: "audi_x".into(),
+            audit_closed: closed.then_some(1),
+            created_at: 0,
+            source: "recall_instruction".into(),
+            manifest_version: "v1".into(),
+        }
+    }
+
+    #[test]
+    fn ulid_round_trips_time_and_sorts_by_time() {
+        let a = Ids::new(1_700_000_000_000, "00112233445566778899");
+        let b = Ids::new(1_700_000_000_001, "00000000000000000000");
+        assert_eq!(a.audit_token.len(), 5 + 26);
+        assert!(a.event_id.starts_with("audevent_"));
+        assert_eq!(ulid_time(&a.audit_token), Some(1_700_000_000_000));
+        assert!(a.audit_token < b.audit_token);
+        assert!(valid_token(&a.audit_token));
+        assert!(!valid_token("audi_nope"));
+        // Same inputs, same ids (the engine has no hidden clock).
+        assert_eq!(a, Ids::new(1_700_000_000_000, "00112233445566778899"));
+        assert_ne!(a, Ids::new(1_700_000_000_000, "ff112233445566778899"));
+    }
+
+    #[test]
+    fn metrics_follow_section_21_5_3() {
+        let rs = vec![
+            rec(&["a", "b", "c"], &["a"], &[], true),      // recall 1, hit
+            rec(&["a", "b", "c"], &["c", "d"], &["d"], true), // recall 0.5 at k=3, hit
+            rec(&["x", "y", "z"], &["q"], &["q"], true),   // recall 0, miss
+            rec(&["a"], &[], &[], false),                  // open: ignored
+        ];
+        let m = metrics(&rs, 3);
+        assert_eq!(m.events, 4);
+        assert_eq!(m.closed_events, 3);
+        assert_eq!(m.recall_at_k, Some(0.5));
+        assert_eq!(m.hit_at_k, Some(0.6667));
+        // missed 2 / (used 4 + missed 2)
+        assert_eq!(m.miss_rate, Some(0.3333));
+        assert!(!m.alert, "fewer than 100 events never alert");
+        let many: Vec<_> = (0..100).map(|_| rec(&["a"], &["a"], &["b"], true)).collect();
+        assert!(metrics(&many, 3).alert);
+        let k1 = metrics(&rs[1..2], 1);
+        assert_eq!(k1.recall_at_k, Some(0.0));
+    }
+
+    #[test]
+    fn probe_metrics_follow_section_21_5_4() {
+        let o = |req: &[&str], ranked: &[&str]| ProbeOutcome {
+            probe_id: "p".into(),
+            required_units: req.iter().map(|s| s.to_string()).collect(),
+            ranked: ranked.iter().map(|s| s.to_string()).collect(),
+            k: 3,
+        };
+        let m = probe_metrics(&[o(&["a", "b"], &["a", "x", "y", "b"]), o(&["c"], &["c"])]);
+        assert_eq!(m.coverage_at_k, Some(0.75));
+        assert_eq!(m.hit_at_k, Some(1.0));
+    }
+}

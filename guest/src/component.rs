@@ -1,0 +1,122 @@
+//! WASI Preview 2 component glue (wit-bindgen, `wit/lid.wit`, world `lid`).
+//!
+//! Thin by design: facts come from the imported `wasi:keyvalue/store` bucket
+//! `instruction-facts`, audit records go to the imported `lid:engine/audit`, and every
+//! export forwards to [`crate::api`].
+
+wit_bindgen::generate!({
+    path: "../wit",
+    world: "lid",
+    generate_all,
+});
+
+use exports::lid::engine::engine::{EngineError as WitError, Guest};
+use wasi::keyvalue::store;
+
+use crate::error::EngineError;
+use crate::store::{AuditSink, Fact, Facts, StoreError};
+
+/// The bucket name hosts must provide.
+const BUCKET: &str = "instruction-facts";
+
+struct KvFacts {
+    bucket: Result<store::Bucket, String>,
+}
+
+impl KvFacts {
+    fn open() -> Self {
+        KvFacts { bucket: store::open(BUCKET).map_err(|e| kv_err(&e)) }
+    }
+
+    fn raw(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let b = self.bucket.as_ref().map_err(|e| StoreError(e.clone()))?;
+        b.get(key).map_err(|e| StoreError(kv_err(&e)))
+    }
+}
+
+fn kv_err(e: &store::Error) -> String {
+    match e {
+        store::Error::NoSuchStore => format!("no key-value store named {BUCKET:?}"),
+        store::Error::AccessDenied => "access to the instruction fact store was denied".into(),
+        store::Error::Other(s) => s.clone(),
+    }
+}
+
+impl Facts for KvFacts {
+    fn get(&self, uri: &str) -> Result<Option<Fact>, StoreError> {
+        match self.raw(uri)? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| StoreError(format!("fact {uri:?} is not valid fact JSON: {e}"))),
+        }
+    }
+
+    fn versions(&self, unit_key: &str) -> Result<Vec<String>, StoreError> {
+        match self.raw(unit_key)? {
+            None => Ok(vec![]),
+            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError(format!("version list {unit_key:?} is not a JSON string array: {e}"))),
+        }
+    }
+}
+
+struct HostAudit;
+
+impl AuditSink for HostAudit {
+    fn append(&self, record_json: &str) -> Result<(), String> {
+        lid::engine::audit::append(record_json)
+    }
+}
+
+fn wit_err(e: EngineError) -> WitError {
+    let b = e.body();
+    WitError { code: b.code, status: b.status, message: b.message, details: b.details.to_string() }
+}
+
+struct Component;
+
+impl Guest for Component {
+    fn count_tokens(text: String) -> u32 {
+        crate::api::count_tokens(&text)
+    }
+
+    fn warm() {
+        crate::api::warm();
+    }
+
+    fn validate_manifest(manifest: String, options: String) -> String {
+        crate::api::validate_manifest(&manifest, &options)
+    }
+
+    fn render_stub(manifest: String, profile: Option<String>) -> Result<String, WitError> {
+        crate::api::render_stub(&manifest, profile.as_deref(), &KvFacts::open()).map_err(wit_err)
+    }
+
+    fn recall(manifest: String, request: String, context: String) -> Result<String, WitError> {
+        crate::api::recall(&manifest, &request, &context, &KvFacts::open(), &HostAudit).map_err(wit_err)
+    }
+
+    fn rank(manifest: String, intent: String, wake_reason: Option<String>) -> Result<String, WitError> {
+        crate::api::rank(&manifest, &intent, wake_reason.as_deref(), &KvFacts::open()).map_err(wit_err)
+    }
+
+    fn preload(manifest: String, wake_reason: String, stub_tokens: u32) -> Result<String, WitError> {
+        crate::api::preload(&manifest, &wake_reason, stub_tokens, &KvFacts::open()).map_err(wit_err)
+    }
+
+    fn coverage(manifest: String, options: String) -> Result<String, WitError> {
+        crate::api::coverage(&manifest, &options, &KvFacts::open()).map_err(wit_err)
+    }
+
+    fn migrate(markdown: String, options: String) -> Result<String, WitError> {
+        crate::api::migrate(&markdown, &options).map_err(wit_err)
+    }
+
+    fn eval_report(results: String) -> Result<String, WitError> {
+        crate::api::eval_report(&results).map_err(wit_err)
+    }
+
+    fn audit_metrics(records: String, k: u32) -> Result<String, WitError> {
+        crate::api::audit_metrics(&records, k).map_err(wit_err)
+    }
+}
+
+export!(Component);

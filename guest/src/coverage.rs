@@ -1,0 +1,348 @@
+//! The publish-time paraphrase coverage gate (§21.8.3, Approach A).
+//!
+//! For every `load_triggers.intents` string (the description when a unit has none) a
+//! local, deterministic generator makes N=5 paraphrases using lexical and syntactic
+//! variation: synonyms from its own table (not the ranker's lexicon or vectors),
+//! inflections, word order, question vs imperative, dropped function words and added
+//! context. Each paraphrase is ranked; a unit passes when it is in the top k (3) for at
+//! least 80% of its paraphrases. Only trigger strings are used as input (S8).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::EngineError;
+use crate::manifest::Manifest;
+use crate::rank::Weights;
+use crate::recall::Corpus;
+use crate::store::Facts;
+
+/// Paraphrases per trigger intent (§21.8.3 step 1).
+pub const PARAPHRASES_PER_INTENT: usize = 5;
+/// Rank cut-off (§21.8.3 step 2).
+pub const DEFAULT_K: usize = 3;
+/// Pass threshold (§21.8.3 step 4).
+pub const PASS_THRESHOLD: f64 = 0.80;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoverageOptions {
+    #[serde(default = "k3")]
+    pub k: usize,
+    #[serde(default = "threshold")]
+    pub threshold: f64,
+    #[serde(default)]
+    pub weights: Option<Weights>,
+}
+
+fn k3() -> usize {
+    DEFAULT_K
+}
+fn threshold() -> f64 {
+    PASS_THRESHOLD
+}
+
+impl Default for CoverageOptions {
+    fn default() -> Self {
+        CoverageOptions { k: DEFAULT_K, threshold: PASS_THRESHOLD, weights: None }
+    }
+}
+
+/// A paraphrase that missed the top k.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedParaphrase {
+    pub seed: String,
+    pub paraphrase: String,
+    /// 1-based rank the unit got (0 when the unit is unavailable).
+    pub rank: usize,
+    /// The units that took the top k instead.
+    pub top: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitCoverage {
+    pub unit: String,
+    pub coverage_pct: f64,
+    pub passed: bool,
+    pub paraphrases: usize,
+    /// hit@10 over the same paraphrases (§21.5.5; `coverage_critical` below 0.4).
+    pub hit_at_10: f64,
+    pub failed: Vec<FailedParaphrase>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoverageReport {
+    pub passed: bool,
+    pub k: usize,
+    pub threshold: f64,
+    pub units: Vec<UnitCoverage>,
+    /// Units below the threshold, in manifest order.
+    pub failing_units: Vec<String>,
+}
+
+fn r4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+/// Run the gate over every unit of `m` (§21.8.3 steps 1–4).
+pub fn run(m: &Manifest, facts: &dyn Facts, opts: &CoverageOptions) -> Result<CoverageReport, EngineError> {
+    let corpus = Corpus::load(m, facts)?;
+    let weights = opts.weights.unwrap_or_default();
+    let k = opts.k.max(1);
+    let mut units = Vec::new();
+    for (i, e) in m.entries.iter().enumerate() {
+        let seeds: Vec<String> = if e.load_triggers.intents.is_empty() { vec![e.description.clone()] } else { e.load_triggers.intents.clone() };
+        let (mut total, mut hits, mut hits10) = (0usize, 0usize, 0usize);
+        let mut failed = Vec::new();
+        for seed in &seeds {
+            for p in paraphrases(seed, PARAPHRASES_PER_INTENT) {
+                total += 1;
+                let ranked = corpus.rank(&p, None, &weights, &[]);
+                let pos = ranked.iter().position(|s| s.index == i);
+                if pos.map(|p| p < 10).unwrap_or(false) {
+                    hits10 += 1;
+                }
+                match pos {
+                    Some(p) if p < k => hits += 1,
+                    _ => failed.push(FailedParaphrase {
+                        seed: seed.clone(),
+                        paraphrase: p,
+                        rank: pos.map(|p| p + 1).unwrap_or(0),
+                        top: ranked.iter().take(k).map(|s| s.name.clone()).collect(),
+                    }),
+                }
+            }
+        }
+        let pct = if total == 0 { 0.0 } else { hits as f64 / total as f64 };
+        units.push(UnitCoverage {
+            unit: e.name.clone(),
+            coverage_pct: r4(pct),
+            passed: pct >= opts.threshold,
+            paraphrases: total,
+            hit_at_10: r4(if total == 0 { 0.0 } else { hits10 as f64 / total as f64 }),
+            failed,
+        });
+    }
+    let failing_units: Vec<String> = units.iter().filter(|u| !u.passed).map(|u| u.unit.clone()).collect();
+    Ok(CoverageReport { passed: failing_units.is_empty(), k, threshold: opts.threshold, units, failing_units })
+}
+
+/// The generator's own synonym table: everyday verbs and nouns of work instructions.
+/// Deliberately independent of the ranker's lexicon (§21.8.3 step 1).
+const SYNONYMS: &[(&str, &str)] = &[
+    ("add", "include"), ("allowed", "permitted"), ("answer", "reply to"), ("ask", "request"),
+    ("begin", "start"), ("bug", "defect"), ("build", "compile"), ("call", "invoke"),
+    ("change", "modify"), ("check", "verify"), ("choose", "pick"), ("close", "shut"),
+    ("comment", "note"), ("create", "make"), ("delete", "remove"), ("do", "handle"),
+    ("document", "write up"), ("done", "finished"), ("error", "failure"), ("finish", "complete"),
+    ("fix", "repair"), ("get", "obtain"), ("give", "hand"), ("handle", "deal with"),
+    ("help", "assist"), ("issue", "ticket"), ("job", "task"), ("keep", "retain"),
+    ("look", "check"), ("make", "create"), ("mark", "flag"), ("need", "have to"),
+    ("new", "fresh"), ("problem", "trouble"), ("read", "review"), ("record", "log"),
+    ("report", "summary"), ("review", "inspect"), ("rule", "policy"), ("rules", "policies"),
+    ("run", "execute"), ("save", "store"), ("send", "submit"), ("set", "configure"),
+    ("show", "display"), ("start", "begin"), ("stop", "halt"), ("task", "job"),
+    ("tell", "inform"), ("test", "check"), ("update", "refresh"), ("use", "apply"),
+    ("wake", "start up"), ("work", "labor"), ("write", "author"), ("wrong", "incorrect"),
+];
+
+const FUNCTION_WORDS: &[&str] = &[
+    "a", "an", "the", "to", "of", "do", "does", "i", "my", "me", "is", "are", "be", "it", "that", "this", "how", "what", "should", "can", "for", "on", "in", "with",
+];
+
+const CONTEXTS: &[&str] = &["before going further,", "quick question:", "for the current task,", "right now", "as part of this heartbeat,"];
+
+const QUESTION_OPENERS: &[&str] = &["how do i ", "how should i ", "what do i ", "what should i ", "when do i ", "where do i ", "can i ", "should i ", "do i ", "how to ", "what is ", "what are ", "which "];
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, '?' | '!' | '.' | ',' | ';' | ':')).to_string())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+fn synonym_swap(ws: &[String], max: usize, skip: usize) -> Vec<String> {
+    let mut out = Vec::with_capacity(ws.len());
+    let mut swapped = 0;
+    let mut seen = 0;
+    for w in ws {
+        let lw = w.to_lowercase();
+        if swapped < max {
+            if let Some((_, s)) = SYNONYMS.iter().find(|(a, _)| *a == lw) {
+                seen += 1;
+                if seen > skip {
+                    out.push(s.to_string());
+                    swapped += 1;
+                    continue;
+                }
+            }
+        }
+        out.push(w.clone());
+    }
+    out
+}
+
+/// Gerund of a verb by common English spelling rules (check → checking, make → making, run → running).
+pub fn gerund(v: &str) -> String {
+    let v = v.to_lowercase();
+    if v.ends_with("ie") {
+        return format!("{}ying", &v[..v.len() - 2]);
+    }
+    if v.ends_with('e') && !v.ends_with("ee") && v.len() > 2 {
+        return format!("{}ing", &v[..v.len() - 1]);
+    }
+    let b = v.as_bytes();
+    let n = b.len();
+    let vowel = |c: u8| b"aeiou".contains(&c);
+    if n == 3 && !vowel(b[0]) && vowel(b[1]) && !vowel(b[2]) && !b"wxy".contains(&b[2]) {
+        return format!("{v}{}ing", b[2] as char);
+    }
+    format!("{v}ing")
+}
+
+fn is_question(lower: &str) -> bool {
+    lower.ends_with('?') || QUESTION_OPENERS.iter().any(|q| lower.starts_with(q))
+}
+
+fn strip_opener(lower: &str) -> String {
+    for q in QUESTION_OPENERS {
+        if let Some(rest) = lower.strip_prefix(q) {
+            return rest.trim_end_matches('?').to_string();
+        }
+    }
+    lower.trim_end_matches('?').to_string()
+}
+
+fn flip_mood(lower: &str) -> String {
+    if is_question(lower) {
+        let rest = strip_opener(lower);
+        format!("i need to {rest}")
+    } else {
+        format!("how do i {}?", lower.trim_end_matches(['.', '!']))
+    }
+}
+
+fn reorder(ws: &[String]) -> Vec<String> {
+    // Swap the clauses around a coordinating or temporal connective; else move the head verb to the end.
+    for conn in ["and", "when", "before", "after", "because", "while", "for", "with"] {
+        if let Some(p) = ws.iter().position(|w| w.eq_ignore_ascii_case(conn)) {
+            if p > 0 && p + 1 < ws.len() {
+                let mut out: Vec<String> = ws[p + 1..].to_vec();
+                out.push(conn.to_string());
+                out.extend_from_slice(&ws[..p]);
+                return out;
+            }
+        }
+    }
+    if ws.len() > 2 {
+        let mut out = ws[1..].to_vec();
+        out.push(ws[0].clone());
+        return out;
+    }
+    ws.to_vec()
+}
+
+fn telegraphic(ws: &[String]) -> Vec<String> {
+    let kept: Vec<String> = ws.iter().filter(|w| !FUNCTION_WORDS.contains(&w.to_lowercase().as_str())).cloned().collect();
+    if kept.is_empty() {
+        ws.to_vec()
+    } else {
+        kept
+    }
+}
+
+fn ing_form(ws: &[String]) -> Vec<String> {
+    // "check out an issue and start work" -> "checking out an issue and starting work"
+    let mut out = Vec::with_capacity(ws.len());
+    let mut next_is_verb = true;
+    for w in ws {
+        let lw = w.to_lowercase();
+        if next_is_verb && !FUNCTION_WORDS.contains(&lw.as_str()) && lw.chars().all(|c| c.is_ascii_alphabetic()) && !lw.ends_with("ing") {
+            out.push(gerund(&lw));
+            next_is_verb = false;
+        } else {
+            out.push(w.clone());
+        }
+        if lw == "and" || lw == "then" {
+            next_is_verb = true;
+        }
+    }
+    out
+}
+
+/// `n` distinct deterministic paraphrases of `seed` (never the seed itself).
+pub fn paraphrases(seed: &str, n: usize) -> Vec<String> {
+    let lower = seed.trim().to_lowercase();
+    let base = words(&strip_opener(&lower));
+    let j = |v: Vec<String>| v.join(" ");
+    let mut cands: Vec<String> = vec![
+        // 1. question <-> imperative, with added context
+        format!("{} {}", CONTEXTS[0], flip_mood(&lower)),
+        // 2. synonyms
+        j(synonym_swap(&base, 2, 0)),
+        // 3. function words dropped + inflection
+        j(ing_form(&telegraphic(&base))),
+        // 4. word order
+        j(reorder(&base)),
+        // 5. synonyms (later ones) + question + context
+        format!("{} {}", CONTEXTS[1], flip_mood(&j(synonym_swap(&base, 1, 1)))),
+        // spares, used when an earlier form collapses into a duplicate
+        format!("{} {}", j(ing_form(&base)), CONTEXTS[3]),
+        format!("{} {}", CONTEXTS[2], j(telegraphic(&synonym_swap(&base, 3, 0)))),
+        format!("{} {}", CONTEXTS[4], j(reorder(&synonym_swap(&base, 1, 0)))),
+        format!("what is the procedure to {}", j(base.clone())),
+    ];
+    let mut out: Vec<String> = Vec::with_capacity(n);
+    for c in cands.drain(..) {
+        let c = c.split_whitespace().collect::<Vec<_>>().join(" ");
+        if out.len() == n {
+            break;
+        }
+        if !c.is_empty() && c != lower && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    let mut i = 0;
+    while out.len() < n {
+        let c = format!("{} {lower} ({})", CONTEXTS[i % CONTEXTS.len()], i + 1);
+        if !out.contains(&c) {
+            out.push(c);
+        }
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_distinct_deterministic_paraphrases() {
+        for seed in ["check out an issue and start work", "what do I do when I wake up", "format a comment", "x", "How do I finish a task properly?"] {
+            let a = paraphrases(seed, 5);
+            assert_eq!(a.len(), 5, "{seed}: {a:?}");
+            let set: std::collections::BTreeSet<_> = a.iter().collect();
+            assert_eq!(set.len(), 5, "{seed}: {a:?}");
+            assert!(!a.iter().any(|p| p == &seed.to_lowercase()));
+            assert_eq!(a, paraphrases(seed, 5), "deterministic");
+        }
+    }
+
+    #[test]
+    fn paraphrases_vary_lexically_and_syntactically() {
+        let p = paraphrases("check out an issue and start work", 5);
+        assert!(p[0].contains("how do i"), "question form: {p:?}");
+        assert!(p[1].contains("verify") || p[1].contains("ticket") || p[1].contains("begin"), "synonyms: {p:?}");
+        assert!(p[2].contains("checking") && !p[2].contains(" an "), "telegraphic + inflection: {p:?}");
+        assert!(p[3].starts_with("start work"), "word order: {p:?}");
+        let q = paraphrases("what do I do when I wake up", 5);
+        assert!(q[0].contains("i need to"), "question becomes imperative: {q:?}");
+    }
+
+    #[test]
+    fn gerunds() {
+        assert_eq!(gerund("make"), "making");
+        assert_eq!(gerund("run"), "running");
+        assert_eq!(gerund("check"), "checking");
+        assert_eq!(gerund("tie"), "tying");
+        assert_eq!(gerund("see"), "seeing");
+    }
+}

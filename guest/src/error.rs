@@ -1,0 +1,91 @@
+//! Engine errors: every failure carries a §21.9 code (or a documented lid code), an
+//! HTTP status and an actionable message. Hosts serialise [`ErrorBody`] as
+//! `{"error": {...}}` and use `status` as the HTTP status.
+//!
+//! lid's own codes (beyond §21.9): `invalid_json`, `invalid_request`, `manifest_invalid`,
+//! `boot_stub_too_large`, `preload_unit_unavailable` (fatal form, §21.1.5 rule 4),
+//! `unit_not_found`, `migrate_invalid`.
+
+use serde::{Deserialize, Serialize};
+
+/// The wire form of an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub code: String,
+    pub status: u16,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    /// §21.9 `intent_required`.
+    #[error("`intent` is required and must not be empty (§21.3.1)")]
+    IntentRequired,
+    /// Input that is not JSON, or not the expected JSON shape.
+    #[error("invalid JSON in {what}: {reason}")]
+    InvalidJson { what: &'static str, reason: String },
+    /// A request field out of range.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The manifest failed validation; `details` lists every problem.
+    #[error("manifest rejected: {summary}")]
+    ManifestRejected { code: String, summary: String, problems: serde_json::Value },
+    /// §21.9 `recall_backend_unavailable` (retryable).
+    #[error("instruction fact store unavailable, retry later: {0}")]
+    BackendUnavailable(String),
+    /// Rendered stub body over 500 tokens (§21.1.2).
+    #[error("boot stub body is {tokens} tokens; the limit is 500 (§21.1.2): shorten always-applicable units or move them to recall")]
+    StubTooLarge { tokens: usize },
+    /// §21.1.5 rule 4: a guaranteed preload unit is unavailable; the heartbeat must abort.
+    #[error("preload unit {unit:?} is unavailable and has guarantee_load: true; aborting the heartbeat (§21.1.5 rule 4)")]
+    PreloadUnitUnavailable { unit: String },
+    /// Markdown migration input problems.
+    #[error("cannot migrate instructions: {0}")]
+    Migrate(String),
+}
+
+impl EngineError {
+    pub fn code(&self) -> &str {
+        match self {
+            EngineError::IntentRequired => "intent_required",
+            EngineError::InvalidJson { .. } => "invalid_json",
+            EngineError::InvalidRequest(_) => "invalid_request",
+            EngineError::ManifestRejected { code, .. } => code,
+            EngineError::BackendUnavailable(_) => "recall_backend_unavailable",
+            EngineError::StubTooLarge { .. } => "boot_stub_too_large",
+            EngineError::PreloadUnitUnavailable { .. } => "preload_unit_unavailable",
+            EngineError::Migrate(_) => "migrate_invalid",
+        }
+    }
+
+    pub fn status(&self) -> u16 {
+        match self {
+            EngineError::BackendUnavailable(_) | EngineError::PreloadUnitUnavailable { .. } => 503,
+            EngineError::StubTooLarge { .. } => 422,
+            _ => 400,
+        }
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        let details = match self {
+            EngineError::ManifestRejected { problems, .. } => problems.clone(),
+            EngineError::PreloadUnitUnavailable { unit } => serde_json::json!({ "unit": unit }),
+            EngineError::StubTooLarge { tokens } => serde_json::json!({ "body_tokens": tokens, "limit": 500 }),
+            EngineError::BackendUnavailable(_) => serde_json::json!({ "retryable": true }),
+            _ => serde_json::Value::Null,
+        };
+        ErrorBody { code: self.code().to_string(), status: self.status(), message: self.to_string(), details }
+    }
+
+    pub(crate) fn json(what: &'static str, e: serde_json::Error) -> Self {
+        EngineError::InvalidJson { what, reason: e.to_string() }
+    }
+}
+
+impl From<crate::store::StoreError> for EngineError {
+    fn from(e: crate::store::StoreError) -> Self {
+        EngineError::BackendUnavailable(e.0)
+    }
+}

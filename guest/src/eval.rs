@@ -1,0 +1,1 @@
+//! Eval metrics. PLACEHOLDER, owned by the ranking work.

@@ -1,0 +1,516 @@
+//! The instruction manifest (§21.2): its shape, parsing, canonical JSON and validation.
+//!
+//! Validation reports *every* problem at once (§21.9 codes), each naming the entry
+//! and the field it concerns.
+
+use serde::{Deserialize, Serialize};
+
+/// Token cap of a manifest, counted on its canonical compact JSON (§21.2.1).
+pub const MANIFEST_TOKEN_CAP: usize = 1000;
+/// Maximum `guarantee_load: true` entries per agent (§21.3.3 rule 3).
+pub const GUARANTEE_CAP: usize = 5;
+/// Maximum description length in characters (§21.2.2).
+pub const DESCRIPTION_MAX_CHARS: usize = 120;
+
+/// `load_triggers` of a manifest entry (§21.2.2).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadTriggers {
+    #[serde(default)]
+    pub intents: Vec<String>,
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub task_types: Vec<String>,
+}
+
+/// One instruction unit of the manifest (§21.2.2).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub name: String,
+    pub description: String,
+    #[serde(default)]
+    pub required_by_task_types: Vec<String>,
+    #[serde(default)]
+    pub guarantee_load: bool,
+    #[serde(default)]
+    pub load_triggers: LoadTriggers,
+    #[serde(default)]
+    pub fact_uri: Option<String>,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_estimate: Option<u64>,
+    /// `"prepend"` places a guaranteed unit before ranked results (§21.3.3 rule 1, S6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force_position: Option<String>,
+    /// An "always applicable" rule (§21.1.1): its content is embedded in the boot stub body.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub always_applicable: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A whole manifest as lid stores it: the agent's identity plus its entries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub agent_id: String,
+    #[serde(default)]
+    pub deployment: String,
+    #[serde(default)]
+    pub agent_role: String,
+    #[serde(default = "default_version", alias = "version")]
+    pub manifest_version: String,
+    pub entries: Vec<Entry>,
+    /// Publish time (RFC 3339). Boot stubs take `generated_at` from here, never the clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_at: Option<String>,
+    /// URI of the heartbeat procedure (§21.1.1); defaults to the agent's `heartbeat-contract` unit URI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_contract: Option<String>,
+}
+
+fn default_version() -> String {
+    "v1".to_string()
+}
+
+/// Wake reasons registered by default (§21.1.5 governance). Deployments configure their own.
+pub const DEFAULT_WAKE_REASONS: &[&str] = &[
+    "approval_resolved",
+    "heartbeat_timer",
+    "issue_assigned",
+    "issue_comment_mentioned",
+    "issue_commented",
+    "issue_reopened",
+    "manual",
+    "routine_fired",
+];
+
+/// Administrator approvals that accompany a publish (§21.3.3 rule 5, §21.1.5, S6).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Approvals {
+    /// Approval of every `guarantee_load: true` entry.
+    #[serde(default)]
+    pub guarantee_load: bool,
+    /// Entry names approved to declare more than 2 `required_by_task_types`.
+    #[serde(default)]
+    pub task_types: Vec<String>,
+    /// Entry names whose `force_position: "prepend"` passed content review (distinct approval, S6).
+    #[serde(default)]
+    pub force_position: Vec<String>,
+}
+
+/// How to validate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ValidateOptions {
+    /// The deployment's registered wake-reason enum; `None` means [`DEFAULT_WAKE_REASONS`].
+    #[serde(default)]
+    pub wake_reasons: Option<Vec<String>>,
+    /// `None`: approvals are not checked, only listed in `approvals_needed` (a dry run).
+    /// `Some`: a missing approval is an error (the publish path).
+    #[serde(default)]
+    pub approvals: Option<Approvals>,
+}
+
+/// One validation finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    pub code: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    pub message: String,
+}
+
+/// Token count of one entry's canonical JSON, so authors see where the budget goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryTokens {
+    pub name: String,
+    pub tokens: usize,
+}
+
+/// The result of validating a manifest: every problem at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub ok: bool,
+    pub token_count: usize,
+    pub token_cap: usize,
+    pub entry_tokens: Vec<EntryTokens>,
+    pub errors: Vec<Problem>,
+    pub warnings: Vec<Problem>,
+    /// Approvals a publish of this manifest needs (informational in a dry run).
+    pub approvals_needed: Vec<Problem>,
+    /// The parsed manifest, when the JSON had the manifest shape.
+    #[serde(skip)]
+    pub manifest: Option<Manifest>,
+}
+
+impl Report {
+    /// The code a publish fails with: the first error's code (all errors are in `errors`).
+    pub fn primary_code(&self) -> Option<&str> {
+        self.errors.first().map(|p| p.code.as_str())
+    }
+}
+
+/// The canonical compact JSON of a manifest: field order as declared, no whitespace.
+/// The 1000-token cap (§21.2.1) is counted on exactly these bytes.
+pub fn canonical_json(m: &Manifest) -> String {
+    serde_json::to_string(m).unwrap_or_default()
+}
+
+fn problem(code: &str, entry: Option<&str>, field: Option<&str>, message: String) -> Problem {
+    Problem { code: code.to_string(), entry: entry.map(str::to_string), field: field.map(str::to_string), message }
+}
+
+/// Whether `s` is kebab-case: lowercase ASCII letters and digits in `-`-separated words.
+pub fn is_kebab(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.split('-').all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+}
+
+/// Parse a manifest without validating it (for callers that already validated it).
+pub fn parse(json: &str) -> Result<Manifest, crate::error::EngineError> {
+    serde_json::from_str(json).map_err(|e| crate::error::EngineError::json("manifest", e))
+}
+
+/// Parse and validate a manifest (§21.2, §21.8.3, §21.9), reporting every problem.
+pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut approvals_needed = Vec::new();
+    let empty = Report {
+        ok: false,
+        token_count: 0,
+        token_cap: MANIFEST_TOKEN_CAP,
+        entry_tokens: vec![],
+        errors: vec![],
+        warnings: vec![],
+        approvals_needed: vec![],
+        manifest: None,
+    };
+
+    let value: serde_json::Value = match serde_json::from_str(json) {
+        Ok(v) => v,
+        Err(e) => {
+            return Report {
+                errors: vec![problem("invalid_json", None, None, format!("manifest is not valid JSON: {e}"))],
+                ..empty
+            }
+        }
+    };
+    let Some(obj) = value.as_object() else {
+        return Report {
+            errors: vec![problem("manifest_invalid", None, None, "manifest must be a JSON object".into())],
+            ..empty
+        };
+    };
+
+    // Top-level fields.
+    let str_field = |k: &str| obj.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let agent_id = str_field("agent_id").unwrap_or_default();
+    let deployment = str_field("deployment").unwrap_or_default();
+    let version = str_field("manifest_version").or_else(|| str_field("version")).unwrap_or_else(default_version);
+    for (field, value) in [("agent_id", &agent_id), ("deployment", &deployment)] {
+        if crate::uri::InstructionUri::new(if field == "deployment" { value } else { "d" }, if field == "agent_id" { value } else { "a" }, "u", "v1").is_err() {
+            errors.push(problem(
+                "manifest_invalid",
+                None,
+                Some(field),
+                format!("`{field}` must be a non-empty string of [A-Za-z0-9._-] (it becomes part of instruction: URIs, §21.4.1)"),
+            ));
+        }
+    }
+    if let Err(e) = crate::uri::check_version(&version) {
+        errors.push(problem("manifest_invalid", None, Some("manifest_version"), e.to_string()));
+    }
+    for k in ["agent_role", "published_at", "heartbeat_contract"] {
+        if let Some(v) = obj.get(k) {
+            if !v.is_string() && !v.is_null() {
+                errors.push(problem("manifest_invalid", None, Some(k), format!("`{k}` must be a string")));
+            }
+        }
+    }
+
+    let raw_entries = match obj.get("entries") {
+        Some(serde_json::Value::Array(a)) => a.clone(),
+        Some(_) => {
+            errors.push(problem("manifest_invalid", None, Some("entries"), "`entries` must be an array".into()));
+            vec![]
+        }
+        None => {
+            errors.push(problem("manifest_invalid", None, Some("entries"), "`entries` is missing".into()));
+            vec![]
+        }
+    };
+    if raw_entries.is_empty() && obj.get("entries").map(|v| v.is_array()).unwrap_or(false) {
+        warnings.push(problem("manifest_empty", None, Some("entries"), "manifest has no entries; recall will return nothing".into()));
+    }
+
+    let wake_reasons: Vec<String> = opts
+        .wake_reasons
+        .clone()
+        .unwrap_or_else(|| DEFAULT_WAKE_REASONS.iter().map(|s| s.to_string()).collect());
+
+    let mut entries = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, raw) in raw_entries.iter().enumerate() {
+        let label = raw.get("name").and_then(|v| v.as_str()).map(str::to_string).unwrap_or_else(|| format!("entries[{i}]"));
+        let e: Entry = match serde_json::from_value(raw.clone()) {
+            Ok(e) => e,
+            Err(err) => {
+                errors.push(problem("manifest_entry_invalid", Some(&label), None, format!("entry does not have the §21.2.2 shape: {err}")));
+                continue;
+            }
+        };
+        let name = e.name.as_str();
+        let en = Some(label.as_str());
+        if !is_kebab(name) {
+            errors.push(problem("manifest_entry_invalid", en, Some("name"), format!("name {name:?} must be kebab-case (e.g. `security-posture`), at most 64 characters")));
+        } else if name == "manifest" {
+            errors.push(problem("manifest_entry_invalid", en, Some("name"), "`manifest` is reserved for the manifest's own URI (§21.4.1)".into()));
+        }
+        if !seen.insert(name.to_string()) {
+            errors.push(problem("manifest_entry_invalid", en, Some("name"), format!("name {name:?} is used by more than one entry; names must be unique (§21.2.2)")));
+        }
+        let desc_chars = e.description.chars().count();
+        if e.description.trim().is_empty() {
+            errors.push(problem("manifest_entry_invalid", en, Some("description"), "description is required (§21.2.2)".into()));
+        } else if desc_chars > DESCRIPTION_MAX_CHARS {
+            errors.push(problem("manifest_entry_invalid", en, Some("description"), format!("description is {desc_chars} characters; the limit is {DESCRIPTION_MAX_CHARS} (§21.2.2)")));
+        } else if e.description.contains('\n') || e.description.contains('\r') {
+            errors.push(problem("manifest_entry_invalid", en, Some("description"), "description must be one line (§21.2.2)".into()));
+        }
+        let has_uri = e.fact_uri.as_deref().map(|s| !s.is_empty()).unwrap_or(false);
+        let has_path = e.path.as_deref().map(|s| !s.is_empty()).unwrap_or(false);
+        match (has_uri, has_path) {
+            (false, false) => errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), "entry has neither `fact_uri` nor `path`; exactly one is required (§21.2.2)".into())),
+            (true, true) => errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), "entry has both `fact_uri` and `path`; exactly one is allowed (§21.2.2)".into())),
+            (true, false) => {
+                let uri = e.fact_uri.as_deref().unwrap_or_default();
+                match crate::uri::InstructionUri::parse(uri) {
+                    Err(err) => errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), err.to_string())),
+                    Ok(u) => {
+                        if u.deployment != deployment || u.agent != agent_id {
+                            errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), format!("fact_uri {uri:?} is outside this agent's instruction scope instruction:{deployment}/{agent_id}/ (§21.4.4)")));
+                        }
+                        if u.unit != name {
+                            errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), format!("fact_uri unit segment {:?} must equal the entry name {name:?} (§21.4.1)", u.unit)));
+                        }
+                    }
+                }
+            }
+            (false, true) => {
+                let p = e.path.as_deref().unwrap_or_default();
+                if p.starts_with('/') || p.starts_with('\\') || p.split(['/', '\\']).any(|s| s == "..") || p.contains(':') {
+                    errors.push(problem("manifest_entry_invalid", en, Some("path"), format!("path {p:?} must be relative to the instructions root, without `..` (§21.2.2)")));
+                }
+            }
+        }
+        for t in &e.required_by_task_types {
+            if !wake_reasons.iter().any(|w| w == t) {
+                errors.push(problem("task_type_unknown", en, Some("required_by_task_types"), format!("{t:?} is not a registered wake reason; registered: {}", wake_reasons.join(", "))));
+            }
+        }
+        for t in &e.load_triggers.task_types {
+            if !wake_reasons.iter().any(|w| w == t) {
+                warnings.push(problem("task_type_unregistered", en, Some("load_triggers.task_types"), format!("{t:?} is not a registered wake reason, so it can never match")));
+            }
+        }
+        if e.required_by_task_types.len() > 2 {
+            let p = problem("task_types_approval_required", en, Some("required_by_task_types"), format!("{} required_by_task_types values need explicit admin approval (more than 2, §21.1.5)", e.required_by_task_types.len()));
+            match &opts.approvals {
+                Some(a) if a.task_types.iter().any(|n| n == name) => {}
+                Some(_) => errors.push(p),
+                None => approvals_needed.push(p),
+            }
+        }
+        match e.force_position.as_deref() {
+            None | Some("append") => {}
+            Some("prepend") => {
+                if !e.guarantee_load {
+                    warnings.push(problem("force_position_ignored", en, Some("force_position"), "force_position applies only to guarantee_load units (§21.3.3 rule 1)".into()));
+                }
+                let p = problem("force_position_approval_required", en, Some("force_position"), "force_position \"prepend\" needs a content review and its own admin approval, separate from guarantee_load (§21.3.3 rule 1, S6)".into());
+                match &opts.approvals {
+                    Some(a) if a.force_position.iter().any(|n| n == name) => {}
+                    Some(_) => errors.push(p),
+                    None => approvals_needed.push(p),
+                }
+            }
+            Some(other) => errors.push(problem("manifest_entry_invalid", en, Some("force_position"), format!("force_position {other:?} must be \"prepend\" or \"append\""))),
+        }
+        if e.guarantee_load {
+            let p = problem("guarantee_approval_required", en, Some("guarantee_load"), "guarantee_load: true needs explicit admin approval recorded in provenance (§21.3.3 rule 5)".into());
+            match &opts.approvals {
+                Some(a) if a.guarantee_load => {}
+                Some(_) => errors.push(p),
+                None => approvals_needed.push(p),
+            }
+        }
+        if e.load_triggers.intents.is_empty() {
+            warnings.push(problem("intents_missing", en, Some("load_triggers.intents"), "no load_triggers.intents: the coverage gate falls back to the description (§21.8.3)".into()));
+        }
+        entries.push(e);
+    }
+
+    let guaranteed = entries.iter().filter(|e| e.guarantee_load).count();
+    if guaranteed > GUARANTEE_CAP {
+        errors.push(problem("guarantee_cap_exceeded", None, Some("guarantee_load"), format!("{guaranteed} entries have guarantee_load: true; at most {GUARANTEE_CAP} per agent (§21.3.3 rule 3)")));
+    }
+
+    let manifest = Manifest {
+        agent_id,
+        deployment,
+        agent_role: str_field("agent_role").unwrap_or_default(),
+        manifest_version: version,
+        entries,
+        published_at: str_field("published_at"),
+        heartbeat_contract: str_field("heartbeat_contract"),
+    };
+    let canonical = canonical_json(&manifest);
+    let token_count = crate::tokens::count(&canonical);
+    let entry_tokens: Vec<EntryTokens> = manifest
+        .entries
+        .iter()
+        .map(|e| EntryTokens { name: e.name.clone(), tokens: crate::tokens::count(&serde_json::to_string(e).unwrap_or_default()) })
+        .collect();
+    if token_count > MANIFEST_TOKEN_CAP {
+        let mut heavy: Vec<&EntryTokens> = entry_tokens.iter().collect();
+        heavy.sort_by(|a, b| b.tokens.cmp(&a.tokens).then(a.name.cmp(&b.name)));
+        let top: Vec<String> = heavy.iter().take(3).map(|e| format!("{} ({})", e.name, e.tokens)).collect();
+        errors.insert(0, problem("manifest_too_large", None, None, format!("manifest is {token_count} cl100k tokens as canonical compact JSON; the cap is {MANIFEST_TOKEN_CAP} (§21.2.1). Largest entries: {}", top.join(", "))));
+    } else if token_count > MANIFEST_TOKEN_CAP * 9 / 10 {
+        warnings.push(problem("manifest_near_cap", None, None, format!("manifest is {token_count} tokens, within 10% of the {MANIFEST_TOKEN_CAP}-token cap")));
+    }
+
+    Report { ok: errors.is_empty(), token_count, token_cap: MANIFEST_TOKEN_CAP, entry_tokens, errors, warnings, approvals_needed, manifest: Some(manifest) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str) -> serde_json::Value {
+        serde_json::json!({
+            "name": name, "description": "A unit.", "required_by_task_types": [], "guarantee_load": false,
+            "load_triggers": {"intents": ["do the thing"], "keywords": ["thing"], "task_types": []},
+            "fact_uri": format!("instruction:acme/cto/{name}/v1"), "path": null, "token_estimate": 10
+        })
+    }
+
+    fn manifest(entries: Vec<serde_json::Value>) -> String {
+        serde_json::json!({"agent_id": "cto", "deployment": "acme", "agent_role": "CTO", "manifest_version": "v1", "entries": entries}).to_string()
+    }
+
+    fn codes(r: &Report) -> Vec<&str> {
+        r.errors.iter().map(|p| p.code.as_str()).collect()
+    }
+
+    #[test]
+    fn accepts_a_good_manifest() {
+        let r = validate(&manifest(vec![entry("alpha"), entry("beta")]), &ValidateOptions::default());
+        assert!(r.ok, "{:?}", r.errors);
+        assert!(r.token_count > 20 && r.token_count < 300, "{}", r.token_count);
+        assert_eq!(r.entry_tokens.len(), 2);
+    }
+
+    #[test]
+    fn reports_every_problem_at_once() {
+        // §21.2.2 + §21.9: neither/both of fact_uri/path, bad name, duplicate, long description,
+        // unknown wake reason, too many task types: all in one report.
+        let mut both = entry("both");
+        both["path"] = "units/both.md".into();
+        let mut neither = entry("neither");
+        neither["fact_uri"] = serde_json::Value::Null;
+        let mut bad_name = entry("Bad_Name");
+        bad_name["fact_uri"] = "instruction:acme/cto/Bad_Name/v1".into();
+        let mut long = entry("long");
+        long["description"] = "x".repeat(121).into();
+        let mut unknown = entry("unknown");
+        unknown["required_by_task_types"] = serde_json::json!(["issue_assigned", "coffee_break"]);
+        let mut many = entry("many");
+        many["required_by_task_types"] = serde_json::json!(["issue_assigned", "issue_commented", "routine_fired"]);
+        let json = manifest(vec![both, neither, bad_name, long, unknown, many, entry("dup"), entry("dup")]);
+        let r = validate(&json, &ValidateOptions { approvals: Some(Approvals::default()), ..Default::default() });
+        assert!(!r.ok);
+        let c = codes(&r);
+        assert_eq!(c.iter().filter(|c| **c == "manifest_entry_invalid").count(), 5, "{:#?}", r.errors);
+        assert!(c.contains(&"task_type_unknown"));
+        assert!(c.contains(&"task_types_approval_required"));
+        let fields: Vec<(Option<&str>, Option<&str>)> = r.errors.iter().map(|p| (p.entry.as_deref(), p.field.as_deref())).collect();
+        assert!(fields.contains(&(Some("both"), Some("fact_uri"))));
+        assert!(fields.contains(&(Some("neither"), Some("fact_uri"))));
+        assert!(fields.contains(&(Some("Bad_Name"), Some("name"))));
+        assert!(fields.contains(&(Some("long"), Some("description"))));
+        assert!(fields.contains(&(Some("dup"), Some("name"))));
+        assert!(fields.contains(&(Some("unknown"), Some("required_by_task_types"))));
+    }
+
+    #[test]
+    fn approvals_are_listed_in_dry_run_and_enforced_on_publish() {
+        let mut g = entry("rules");
+        g["guarantee_load"] = true.into();
+        g["force_position"] = "prepend".into();
+        let json = manifest(vec![g]);
+        let dry = validate(&json, &ValidateOptions::default());
+        assert!(dry.ok);
+        let needed: Vec<&str> = dry.approvals_needed.iter().map(|p| p.code.as_str()).collect();
+        assert_eq!(needed, vec!["force_position_approval_required", "guarantee_approval_required"]);
+
+        // guarantee_load approval alone does not cover force_position (S6: distinct approval).
+        let only_g = validate(&json, &ValidateOptions { approvals: Some(Approvals { guarantee_load: true, ..Default::default() }), ..Default::default() });
+        assert_eq!(codes(&only_g), vec!["force_position_approval_required"]);
+        let both = validate(&json, &ValidateOptions { approvals: Some(Approvals { guarantee_load: true, force_position: vec!["rules".into()], ..Default::default() }), ..Default::default() });
+        assert!(both.ok, "{:?}", both.errors);
+    }
+
+    #[test]
+    fn guarantee_cap() {
+        let es: Vec<_> = (0..6).map(|i| { let mut e = entry(&format!("g{i}")); e["guarantee_load"] = true.into(); e }).collect();
+        let r = validate(&manifest(es), &ValidateOptions::default());
+        assert!(codes(&r).contains(&"guarantee_cap_exceeded"));
+    }
+
+    #[test]
+    fn wake_reasons_are_configurable() {
+        let mut e = entry("a");
+        e["required_by_task_types"] = serde_json::json!(["deploy_started"]);
+        let json = manifest(vec![e]);
+        assert_eq!(codes(&validate(&json, &ValidateOptions::default())), vec!["task_type_unknown"]);
+        let custom = ValidateOptions { wake_reasons: Some(vec!["deploy_started".into()]), approvals: None };
+        assert!(validate(&json, &custom).ok);
+    }
+
+    #[test]
+    fn too_large_is_counted_on_canonical_json() {
+        let es: Vec<_> = (0..40).map(|i| { let mut e = entry(&format!("unit-{i}")); e["description"] = "Security constraints, escalation thresholds, and hard prohibitions for everything.".into(); e }).collect();
+        let json = manifest(es);
+        let r = validate(&json, &ValidateOptions::default());
+        assert_eq!(r.primary_code(), Some("manifest_too_large"));
+        assert!(r.token_count > MANIFEST_TOKEN_CAP);
+        // Whitespace in the input does not change the count: it is canonical.
+        let pretty = serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(&json).unwrap()).unwrap();
+        assert_eq!(validate(&pretty, &ValidateOptions::default()).token_count, r.token_count);
+    }
+
+    #[test]
+    fn garbage_input_is_an_error_not_a_panic() {
+        for s in ["", "[]", "{", "{\"entries\": 5}", "{\"agent_id\": 3, \"entries\": [1, \"x\", null]}"] {
+            let r = validate(s, &ValidateOptions::default());
+            assert!(!r.ok, "{s}");
+            assert!(!r.errors.is_empty());
+        }
+    }
+
+    #[test]
+    fn fact_uri_must_match_scope_and_name() {
+        let mut e = entry("alpha");
+        e["fact_uri"] = "instruction:other/cto/beta/latest".into();
+        let r = validate(&manifest(vec![e]), &ValidateOptions::default());
+        assert_eq!(codes(&r), vec!["manifest_entry_invalid"]);
+        assert!(r.errors[0].message.contains("floating alias"));
+    }
+}

@@ -1,0 +1,254 @@
+//! Bulk migration of a markdown instruction file into units (§21.6.3).
+//!
+//! Splits at H2/H3 headings (or at lines matching a given regex), names each unit in
+//! kebab-case from its heading, writes a one-line description and a cl100k token
+//! estimate, and drafts manifest entries for an operator to review. It never updates a
+//! live manifest (§21.6.3 step 5).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::EngineError;
+use crate::manifest::{Entry, LoadTriggers, Manifest};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MigrateOptions {
+    pub deployment: String,
+    pub agent: String,
+    #[serde(default)]
+    pub agent_role: String,
+    /// Split before every line matching this regex instead of at H2/H3 headings.
+    #[serde(default)]
+    pub split_regex: Option<String>,
+    /// Version of the new facts (default `v1`).
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MigratedUnit {
+    pub name: String,
+    pub heading: String,
+    pub description: String,
+    pub content: String,
+    pub token_estimate: usize,
+    pub fact_uri: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Migration {
+    pub units: Vec<MigratedUnit>,
+    /// A draft manifest for review; not published (§21.6.3 step 5).
+    pub manifest: Manifest,
+    pub warnings: Vec<String>,
+}
+
+/// kebab-case of a heading: `## 3. Checkout & Context!` → `checkout-context`.
+pub fn kebab(s: &str) -> String {
+    let mut out = String::new();
+    let mut dash = false;
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            out.push(c.to_ascii_lowercase());
+            dash = false;
+        } else {
+            dash = true;
+        }
+    }
+    // Leading step numbers ("3-checkout") carry no meaning in a name.
+    let trimmed = out.trim_start_matches(|c: char| c.is_ascii_digit() || c == '-').to_string();
+    let name = if trimmed.is_empty() { out } else { trimmed };
+    let mut cut: String = name.chars().take(48).collect();
+    while cut.ends_with('-') {
+        cut.pop();
+    }
+    cut
+}
+
+fn heading_text(line: &str) -> Option<(usize, String)> {
+    let t = line.trim_end();
+    let level = t.chars().take_while(|c| *c == '#').count();
+    if (1..=6).contains(&level) && t[level..].starts_with(' ') {
+        Some((level, t[level..].trim().trim_end_matches('#').trim().to_string()))
+    } else {
+        None
+    }
+}
+
+fn strip_markdown(s: &str) -> String {
+    s.chars().filter(|c| !matches!(c, '*' | '_' | '`' | '#' | '>' | '[' | ']')).collect::<String>().split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One line ≤120 chars: the first sentence of the section's prose, else its heading.
+fn describe(heading: &str, body: &str) -> String {
+    let prose = body
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && heading_text(l).is_none() && !l.starts_with("```") && !l.starts_with('|'))
+        .map(|l| l.trim_start_matches(['-', '*', ' ']).to_string())
+        .unwrap_or_default();
+    let prose = strip_markdown(&prose);
+    let first = prose.split_inclusive(['.', '!', '?']).next().unwrap_or("").trim().to_string();
+    let mut d = if first.len() >= 12 { first } else { strip_markdown(heading) };
+    if d.is_empty() {
+        d = "Migrated instruction section.".into();
+    }
+    if d.chars().count() > 120 {
+        let cut: String = d.chars().take(117).collect();
+        let cut = match cut.rfind(' ') {
+            Some(p) if p > 60 => cut[..p].to_string(),
+            _ => cut,
+        };
+        d = format!("{}...", cut.trim_end_matches([',', ';', ':', ' ']));
+    }
+    d
+}
+
+/// Split `markdown` into units and a draft manifest.
+pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, EngineError> {
+    let version = opts.version.clone().unwrap_or_else(|| "v1".into());
+    crate::uri::InstructionUri::new(&opts.deployment, &opts.agent, "unit", &version).map_err(|e| EngineError::Migrate(e.to_string()))?;
+    let re = match &opts.split_regex {
+        Some(r) => Some(regex_lite::Regex::new(r).map_err(|e| EngineError::Migrate(format!("split regex {r:?} does not compile: {e}")))?),
+        None => None,
+    };
+    let is_split = |line: &str| -> Option<String> {
+        match &re {
+            Some(re) => re.is_match(line).then(|| heading_text(line).map(|(_, t)| t).unwrap_or_else(|| line.trim().to_string())),
+            None => heading_text(line).filter(|(l, _)| *l == 2 || *l == 3).map(|(_, t)| t),
+        }
+    };
+
+    // Sections: (heading, lines); text before the first split is the preamble.
+    let mut sections: Vec<(String, Vec<&str>)> = vec![(String::new(), vec![])];
+    let mut in_fence = false;
+    let mut title = String::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        }
+        let split = if in_fence { None } else { is_split(line) };
+        match split {
+            Some(h) => sections.push((h, vec![line])),
+            None => {
+                if title.is_empty() && !in_fence {
+                    if let Some((1, t)) = heading_text(line) {
+                        title = t;
+                    }
+                }
+                if let Some(last) = sections.last_mut() {
+                    last.1.push(line);
+                }
+            }
+        }
+    }
+
+    let mut warnings = Vec::new();
+    let mut units: Vec<MigratedUnit> = Vec::new();
+    for (i, (heading, lines)) in sections.into_iter().enumerate() {
+        let content = lines.join("\n").trim().to_string();
+        if content.is_empty() {
+            continue;
+        }
+        // A preamble holding only the document title is not a unit.
+        if i == 0 && content.lines().all(|l| l.trim().is_empty() || heading_text(l).map(|(lv, _)| lv == 1).unwrap_or(false)) {
+            continue;
+        }
+        let head = if i == 0 { if title.is_empty() { "overview".to_string() } else { title.clone() } } else { heading.clone() };
+        let mut name = kebab(&head);
+        if name.is_empty() || name == "manifest" {
+            name = format!("section-{}", i);
+        }
+        let base = name.clone();
+        let mut n = 2;
+        while units.iter().any(|u| u.name == name) {
+            name = format!("{base}-{n}");
+            n += 1;
+        }
+        if name != base {
+            warnings.push(format!("heading {head:?} repeats; unit named {name:?}"));
+        }
+        let tokens = crate::tokens::count(&content);
+        if tokens > 600 {
+            warnings.push(format!("unit {name:?} is {tokens} tokens; consider splitting it further"));
+        }
+        units.push(MigratedUnit {
+            fact_uri: format!("instruction:{}/{}/{}/{}", opts.deployment, opts.agent, name, version),
+            description: describe(&head, &content),
+            heading: head,
+            token_estimate: tokens,
+            content,
+            name,
+        });
+    }
+    if units.is_empty() {
+        return Err(EngineError::Migrate("no sections found: the file is empty or has no H2/H3 headings matching the split rule".into()));
+    }
+    let entries = units
+        .iter()
+        .map(|u| Entry {
+            name: u.name.clone(),
+            description: u.description.clone(),
+            load_triggers: LoadTriggers { intents: vec![strip_markdown(&u.heading).to_lowercase()], keywords: vec![], task_types: vec![] },
+            fact_uri: Some(u.fact_uri.clone()),
+            token_estimate: Some(u.token_estimate as u64),
+            ..Default::default()
+        })
+        .collect();
+    let manifest = Manifest {
+        agent_id: opts.agent.clone(),
+        deployment: opts.deployment.clone(),
+        agent_role: opts.agent_role.clone(),
+        manifest_version: "v1".into(),
+        entries,
+        published_at: None,
+        heartbeat_contract: None,
+    };
+    Ok(Migration { units, manifest, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = "# Agent Guide\n\nIntro line.\n\n## 1. Checkout & Context\n\nAlways check out the issue before you work on it.\n\n```\n## not a heading\n```\n\n### Status updates\n\nPost a status comment when you stop.\n\n## Checkout & Context\n\nDuplicate heading.\n";
+
+    fn opts() -> MigrateOptions {
+        MigrateOptions { deployment: "acme".into(), agent: "eng".into(), ..Default::default() }
+    }
+
+    #[test]
+    fn splits_at_h2_h3_outside_fences() {
+        let m = migrate(DOC, &opts()).unwrap();
+        let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, vec!["agent-guide", "checkout-context", "status-updates", "checkout-context-2"]);
+        assert!(m.units[1].content.contains("## not a heading"), "fenced heading stays in its unit");
+        assert_eq!(m.units[1].description, "Always check out the issue before you work on it.");
+        assert_eq!(m.units[1].fact_uri, "instruction:acme/eng/checkout-context/v1");
+        assert!(m.units.iter().all(|u| u.token_estimate > 0));
+        assert_eq!(m.manifest.entries.len(), 4);
+        assert_eq!(m.warnings.len(), 1);
+        // The draft validates as a manifest.
+        let json = serde_json::to_string(&m.manifest).unwrap();
+        let r = crate::manifest::validate(&json, &Default::default());
+        assert!(r.ok, "{:?}", r.errors);
+    }
+
+    #[test]
+    fn custom_split_regex() {
+        let md = "Intro\nSTEP one\nfirst\nSTEP two\nsecond\n";
+        let m = migrate(md, &MigrateOptions { split_regex: Some("^STEP ".into()), ..opts() }).unwrap();
+        let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, vec!["overview", "step-one", "step-two"]);
+        assert!(migrate(md, &MigrateOptions { split_regex: Some("(".into()), ..opts() }).is_err());
+    }
+
+    #[test]
+    fn empty_input_is_an_error() {
+        assert!(migrate("", &opts()).is_err());
+        assert!(migrate("# Title only\n", &opts()).is_err());
+        assert!(migrate("## A\nx", &MigrateOptions { deployment: "bad dep".into(), ..opts() }).is_err());
+    }
+}

@@ -1,0 +1,83 @@
+//! Task-type preloads (§21.1.5): the units whose `required_by_task_types` contain the
+//! (already verified) wake reason, in manifest order, with no scoring.
+//!
+//! A missing fact falls back to `path`; otherwise a `preload_unit_unavailable` warning,
+//! or a fatal error for a `guarantee_load` unit (rule 4). Stub + preloads over 2000
+//! tokens gives `preload_budget_warning` (rule 5); nothing is ever dropped.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::EngineError;
+use crate::manifest::Manifest;
+use crate::store::Facts;
+
+/// §21.1.5 rule 5 threshold for boot stub + preloads.
+pub const PRELOAD_BUDGET: usize = 2000;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreloadUnit {
+    pub name: String,
+    pub fact_uri: String,
+    pub content: String,
+    pub tokens: u32,
+    pub version: String,
+    pub valid_until: Option<String>,
+    /// `task_type_preload`, or `fallback_path` when read from `path` (§21.1.5 rule 4).
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreloadWarning {
+    pub code: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preload {
+    pub wake_reason: String,
+    pub units: Vec<PreloadUnit>,
+    pub total_tokens: u32,
+    /// Body-plus-frontmatter tokens of the boot stub the preloads follow.
+    pub stub_tokens: u32,
+    pub warnings: Vec<PreloadWarning>,
+}
+
+/// Compute the preloads for a verified `wake_reason`. `stub_tokens` is the token count of
+/// the stub delivered before them (for the rule 5 budget check).
+pub fn preload(m: &Manifest, facts: &dyn Facts, wake_reason: &str, stub_tokens: u32) -> Result<Preload, EngineError> {
+    let mut units = Vec::new();
+    let mut warnings = Vec::new();
+    for e in m.entries.iter().filter(|e| e.required_by_task_types.iter().any(|t| t == wake_reason)) {
+        match crate::recall::resolve_unit(m, e, facts)? {
+            Some(r) => {
+                let tokens = r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32);
+                units.push(PreloadUnit {
+                    name: e.name.clone(),
+                    fact_uri: e.fact_uri.clone().map(|_| r.fact.uri.clone()).unwrap_or_default(),
+                    content: r.fact.content,
+                    tokens,
+                    version: r.fact.version,
+                    valid_until: r.fact.valid_until,
+                    source: if r.source == "fallback_path" { "fallback_path".into() } else { "task_type_preload".into() },
+                });
+            }
+            None if e.guarantee_load => return Err(EngineError::PreloadUnitUnavailable { unit: e.name.clone() }),
+            None => warnings.push(PreloadWarning {
+                code: "preload_unit_unavailable".into(),
+                unit: Some(e.name.clone()),
+                message: format!("preload unit {:?} could not be read from its fact or path; the heartbeat continues without it (§21.1.5 rule 4)", e.name),
+            }),
+        }
+    }
+    let total_tokens: u32 = units.iter().map(|u| u.tokens).sum();
+    if (stub_tokens + total_tokens) as usize > PRELOAD_BUDGET {
+        warnings.push(PreloadWarning {
+            code: "preload_budget_warning".into(),
+            unit: None,
+            message: format!("boot stub ({stub_tokens}) + preloads ({total_tokens}) = {} tokens, over the {PRELOAD_BUDGET}-token target (§21.1.5 rule 5); nothing was dropped", stub_tokens + total_tokens),
+        });
+    }
+    Ok(Preload { wake_reason: wake_reason.to_string(), units, total_tokens, stub_tokens, warnings })
+}

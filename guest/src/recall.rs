@@ -1,0 +1,382 @@
+//! `recall_instruction` (§21.3): resolve units, rank them, assemble the response.
+//!
+//! Assembly (§21.3.3): `manifest_hint` units first (missing ones in `missed_hints`),
+//! then ranked units up to `max_chunks`, then `guarantee_load` units appended (or
+//! prepended with `force_position: "prepend"`). Budget precedence: ranked units are
+//! dropped first, hinted next, guaranteed units never; every unit the budget drops is
+//! named in `omitted`. Deterministic (§21.3.4): same inputs, byte-identical JSON.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::EngineError;
+use crate::manifest::{Entry, Manifest};
+use crate::rank::{Ranker, Scored, UnitDoc, Weights};
+use crate::store::{AuditSink, Fact, Facts, InterpretAs};
+
+/// §21.3.1 default `max_chunks`.
+pub const DEFAULT_MAX_CHUNKS: u32 = 3;
+/// §21.3.1 default `token_budget`.
+pub const DEFAULT_TOKEN_BUDGET: u32 = 2000;
+/// Upper bound on `max_chunks` (a request beyond it is clamped, not rejected).
+pub const MAX_CHUNKS_LIMIT: u32 = 100;
+/// §21.5.5 soft lift for coverage-critical units: `score += ln(1 + λ)`, λ = 0.15.
+pub fn soft_lift() -> f64 {
+    (1.0f64 + 0.15).ln()
+}
+
+/// The request (§21.3.1), plus lid's optional `min_score` and `wake_reason`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecallRequest {
+    #[serde(default)]
+    pub intent: String,
+    #[serde(default)]
+    pub max_chunks: Option<u32>,
+    #[serde(default)]
+    pub token_budget: Option<u32>,
+    #[serde(default)]
+    pub manifest_hint: Vec<String>,
+    /// Ranked units scoring below this are not returned (hints and guaranteed units are).
+    #[serde(default)]
+    pub min_score: Option<f64>,
+    /// A wake reason the host has verified; used only as a ranking signal here.
+    #[serde(default)]
+    pub wake_reason: Option<String>,
+}
+
+/// What the host supplies besides the request: time, entropy, heartbeat identity.
+/// Everything that would make output non-deterministic comes in here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecallContext {
+    /// Unix ms, for audit ids and `created_at`.
+    #[serde(default)]
+    pub now_ms: u64,
+    /// 10 random bytes as hex (20 chars) for the ULID random part; zeros if absent.
+    #[serde(default)]
+    pub entropy: String,
+    #[serde(default)]
+    pub heartbeat_id: String,
+    #[serde(default)]
+    pub session_start_ms: Option<u64>,
+    #[serde(default)]
+    pub weights: Option<Weights>,
+    /// Coverage-critical units that get the §21.5.5 soft lift.
+    #[serde(default)]
+    pub lift_units: Vec<String>,
+}
+
+/// One returned unit (§21.3.2), plus `selected_by`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    pub name: String,
+    pub fact_uri: String,
+    pub content: String,
+    pub tokens: u32,
+    pub valid_until: Option<String>,
+    pub version: String,
+    pub score: f64,
+    /// `stigmem` (the fact store) or `fallback_path` (§21.6.1).
+    pub source: String,
+    /// `manifest_hint`, `ranked` or `guarantee_load`.
+    pub selected_by: String,
+}
+
+/// A unit left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Omitted {
+    pub name: String,
+    pub tokens: u32,
+    /// `token_budget`, or `unavailable` when neither fact nor path could be read.
+    pub reason: String,
+}
+
+/// The response (§21.3.2), plus `omitted` and `warnings`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecallResponse {
+    pub chunks: Vec<Chunk>,
+    pub total_tokens: u32,
+    pub truncated: bool,
+    pub missed_hints: Vec<String>,
+    pub omitted: Vec<Omitted>,
+    pub audit_token: String,
+    pub warnings: Vec<String>,
+}
+
+/// A unit's resolved content.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub fact: Fact,
+    /// `stigmem` or `fallback_path`.
+    pub source: &'static str,
+}
+
+/// Resolve one entry to its content (§21.4.2 rule 3, §21.6.1): the latest version of
+/// the unit's fact, else the exact `fact_uri`, else `path` as `fallback_path`.
+/// Content-typed facts are never served as instructions (Spec-13).
+pub fn resolve_unit(m: &Manifest, e: &Entry, facts: &dyn Facts) -> Result<Option<Resolved>, EngineError> {
+    if let Some(uri) = e.fact_uri.as_deref().filter(|s| !s.is_empty()) {
+        let mut found = None;
+        if let Ok(u) = crate::uri::InstructionUri::parse(uri) {
+            let versions = facts.versions(&u.unit_key())?;
+            if let Some(v) = crate::uri::latest(&versions) {
+                let latest = format!("{}/{v}", u.unit_key());
+                found = facts.get(&latest)?;
+            }
+        }
+        if found.is_none() {
+            found = facts.get(uri)?;
+        }
+        if let Some(mut f) = found {
+            if f.interpret_as == InterpretAs::Instruction {
+                if f.version.is_empty() {
+                    f.version = crate::uri::InstructionUri::parse(&f.uri).map(|u| u.version).unwrap_or_default();
+                }
+                return Ok(Some(Resolved { fact: f, source: "stigmem" }));
+            }
+        }
+    }
+    if let Some(p) = e.path.as_deref().filter(|s| !s.is_empty()) {
+        if let Some(mut f) = facts.get(&format!("path:{p}"))? {
+            if f.interpret_as == InterpretAs::Instruction {
+                if f.version.is_empty() {
+                    f.version = m.manifest_version.clone();
+                }
+                return Ok(Some(Resolved { fact: f, source: "fallback_path" }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The agent's units, resolved once, ready to rank and assemble.
+pub struct Corpus<'m> {
+    pub manifest: &'m Manifest,
+    /// Parallel to `manifest.entries`: `None` when unavailable.
+    pub units: Vec<Option<Resolved>>,
+    pub ranker: Ranker,
+    /// Indexes into `manifest.entries` of the units the ranker knows, in ranker order.
+    ranked_entries: Vec<usize>,
+}
+
+impl<'m> Corpus<'m> {
+    /// Resolve every entry through `facts` and build the ranker over the available ones.
+    pub fn load(manifest: &'m Manifest, facts: &dyn Facts) -> Result<Self, EngineError> {
+        let mut units = Vec::with_capacity(manifest.entries.len());
+        for e in &manifest.entries {
+            units.push(resolve_unit(manifest, e, facts)?);
+        }
+        let mut docs = Vec::new();
+        let mut ranked_entries = Vec::new();
+        for (i, (e, u)) in manifest.entries.iter().zip(&units).enumerate() {
+            if let Some(r) = u {
+                docs.push(UnitDoc {
+                    name: &e.name,
+                    description: &e.description,
+                    intents: &e.load_triggers.intents,
+                    keywords: &e.load_triggers.keywords,
+                    task_types: &e.load_triggers.task_types,
+                    required_by_task_types: &e.required_by_task_types,
+                    body: &r.fact.content,
+                });
+                ranked_entries.push(i);
+            }
+        }
+        let ranker = Ranker::build(&docs);
+        Ok(Corpus { manifest, units, ranker, ranked_entries })
+    }
+
+    /// Score every available unit for `intent`; `index` is rewritten to the manifest entry index.
+    pub fn rank(&self, intent: &str, wake_reason: Option<&str>, weights: &Weights, lift: &[String]) -> Vec<Scored> {
+        let mut out: Vec<Scored> = self
+            .ranker
+            .rank(intent, wake_reason, weights)
+            .into_iter()
+            .filter_map(|mut s| {
+                let entry = *self.ranked_entries.get(s.index)?;
+                s.index = entry;
+                if lift.iter().any(|n| *n == s.name) {
+                    s.score = (s.score + soft_lift()).min(1.0);
+                }
+                s.score = round6(s.score);
+                Some(s)
+            })
+            .collect();
+        if !lift.is_empty() {
+            out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.name.cmp(&b.name)));
+        }
+        out
+    }
+
+    fn tokens_of(&self, i: usize) -> u32 {
+        match &self.units[i] {
+            Some(r) => r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32),
+            None => 0,
+        }
+    }
+
+    fn chunk(&self, i: usize, score: f64, selected_by: &str) -> Option<Chunk> {
+        let r = self.units.get(i)?.as_ref()?;
+        let e = &self.manifest.entries[i];
+        Some(Chunk {
+            name: e.name.clone(),
+            fact_uri: if r.source == "stigmem" { r.fact.uri.clone() } else { e.fact_uri.clone().unwrap_or_default() },
+            content: r.fact.content.clone(),
+            tokens: self.tokens_of(i),
+            valid_until: r.fact.valid_until.clone(),
+            version: r.fact.version.clone(),
+            score,
+            source: r.source.to_string(),
+            selected_by: selected_by.to_string(),
+        })
+    }
+}
+
+/// Scores are rounded to 6 decimals so that JSON output is identical across targets.
+pub fn round6(x: f64) -> f64 {
+    if !x.is_finite() {
+        return 0.0;
+    }
+    (x.clamp(0.0, 1.0) * 1e6).round() / 1e6
+}
+
+/// Run `recall_instruction` (§21.3) and write its audit record (§21.3.4, §21.5.1).
+pub fn recall(
+    m: &Manifest,
+    facts: &dyn Facts,
+    audit: &dyn AuditSink,
+    req: &RecallRequest,
+    ctx: &RecallContext,
+) -> Result<RecallResponse, EngineError> {
+    let intent = req.intent.trim();
+    if intent.is_empty() {
+        return Err(EngineError::IntentRequired);
+    }
+    if intent.len() > 8192 {
+        return Err(EngineError::InvalidRequest("`intent` is longer than 8192 bytes; describe the task in a sentence or two".into()));
+    }
+    if let Some(s) = req.min_score {
+        if !(0.0..=1.0).contains(&s) {
+            return Err(EngineError::InvalidRequest("`min_score` must be between 0 and 1".into()));
+        }
+    }
+    let max_chunks = req.max_chunks.unwrap_or(DEFAULT_MAX_CHUNKS).min(MAX_CHUNKS_LIMIT) as usize;
+    let budget = req.token_budget.unwrap_or(DEFAULT_TOKEN_BUDGET) as u64;
+    let corpus = Corpus::load(m, facts)?;
+    let weights = ctx.weights.unwrap_or_default();
+    let ranked = corpus.rank(intent, req.wake_reason.as_deref(), &weights, &ctx.lift_units);
+    let mut resp = assemble(&corpus, &ranked, &req.manifest_hint, max_chunks, budget, req.min_score.unwrap_or(0.0));
+
+    let ids = crate::audit::Ids::new(ctx.now_ms, &ctx.entropy);
+    resp.audit_token = ids.audit_token.clone();
+    let record = crate::audit::AuditRecord {
+        id: ids.event_id,
+        agent_id: m.agent_id.clone(),
+        heartbeat_id: ctx.heartbeat_id.clone(),
+        session_start: ctx.session_start_ms.unwrap_or(ctx.now_ms),
+        intent: intent.to_string(),
+        loaded_chunks: resp.chunks.iter().map(|c| c.name.clone()).collect(),
+        used_chunks: vec![],
+        missed_chunks: vec![],
+        audit_token: ids.audit_token,
+        audit_closed: None,
+        created_at: ctx.now_ms,
+        source: "recall_instruction".into(),
+        manifest_version: m.manifest_version.clone(),
+    };
+    if let Err(e) = audit.append(&serde_json::to_string(&record).unwrap_or_default()) {
+        // §21.3.4: audit is best-effort; the response is still returned.
+        resp.warnings.push(format!("audit_write_failed: {e}"));
+    }
+    Ok(resp)
+}
+
+/// The §21.3.3 assembly over already-ranked units.
+pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_chunks: usize, budget: u64, min_score: f64) -> RecallResponse {
+    let m = corpus.manifest;
+    let score_of = |i: usize| ranked.iter().find(|s| s.index == i).map(|s| s.score).unwrap_or(0.0);
+    let mut included = vec![false; m.entries.len()];
+    let mut missed_hints = Vec::new();
+    let mut omitted = Vec::new();
+    let mut warnings = Vec::new();
+
+    // Guaranteed units are reserved first: they are never dropped (§21.3.3 rule 2).
+    let guaranteed: Vec<usize> = (0..m.entries.len()).filter(|&i| m.entries[i].guarantee_load).collect();
+    let mut reserved: u64 = 0;
+    for &i in &guaranteed {
+        if corpus.units[i].is_some() {
+            reserved += corpus.tokens_of(i) as u64;
+        } else {
+            warnings.push(format!("guaranteed unit {:?} is unavailable", m.entries[i].name));
+            omitted.push(Omitted { name: m.entries[i].name.clone(), tokens: 0, reason: "unavailable".into() });
+        }
+    }
+    let mut room = budget.saturating_sub(reserved);
+    let mut truncated = reserved > budget;
+
+    let mut body: Vec<Chunk> = Vec::new();
+    let mut seen_hints = std::collections::BTreeSet::new();
+    for h in hints {
+        if !seen_hints.insert(h.as_str()) {
+            continue;
+        }
+        let idx = m.entries.iter().position(|e| &e.name == h);
+        match idx {
+            Some(i) if corpus.units[i].is_some() => {
+                if included[i] || guaranteed.contains(&i) {
+                    continue;
+                }
+                let t = corpus.tokens_of(i) as u64;
+                if t <= room {
+                    room -= t;
+                    included[i] = true;
+                    if let Some(c) = corpus.chunk(i, score_of(i), "manifest_hint") {
+                        body.push(c);
+                    }
+                } else {
+                    truncated = true;
+                    omitted.push(Omitted { name: h.clone(), tokens: t as u32, reason: "token_budget".into() });
+                }
+            }
+            _ => missed_hints.push(h.clone()),
+        }
+    }
+    let mut slots = max_chunks.saturating_sub(body.len());
+    for s in ranked {
+        if slots == 0 {
+            break;
+        }
+        let i = s.index;
+        if included[i] || guaranteed.contains(&i) || s.score < min_score {
+            continue;
+        }
+        let t = corpus.tokens_of(i) as u64;
+        if t <= room {
+            room -= t;
+            included[i] = true;
+            slots -= 1;
+            if let Some(c) = corpus.chunk(i, s.score, "ranked") {
+                body.push(c);
+            }
+        } else {
+            // The unit would have been returned: it takes its slot and is named as dropped.
+            truncated = true;
+            slots -= 1;
+            omitted.push(Omitted { name: s.name.clone(), tokens: t as u32, reason: "token_budget".into() });
+        }
+    }
+
+    let mut chunks = Vec::new();
+    let mut tail = Vec::new();
+    for &i in &guaranteed {
+        if let Some(c) = corpus.chunk(i, score_of(i), "guarantee_load") {
+            if m.entries[i].force_position.as_deref() == Some("prepend") {
+                chunks.push(c);
+            } else {
+                tail.push(c);
+            }
+        }
+    }
+    chunks.extend(body);
+    chunks.extend(tail);
+    let total_tokens = chunks.iter().map(|c| c.tokens).sum();
+    RecallResponse { chunks, total_tokens, truncated, missed_hints, omitted, audit_token: String::new(), warnings }
+}

@@ -1,0 +1,105 @@
+//! The engine's two storage ports: instruction facts and the audit sink.
+//!
+//! The core reaches storage only through these traits. Hosts implement them: the
+//! WASI component over `wasi:keyvalue` (facts) and `lid:engine/audit`, the CLI over an
+//! agent directory, the service over SQLite, the worker over KV and D1.
+//!
+//! Facts are versioned and immutable (§21.4.2). A fact is stored under its full
+//! `instruction:` URI; the version list of a unit under its version-less key
+//! (`instruction:{deployment}/{agent}/{unit}`), as a JSON array of version strings.
+//! File-path units (§21.6.1) are read under `path:{relative path}`.
+
+use serde::{Deserialize, Serialize};
+
+/// How a fact may be interpreted (Spec-13): instructions steer the agent, content is data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterpretAs {
+    #[default]
+    Instruction,
+    Content,
+}
+
+/// One stored fact: a unit's content at one version, with provenance (§21.4.3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    pub uri: String,
+    pub content: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub interpret_as: InterpretAs,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authored_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authored_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_trust: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub derived_from: Option<String>,
+    /// Exact cl100k count of `content`, precomputed at write time when available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u32>,
+}
+
+/// A storage failure. Hosts map it to `503 recall_backend_unavailable` (§21.9).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("fact store unavailable: {0}")]
+pub struct StoreError(pub String);
+
+/// Read access to instruction facts.
+pub trait Facts {
+    /// The fact stored at exactly `uri` (a versioned `instruction:` URI or a `path:` key).
+    fn get(&self, uri: &str) -> Result<Option<Fact>, StoreError>;
+    /// The versions of a unit, given its version-less key (any order).
+    fn versions(&self, unit_key: &str) -> Result<Vec<String>, StoreError>;
+}
+
+/// Append-only audit sink (§21.5.1). Appends may fail; callers must not lose the response.
+pub trait AuditSink {
+    fn append(&self, record_json: &str) -> Result<(), String>;
+}
+
+/// An audit sink that drops every record (for ranking-only calls such as eval).
+pub struct NoAudit;
+
+impl AuditSink for NoAudit {
+    fn append(&self, _record_json: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A simple in-memory fact store, used by tests, benches and hosts that load a directory.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryFacts {
+    facts: std::collections::BTreeMap<String, Fact>,
+    versions: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl MemoryFacts {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Insert a fact; an `instruction:` URI also registers its version under the unit key.
+    pub fn insert(&mut self, fact: Fact) {
+        if let Ok(u) = crate::uri::InstructionUri::parse(&fact.uri) {
+            let list = self.versions.entry(u.unit_key()).or_default();
+            if !list.contains(&u.version) {
+                list.push(u.version.clone());
+            }
+        }
+        self.facts.insert(fact.uri.clone(), fact);
+    }
+}
+
+impl Facts for MemoryFacts {
+    fn get(&self, uri: &str) -> Result<Option<Fact>, StoreError> {
+        Ok(self.facts.get(uri).cloned())
+    }
+    fn versions(&self, unit_key: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self.versions.get(unit_key).cloned().unwrap_or_default())
+    }
+}

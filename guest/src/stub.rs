@@ -1,0 +1,192 @@
+//! Boot stub rendering (§21.1): YAML frontmatter + markdown body, per adapter profile.
+//!
+//! Byte-reproducible: `generated_at` is the manifest's publish time, never the clock.
+//! The body is counted with cl100k: over 500 tokens is an error, over 450 a warning
+//! (§21.1.2). Units marked `always_applicable` are embedded in the body (§21.1.1).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::EngineError;
+use crate::manifest::Manifest;
+use crate::store::Facts;
+
+/// Schema version of the stub layout; bump when rendering changes (§21.1.4).
+pub const STUB_VERSION: u32 = 1;
+/// Hard body limit (§21.1.2).
+pub const BODY_TOKEN_LIMIT: usize = 500;
+/// Recommended body target (§21.1.2).
+pub const BODY_TOKEN_TARGET: usize = 450;
+/// `generated_at` for a manifest without a publish time (never the clock).
+pub const UNPUBLISHED_AT: &str = "1970-01-01T00:00:00Z";
+
+/// Built-in adapter profiles (§21.1.3).
+pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assistants"];
+
+/// The JSON Schema of the `recall_instruction` tool (§21.3.1), inlined in every stub.
+pub fn recall_tool_schema() -> serde_json::Value {
+    serde_json::json!({
+        "name": "recall_instruction",
+        "description": "Load the instruction units relevant to what you are about to do.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "intent": {"type": "string", "minLength": 1, "description": "What you are about to do or need help with."},
+                "max_chunks": {"type": "integer", "minimum": 1, "maximum": 50, "default": 3},
+                "token_budget": {"type": "integer", "minimum": 1, "default": 2000},
+                "manifest_hint": {"type": "array", "items": {"type": "string"}, "description": "Unit names from the manifest to load first."}
+            },
+            "required": ["intent"],
+            "additionalProperties": false
+        }
+    })
+}
+
+/// A rendered stub.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stub {
+    pub agent_id: String,
+    /// The profile actually used (unknown profiles become `generic`, §21.1.3).
+    pub adapter_profile: String,
+    pub stub_version: u32,
+    pub manifest_version: String,
+    pub manifest_uri: String,
+    pub generated_at: String,
+    /// The full document: frontmatter + body.
+    pub text: String,
+    /// cl100k tokens of the body only (the §21.1.2 limit applies to it).
+    pub body_tokens: usize,
+    /// cl100k tokens of the whole document.
+    pub total_tokens: usize,
+    /// Units embedded as always-applicable rules.
+    pub embedded_units: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Resolve a profile name: unknown profiles are `generic` (§21.1.3).
+pub fn resolve_profile(p: Option<&str>) -> &'static str {
+    let p = p.unwrap_or("generic");
+    PROFILES.iter().copied().find(|k| *k == p).unwrap_or("generic")
+}
+
+/// §21.6.1 rule 4: `file` (paths only), `coexistence` (both), `stigmem` (fact URIs only).
+pub fn migration_mode(m: &Manifest) -> &'static str {
+    let uris = m.entries.iter().any(|e| e.fact_uri.is_some());
+    let paths = m.entries.iter().any(|e| e.path.is_some());
+    match (uris, paths) {
+        (true, true) => "coexistence",
+        (false, true) => "file",
+        _ => "stigmem",
+    }
+}
+
+/// The heartbeat contract URI: the manifest's `heartbeat_contract`, else the first unit
+/// whose name starts with `heartbeat`, else the manifest URI itself.
+pub fn heartbeat_contract(m: &Manifest) -> String {
+    if let Some(h) = &m.heartbeat_contract {
+        return h.clone();
+    }
+    m.entries
+        .iter()
+        .find(|e| e.name.starts_with("heartbeat"))
+        .and_then(|e| e.fact_uri.clone().or_else(|| e.path.clone()))
+        .unwrap_or_else(|| crate::uri::manifest_uri(&m.deployment, &m.agent_id, &m.manifest_version))
+}
+
+fn q(s: &str) -> String {
+    // A JSON string is a valid YAML double-quoted scalar.
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+fn profile_section(profile: &str) -> &'static str {
+    match profile {
+        "paperclip-claude-code" => "\n## Harness\n\nThe Paperclip harness injects its tool definitions after this stub. \
+`recall_instruction` is one of them: call it with a JSON object matching `recall_tool_schema`. \
+At the end of the heartbeat, submit which recalled units you used with the `audit_token` you received.\n",
+        "openai-assistants" => "\n## Tool calls\n\n`recall_instruction` is declared as a function tool: call it with arguments matching \
+`recall_tool_schema`; the runtime returns the units as the tool output. Report used units with the `audit_token` at the end of the run.\n",
+        _ => "",
+    }
+}
+
+/// Render the boot stub for `profile` (§21.1.2). Always-applicable units are read from `facts`.
+pub fn render(m: &Manifest, profile: Option<&str>, facts: &dyn Facts) -> Result<Stub, EngineError> {
+    let profile = resolve_profile(profile);
+    let manifest_uri = crate::uri::manifest_uri(&m.deployment, &m.agent_id, &m.manifest_version);
+    let heartbeat = heartbeat_contract(m);
+    let mut warnings = Vec::new();
+    let generated_at = match &m.published_at {
+        Some(t) => t.clone(),
+        None => {
+            warnings.push(format!("manifest has no published_at; generated_at is {UNPUBLISHED_AT}"));
+            UNPUBLISHED_AT.to_string()
+        }
+    };
+    let role = if m.agent_role.is_empty() { m.agent_id.as_str() } else { m.agent_role.as_str() };
+    let schema = serde_json::to_string(&recall_tool_schema()).unwrap_or_default();
+
+    let mut fm = String::new();
+    fm.push_str("---\n");
+    fm.push_str(&format!("agent_id: {}\n", q(&m.agent_id)));
+    fm.push_str(&format!("agent_role: {}\n", q(role)));
+    fm.push_str(&format!("heartbeat_contract: {}\n", q(&heartbeat)));
+    fm.push_str(&format!("manifest_uri: {}\n", q(&manifest_uri)));
+    fm.push_str(&format!("stub_version: {STUB_VERSION}\n"));
+    fm.push_str(&format!("generated_at: {}\n", q(&generated_at)));
+    fm.push_str(&format!("adapter_profile: {}\n", q(profile)));
+    fm.push_str(&format!("migration_mode: {}\n", q(migration_mode(m))));
+    fm.push_str(&format!("recall_tool_schema: {schema}\n"));
+    fm.push_str("---\n");
+
+    let mut body = String::new();
+    body.push_str("\n# Agent Boot Stub\n\n");
+    body.push_str(&format!("You are **{role}** (id: `{}`).\n\n", m.agent_id));
+    body.push_str(&format!("Your heartbeat procedure is at `{heartbeat}`.\n"));
+    body.push_str(&format!("Your instruction manifest is at `{manifest_uri}`.\n\n"));
+    body.push_str(
+        "Call `recall_instruction(intent)` to load relevant instruction sections before\n\
+performing any non-trivial task. The manifest lists available sections and their\n\
+triggers to help you decide when to load.\n",
+    );
+
+    let mut embedded = Vec::new();
+    let always: Vec<_> = m.entries.iter().filter(|e| e.always_applicable).collect();
+    if !always.is_empty() {
+        body.push_str("\n## Always applicable\n");
+        for e in always {
+            let content = crate::recall::resolve_unit(m, e, facts)?.map(|r| r.fact.content);
+            match content {
+                Some(c) => {
+                    body.push('\n');
+                    body.push_str(c.trim_end());
+                    body.push('\n');
+                    embedded.push(e.name.clone());
+                }
+                None => warnings.push(format!("always-applicable unit {:?} is unavailable and was not embedded", e.name)),
+            }
+        }
+    }
+    body.push_str(profile_section(profile));
+
+    let body_tokens = crate::tokens::count(&body);
+    if body_tokens > BODY_TOKEN_LIMIT {
+        return Err(EngineError::StubTooLarge { tokens: body_tokens });
+    }
+    if body_tokens > BODY_TOKEN_TARGET {
+        warnings.push(format!("stub body is {body_tokens} tokens, above the {BODY_TOKEN_TARGET}-token target (§21.1.2)"));
+    }
+    let text = format!("{fm}{body}");
+    let total_tokens = crate::tokens::count(&text);
+    Ok(Stub {
+        agent_id: m.agent_id.clone(),
+        adapter_profile: profile.to_string(),
+        stub_version: STUB_VERSION,
+        manifest_version: m.manifest_version.clone(),
+        manifest_uri,
+        generated_at,
+        text,
+        body_tokens,
+        total_tokens,
+        embedded_units: embedded,
+        warnings,
+    })
+}

@@ -1,0 +1,42 @@
+//! Builds the lid engine component (`guest/`, target `wasm32-wasip2`) and hands its path
+//! to the host as `LID_COMPONENT`, in the manner of wasmtime's
+//! `crates/test-programs/artifacts/build.rs`. The host embeds the bytes; it never links
+//! the guest crate as Rust.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.parent().expect("workspace root").to_path_buf();
+    for p in ["guest/src", "guest/build.rs", "guest/Cargo.toml", "guest/data", "wit", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", root.join(p).display());
+    }
+    println!("cargo:rerun-if-env-changed=LID_COMPONENT_OVERRIDE");
+
+    // A prebuilt (e.g. pre-initialised) component can be supplied instead.
+    if let Some(p) = env::var_os("LID_COMPONENT_OVERRIDE") {
+        println!("cargo:rustc-env=LID_COMPONENT={}", PathBuf::from(p).display());
+        return;
+    }
+
+    // A target dir of its own, so this nested cargo never waits on the outer one's lock.
+    let target_dir = root.join("target").join("lid-guest");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args(["build", "--quiet", "-p", "lid-core", "--target", "wasm32-wasip2", "--features", "component", "--profile", "wasm", "--target-dir"])
+        .arg(&target_dir);
+    // Do not leak the host build's flags into the guest build.
+    for var in ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER", "CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS"] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("failed to run cargo for the guest component");
+    if !status.success() {
+        panic!("building the lid-core component failed; is the wasm32-wasip2 target installed? (rustup target add wasm32-wasip2)");
+    }
+    let wasm = target_dir.join("wasm32-wasip2").join("wasm").join("lid_core.wasm");
+    assert!(wasm.exists(), "component not found at {}", wasm.display());
+    println!("cargo:rustc-env=LID_COMPONENT={}", wasm.display());
+}

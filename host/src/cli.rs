@@ -1,0 +1,390 @@
+//! The `lid` command line (clap). Every command runs the engine through the component.
+//! `--json` prints machine-readable output; bad input exits 1 with a readable error.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use serde_json::{json, Value};
+
+use crate::agent_dir::{self, AgentDir, MemFacts};
+use crate::audit_log::JsonlAudit;
+use crate::engine::{AuditLog, EngineFailure, NoAudit, Runtime, RuntimeOptions, Storage};
+
+#[derive(Parser, Debug)]
+#[command(name = "lid", version, about = "Lazy Instruction Discovery: load an agent's instructions on demand")]
+pub struct Cli {
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Validate a manifest (§21.2): every problem at once, with its code, entry and field.
+    Validate {
+        /// manifest.json, or an agent directory holding one
+        manifest: PathBuf,
+        /// Registered wake reasons (repeatable; default: lid's built-in enum)
+        #[arg(long = "wake-reason")]
+        wake_reasons: Vec<String>,
+        /// Enforce approvals as a publish would: guarantee-load | task-types:NAME | force-position:NAME
+        #[arg(long = "approve")]
+        approvals: Vec<String>,
+        /// Check approvals as a publish would (missing ones are errors)
+        #[arg(long)]
+        publish: bool,
+    },
+    /// Render the boot stub (§21.1).
+    Stub {
+        agent_dir: PathBuf,
+        /// generic | paperclip-claude-code | openai-assistants (unknown: generic)
+        #[arg(long)]
+        profile: Option<String>,
+    },
+    /// recall_instruction (§21.3) against an agent directory.
+    Recall {
+        agent_dir: PathBuf,
+        intent: String,
+        #[arg(long)]
+        max_chunks: Option<u32>,
+        #[arg(long)]
+        token_budget: Option<u32>,
+        #[arg(long = "hint")]
+        hints: Vec<String>,
+        #[arg(long)]
+        wake_reason: Option<String>,
+        #[arg(long)]
+        min_score: Option<f64>,
+        /// Audit log (JSONL); default AGENT_DIR/.lid/audit.jsonl
+        #[arg(long)]
+        audit: Option<PathBuf>,
+    },
+    /// Task-type preloads (§21.1.5) for a wake reason.
+    Preload {
+        agent_dir: PathBuf,
+        #[arg(long)]
+        wake_reason: String,
+    },
+    /// The paraphrase coverage gate (§21.8.3).
+    Coverage {
+        agent_dir: PathBuf,
+        #[arg(long, default_value_t = 3)]
+        k: usize,
+    },
+    /// Split a markdown instruction file into units and a draft manifest (§21.6.3).
+    MigrateInstructions {
+        file: PathBuf,
+        #[arg(long)]
+        deployment: String,
+        #[arg(long)]
+        agent: String,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        role: Option<String>,
+        /// Split before lines matching this regex instead of at H2/H3
+        #[arg(long)]
+        split_regex: Option<String>,
+    },
+    /// Ranking quality over probe sets: hit@1, hit@3, MRR, none AUC.
+    Eval {
+        /// Directory of agent directories
+        #[arg(long)]
+        agents: PathBuf,
+        #[arg(long)]
+        probes: PathBuf,
+    },
+    /// Count cl100k tokens of a file (or - for stdin).
+    Tokens { file: PathBuf },
+    /// §21.5.3 metrics over an audit JSONL file.
+    AuditReport {
+        file: PathBuf,
+        #[arg(long, default_value_t = 3)]
+        k: u32,
+    },
+}
+
+/// Run the CLI; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if cli.json {
+                let body = match e.downcast_ref::<EngineFailure>() {
+                    Some(f) => json!({"error": f}),
+                    None => json!({"error": {"code": "cli_error", "message": format!("{e:#}")}}),
+                };
+                println!("{body}");
+            } else {
+                eprintln!("error: {e:#}");
+            }
+            1
+        }
+    }
+}
+
+fn runtime() -> Result<Runtime> {
+    Runtime::new(RuntimeOptions::default()).context("starting the lid engine component")
+}
+
+fn storage_of(a: &AgentDir, audit: Arc<dyn AuditLog>) -> Storage {
+    Storage { facts: a.facts.clone(), audit }
+}
+
+fn empty_storage() -> Storage {
+    Storage { facts: Arc::new(MemFacts::default()), audit: Arc::new(NoAudit) }
+}
+
+fn engine_ok(r: Result<String, EngineFailure>) -> Result<Value> {
+    let s = r.map_err(anyhow::Error::new)?;
+    serde_json::from_str(&s).context("engine returned invalid JSON")
+}
+
+fn print_json(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+fn load_agent(p: &Path) -> Result<AgentDir> {
+    let a = agent_dir::load(p)?;
+    for m in &a.missing {
+        eprintln!("warning: unit {m:?} has no file in {}", a.root.join("units").display());
+    }
+    Ok(a)
+}
+
+fn entropy() -> String {
+    let mut b = [0u8; 10];
+    let _ = getrandom::fill(&mut b);
+    crate::engine::hex(&b)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn run(cli: &Cli) -> Result<i32> {
+    match &cli.command {
+        Command::Validate { manifest, wake_reasons, approvals, publish } => {
+            let path = if manifest.is_dir() { manifest.join("manifest.json") } else { manifest.clone() };
+            let json = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let mut opts = json!({});
+            if !wake_reasons.is_empty() {
+                opts["wake_reasons"] = json!(wake_reasons);
+            }
+            if *publish || !approvals.is_empty() {
+                let mut a = json!({"guarantee_load": false, "task_types": [], "force_position": []});
+                for ap in approvals {
+                    match ap.split_once(':') {
+                        None if ap == "guarantee-load" => a["guarantee_load"] = json!(true),
+                        Some(("task-types", n)) => a["task_types"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
+                        Some(("force-position", n)) => a["force_position"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
+                        _ => bail!("--approve takes guarantee-load, task-types:NAME or force-position:NAME, not {ap:?}"),
+                    }
+                }
+                opts["approvals"] = a;
+            }
+            let rt = runtime()?;
+            let report: Value = serde_json::from_str(&rt.validate_manifest(&empty_storage(), &json, &opts.to_string())?)?;
+            let ok = report["ok"].as_bool().unwrap_or(false);
+            if cli.json {
+                print_json(&report);
+            } else {
+                println!("{}: {} ({} / {} tokens)", path.display(), if ok { "valid" } else { "INVALID" }, report["token_count"], report["token_cap"]);
+                for (label, key) in [("error", "errors"), ("warning", "warnings"), ("needs approval", "approvals_needed")] {
+                    for p in report[key].as_array().into_iter().flatten() {
+                        let at = match (p["entry"].as_str(), p["field"].as_str()) {
+                            (Some(e), Some(f)) => format!(" [{e}.{f}]"),
+                            (Some(e), None) => format!(" [{e}]"),
+                            (None, Some(f)) => format!(" [{f}]"),
+                            _ => String::new(),
+                        };
+                        println!("  {label}: {}{at}: {}", p["code"].as_str().unwrap_or(""), p["message"].as_str().unwrap_or(""));
+                    }
+                }
+            }
+            Ok(if ok { 0 } else { 1 })
+        }
+        Command::Stub { agent_dir, profile } => {
+            let a = load_agent(agent_dir)?;
+            let rt = runtime()?;
+            let stub = engine_ok(rt.render_stub(&storage_of(&a, Arc::new(NoAudit)), &a.manifest_json, profile.as_deref())?)?;
+            if cli.json {
+                print_json(&stub);
+            } else {
+                print!("{}", stub["text"].as_str().unwrap_or(""));
+                for w in stub["warnings"].as_array().into_iter().flatten() {
+                    eprintln!("warning: {}", w.as_str().unwrap_or(""));
+                }
+                eprintln!("body: {} tokens (limit 500), whole stub: {} tokens", stub["body_tokens"], stub["total_tokens"]);
+            }
+            Ok(0)
+        }
+        Command::Recall { agent_dir, intent, max_chunks, token_budget, hints, wake_reason, min_score, audit } => {
+            let a = load_agent(agent_dir)?;
+            let audit_path = audit.clone().unwrap_or_else(|| a.root.join(".lid").join("audit.jsonl"));
+            let rt = runtime()?;
+            let req = json!({"intent": intent, "max_chunks": max_chunks, "token_budget": token_budget, "manifest_hint": hints, "wake_reason": wake_reason, "min_score": min_score});
+            let now = now_ms();
+            let ctx = json!({"now_ms": now, "entropy": entropy(), "heartbeat_id": format!("cli-{now}"), "session_start_ms": now});
+            let resp = engine_ok(rt.recall(&storage_of(&a, Arc::new(JsonlAudit::new(audit_path))), &a.manifest_json, &req.to_string(), &ctx.to_string())?)?;
+            if cli.json {
+                print_json(&resp);
+            } else {
+                for c in resp["chunks"].as_array().into_iter().flatten() {
+                    println!(
+                        "=== {} ({}, score {:.3}, {} tokens, {}) ===",
+                        c["name"].as_str().unwrap_or(""),
+                        c["version"].as_str().unwrap_or(""),
+                        c["score"].as_f64().unwrap_or(0.0),
+                        c["tokens"],
+                        c["selected_by"].as_str().unwrap_or("")
+                    );
+                    println!("{}\n", c["content"].as_str().unwrap_or("").trim_end());
+                }
+                println!("total_tokens: {}  truncated: {}  audit_token: {}", resp["total_tokens"], resp["truncated"], resp["audit_token"].as_str().unwrap_or(""));
+                for (k, label) in [("missed_hints", "missed hint"), ("omitted", "omitted"), ("warnings", "warning")] {
+                    for v in resp[k].as_array().into_iter().flatten() {
+                        println!("{label}: {}", if v.is_string() { v.as_str().unwrap_or("").to_string() } else { v.to_string() });
+                    }
+                }
+            }
+            Ok(0)
+        }
+        Command::Preload { agent_dir, wake_reason } => {
+            let a = load_agent(agent_dir)?;
+            let rt = runtime()?;
+            let st = storage_of(&a, Arc::new(NoAudit));
+            let stub = engine_ok(rt.render_stub(&st, &a.manifest_json, None)?)?;
+            let stub_tokens = stub["total_tokens"].as_u64().unwrap_or(0) as u32;
+            let p = engine_ok(rt.preload(&st, &a.manifest_json, wake_reason, stub_tokens)?)?;
+            if cli.json {
+                print_json(&p);
+            } else {
+                let units = p["units"].as_array().cloned().unwrap_or_default();
+                println!("wake reason {wake_reason}: {} unit(s), {} tokens (+ stub {})", units.len(), p["total_tokens"], p["stub_tokens"]);
+                for u in &units {
+                    println!("=== {} ({}, {} tokens, {}) ===\n{}\n", u["name"].as_str().unwrap_or(""), u["version"].as_str().unwrap_or(""), u["tokens"], u["source"].as_str().unwrap_or(""), u["content"].as_str().unwrap_or("").trim_end());
+                }
+                for w in p["warnings"].as_array().into_iter().flatten() {
+                    println!("warning: {}: {}", w["code"].as_str().unwrap_or(""), w["message"].as_str().unwrap_or(""));
+                }
+            }
+            Ok(0)
+        }
+        Command::Coverage { agent_dir, k } => {
+            let a = load_agent(agent_dir)?;
+            let rt = runtime()?;
+            let rep = engine_ok(rt.coverage(&storage_of(&a, Arc::new(NoAudit)), &a.manifest_json, &json!({"k": k}).to_string())?)?;
+            let passed = rep["passed"].as_bool().unwrap_or(false);
+            if cli.json {
+                print_json(&rep);
+            } else {
+                println!("coverage gate for {}: {}", a.agent_id, if passed { "PASSED" } else { "FAILED" });
+                for u in rep["units"].as_array().into_iter().flatten() {
+                    let mark = if u["passed"].as_bool().unwrap_or(false) { "ok  " } else { "WEAK" };
+                    println!("  {mark} {:<28} coverage {:>5.1}%  hit@10 {:>5.1}%  ({} paraphrases)", u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0, u["hit_at_10"].as_f64().unwrap_or(0.0) * 100.0, u["paraphrases"]);
+                    for f in u["failed"].as_array().into_iter().flatten() {
+                        println!("         missed: {:?} (rank {}; top: {})", f["paraphrase"].as_str().unwrap_or(""), f["rank"], f["top"].as_array().map(|t| t.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default());
+                    }
+                }
+            }
+            Ok(if passed { 0 } else { 2 })
+        }
+        Command::MigrateInstructions { file, deployment, agent, out, role, split_regex } => {
+            let md = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let opts = json!({"deployment": deployment, "agent": agent, "agent_role": role.clone().unwrap_or_default(), "split_regex": split_regex});
+            let rt = runtime()?;
+            let m = engine_ok(rt.migrate(&empty_storage(), &md, &opts.to_string())?)?;
+            let units_dir = out.join("units");
+            std::fs::create_dir_all(&units_dir).with_context(|| format!("cannot create {}", units_dir.display()))?;
+            for u in m["units"].as_array().into_iter().flatten() {
+                let name = u["name"].as_str().unwrap_or("unit");
+                let mut content = u["content"].as_str().unwrap_or("").to_string();
+                content.push('\n');
+                std::fs::write(units_dir.join(format!("{name}.md")), content)?;
+            }
+            let manifest_path = out.join("manifest.draft.json");
+            std::fs::write(&manifest_path, serde_json::to_string_pretty(&m["manifest"])? + "\n")?;
+            if cli.json {
+                print_json(&m);
+            } else {
+                println!("{} unit(s) written to {}", m["units"].as_array().map(Vec::len).unwrap_or(0), units_dir.display());
+                for u in m["units"].as_array().into_iter().flatten() {
+                    println!("  {:<32} {:>5} tokens  {}", u["name"].as_str().unwrap_or(""), u["token_estimate"], u["description"].as_str().unwrap_or(""));
+                }
+                for w in m["warnings"].as_array().into_iter().flatten() {
+                    println!("warning: {}", w.as_str().unwrap_or(""));
+                }
+                println!("draft manifest: {} (review it, rename to manifest.json, then validate; nothing was published)", manifest_path.display());
+            }
+            Ok(0)
+        }
+        Command::Eval { agents, probes } => eval(cli, agents, probes),
+        Command::Tokens { file } => {
+            let mut text = String::new();
+            if file.as_os_str() == "-" {
+                std::io::stdin().read_to_string(&mut text)?;
+            } else {
+                text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+            }
+            let rt = runtime()?;
+            let n = rt.count_tokens(&empty_storage(), &text)?;
+            if cli.json {
+                println!("{}", json!({"tokens": n, "bytes": text.len()}));
+            } else {
+                println!("{n}");
+            }
+            Ok(0)
+        }
+        Command::AuditReport { file, k } => {
+            let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let mut recs = Vec::new();
+            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                recs.push(serde_json::from_str::<Value>(line).with_context(|| format!("{}:{}: not a JSON audit record", file.display(), i + 1))?);
+            }
+            let rt = runtime()?;
+            let m = engine_ok(rt.audit_metrics(&empty_storage(), &Value::Array(recs).to_string(), *k)?)?;
+            print_json(&m);
+            Ok(0)
+        }
+    }
+}
+
+/// `lid eval`: rank every probe's agent units through the component, then report.
+fn eval(cli: &Cli, agents: &Path, probes: &Path) -> Result<i32> {
+    let text = std::fs::read_to_string(probes).with_context(|| format!("cannot read {}", probes.display()))?;
+    let rt = runtime()?;
+    let mut loaded: BTreeMap<String, AgentDir> = BTreeMap::new();
+    let mut results = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let p: Value = serde_json::from_str(line).with_context(|| format!("{}:{}: not JSON", probes.display(), i + 1))?;
+        let agent = p["agent_id"].as_str().or_else(|| p["pack_id"].as_str()).with_context(|| format!("{}:{}: probe has no agent_id", probes.display(), i + 1))?.to_string();
+        if !loaded.contains_key(&agent) {
+            let a = agent_dir::load(&agents.join(&agent)).with_context(|| format!("probe {} names agent {agent:?}", p["id"]))?;
+            loaded.insert(agent.clone(), a);
+        }
+        let a = &loaded[&agent];
+        let intent = p["intent"].as_str().unwrap_or_default();
+        let r = engine_ok(rt.rank(&storage_of(a, Arc::new(NoAudit)), &a.manifest_json, intent, p["wake_reason"].as_str())?)?;
+        let ranked: Vec<Value> = r["ranked"].as_array().into_iter().flatten().map(|u| json!([u["name"], u["score"]])).collect();
+        results.push(json!({
+            "id": p["id"], "agent_id": agent, "intent": intent,
+            "required_units": p["required_units"], "expect_none": p["expect_none"].as_bool().unwrap_or(false),
+            "ranked": ranked,
+        }));
+    }
+    let report = engine_ok(rt.eval_report(&empty_storage(), &Value::Array(results).to_string())?)?;
+    if cli.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_json(&report);
+    }
+    Ok(0)
+}

@@ -1,0 +1,336 @@
+//! The wasmtime embedding of the lid engine component.
+//!
+//! In the manner of wasmtime's own hosts: `bindgen!` against `wit/lid.wit`, one
+//! `Engine` + `Linker` + `InstancePre` built once, a fresh `Store` per call, epoch
+//! interruption (a deadline on every guest call) and a `ResourceLimiter` (memory cap).
+//! The compiled component is cached on disk, keyed by the component's sha256 and the
+//! engine's compatibility hash, so only the first run pays for compilation.
+//!
+//! Storage is the host's: facts through `wasi:keyvalue/store` ([`FactSource`]), audit
+//! records through `lid:engine/audit` ([`AuditLog`]).
+
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "lid",
+    with: {
+        "wasi:keyvalue/store.bucket": KvBucket,
+    },
+});
+
+use exports::lid::engine::engine::EngineError as WitError;
+use wasi::keyvalue::store::{Error as KvError, KeyResponse};
+
+/// The component bytes, built by `build.rs` from `guest/`.
+pub static COMPONENT: &[u8] = include_bytes!(env!("LID_COMPONENT"));
+
+/// The bucket the component opens for facts.
+pub const FACTS_BUCKET: &str = "instruction-facts";
+
+/// Host-side fact storage behind `wasi:keyvalue/store`.
+pub trait FactSource: Send + Sync {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String>;
+    fn keys(&self) -> Result<Vec<String>, String>;
+}
+
+/// Host-side audit storage behind `lid:engine/audit`.
+pub trait AuditLog: Send + Sync {
+    fn append(&self, line: &str) -> Result<(), String>;
+}
+
+/// An audit log that keeps nothing (ranking-only calls).
+pub struct NoAudit;
+
+impl AuditLog for NoAudit {
+    fn append(&self, _line: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What one call's store can reach.
+#[derive(Clone)]
+pub struct Storage {
+    pub facts: Arc<dyn FactSource>,
+    pub audit: Arc<dyn AuditLog>,
+}
+
+/// An open bucket (the resource behind `wasi:keyvalue/store/bucket`).
+pub struct KvBucket;
+
+/// Per-call store data.
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limits: StoreLimits,
+    storage: Storage,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl wasi::keyvalue::store::Host for HostState {
+    fn open(&mut self, identifier: String) -> Result<Resource<KvBucket>, KvError> {
+        if identifier != FACTS_BUCKET {
+            return Err(KvError::NoSuchStore);
+        }
+        self.table.push(KvBucket).map_err(|e| KvError::Other(e.to_string()))
+    }
+}
+
+impl wasi::keyvalue::store::HostBucket for HostState {
+    fn get(&mut self, _b: Resource<KvBucket>, key: String) -> Result<Option<Vec<u8>>, KvError> {
+        self.storage.facts.get(&key).map_err(KvError::Other)
+    }
+    fn set(&mut self, _b: Resource<KvBucket>, _key: String, _value: Vec<u8>) -> Result<(), KvError> {
+        // Facts are written by the host's publish path, never by the engine.
+        Err(KvError::AccessDenied)
+    }
+    fn delete(&mut self, _b: Resource<KvBucket>, _key: String) -> Result<(), KvError> {
+        Err(KvError::AccessDenied)
+    }
+    fn exists(&mut self, _b: Resource<KvBucket>, key: String) -> Result<bool, KvError> {
+        self.storage.facts.get(&key).map(|v| v.is_some()).map_err(KvError::Other)
+    }
+    fn list_keys(&mut self, _b: Resource<KvBucket>, _cursor: Option<String>) -> Result<KeyResponse, KvError> {
+        let keys = self.storage.facts.keys().map_err(KvError::Other)?;
+        Ok(KeyResponse { keys, cursor: None })
+    }
+    fn drop(&mut self, b: Resource<KvBucket>) -> wasmtime::Result<()> {
+        self.table.delete(b)?;
+        Ok(())
+    }
+}
+
+impl lid::engine::audit::Host for HostState {
+    fn append(&mut self, entry: String) -> Result<(), String> {
+        self.storage.audit.append(&entry)
+    }
+}
+
+/// An engine error as the component reports it (§21.9 code, HTTP status, message).
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize)]
+#[error("{code}: {message}")]
+pub struct EngineFailure {
+    pub code: String,
+    pub status: u16,
+    pub message: String,
+    pub details: serde_json::Value,
+}
+
+impl From<WitError> for EngineFailure {
+    fn from(e: WitError) -> Self {
+        EngineFailure {
+            code: e.code,
+            status: e.status,
+            message: e.message,
+            details: serde_json::from_str(&e.details).unwrap_or(serde_json::Value::Null),
+        }
+    }
+}
+
+/// Options for building a [`Runtime`].
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// Use the pooling instance allocator (for services with many calls).
+    pub pooling: bool,
+    /// Wall-clock limit of one guest call.
+    pub call_timeout: Duration,
+    /// Memory cap of one guest instance.
+    pub memory_limit: usize,
+    /// Where compiled components are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        RuntimeOptions { pooling: false, call_timeout: Duration::from_secs(30), memory_limit: 256 << 20, cache_dir: default_cache_dir() }
+    }
+}
+
+/// `$LID_CACHE_DIR`, else `$XDG_CACHE_HOME/lid`, else `$HOME/.cache/lid`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("LID_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("lid"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("lid"))
+}
+
+/// Epoch tick period; deadlines are counted in ticks.
+const TICK: Duration = Duration::from_millis(5);
+
+/// The compiled engine, shared by every call.
+pub struct Runtime {
+    engine: Engine,
+    pre: LidPre<HostState>,
+    opts: RuntimeOptions,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Runtime {
+    pub fn new(opts: RuntimeOptions) -> Result<Self> {
+        Self::from_bytes(COMPONENT, opts)
+    }
+
+    pub fn from_bytes(bytes: &[u8], opts: RuntimeOptions) -> Result<Self> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        if opts.pooling {
+            let mut pool = wasmtime::PoolingAllocationConfig::default();
+            pool.total_component_instances(256);
+            pool.total_core_instances(256);
+            pool.total_memories(256);
+            pool.total_tables(256);
+            pool.max_memory_size(opts.memory_limit);
+            pool.linear_memory_keep_resident(1 << 20);
+            config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+        }
+        let engine = Engine::new(&config)?;
+        let component = load_component(&engine, bytes, opts.cache_dir.as_deref())?;
+
+        let mut linker: Linker<HostState> = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        Lid::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        let pre = LidPre::new(linker.instantiate_pre(&component)?)?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        {
+            let engine = engine.clone();
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("lid-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(TICK);
+                        engine.increment_epoch();
+                    }
+                })
+                .context("starting the epoch ticker")?;
+        }
+        Ok(Runtime { engine, pre, opts, stop })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Instantiate the component in a fresh store and run `f` against it.
+    pub fn call<R>(&self, storage: &Storage, f: impl FnOnce(&Lid, &mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R> {
+        let state = HostState {
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            limits: StoreLimitsBuilder::new().memory_size(self.opts.memory_limit).instances(8).tables(16).memories(8).build(),
+            storage: storage.clone(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limits);
+        let ticks = (self.opts.call_timeout.as_millis() / TICK.as_millis()).max(1) as u64;
+        store.set_epoch_deadline(ticks);
+        let lid = self.pre.instantiate(&mut store)?;
+        f(&lid, &mut store).map_err(|e| {
+            if matches!(e.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt)) {
+                anyhow!("the engine call exceeded its {:?} time limit and was interrupted", self.opts.call_timeout)
+            } else {
+                anyhow::Error::from(e)
+            }
+        })
+    }
+
+    pub fn count_tokens(&self, st: &Storage, text: &str) -> Result<u32> {
+        self.call(st, |l, s| l.lid_engine_engine().call_count_tokens(s, text))
+    }
+
+    pub fn warm(&self, st: &Storage) -> Result<()> {
+        self.call(st, |l, s| l.lid_engine_engine().call_warm(s))
+    }
+
+    pub fn validate_manifest(&self, st: &Storage, manifest: &str, options: &str) -> Result<String> {
+        self.call(st, |l, s| l.lid_engine_engine().call_validate_manifest(s, manifest, options))
+    }
+
+    pub fn render_stub(&self, st: &Storage, manifest: &str, profile: Option<&str>) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_render_stub(s, manifest, profile))?.map_err(Into::into))
+    }
+
+    pub fn recall(&self, st: &Storage, manifest: &str, request: &str, context: &str) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_recall(s, manifest, request, context))?.map_err(Into::into))
+    }
+
+    pub fn rank(&self, st: &Storage, manifest: &str, intent: &str, wake_reason: Option<&str>) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_rank(s, manifest, intent, wake_reason))?.map_err(Into::into))
+    }
+
+    pub fn preload(&self, st: &Storage, manifest: &str, wake_reason: &str, stub_tokens: u32) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_preload(s, manifest, wake_reason, stub_tokens))?.map_err(Into::into))
+    }
+
+    pub fn coverage(&self, st: &Storage, manifest: &str, options: &str) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_coverage(s, manifest, options))?.map_err(Into::into))
+    }
+
+    pub fn migrate(&self, st: &Storage, markdown: &str, options: &str) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_migrate(s, markdown, options))?.map_err(Into::into))
+    }
+
+    pub fn eval_report(&self, st: &Storage, results: &str) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_eval_report(s, results))?.map_err(Into::into))
+    }
+
+    pub fn audit_metrics(&self, st: &Storage, records: &str, k: u32) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_audit_metrics(s, records, k))?.map_err(Into::into))
+    }
+}
+
+/// Compile `bytes`, or load the cached compilation for this engine.
+fn load_component(engine: &Engine, bytes: &[u8], cache: Option<&std::path::Path>) -> Result<Component> {
+    let Some(dir) = cache else {
+        return Ok(Component::new(engine, bytes)?);
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut h);
+    let digest = Sha256::digest(bytes);
+    let key = format!("{}-{:016x}.cwasm", hex(&digest[..16]), h.finish());
+    let path = dir.join(key);
+    if path.exists() {
+        // SAFETY: the file was written by `Engine::precompile_component` below for this very
+        // component (its sha256 and the engine's compatibility hash are in the name).
+        if let Ok(c) = unsafe { Component::deserialize_file(engine, &path) } {
+            return Ok(c);
+        }
+    }
+    let compiled = engine.precompile_component(bytes)?;
+    if std::fs::create_dir_all(dir).is_ok() {
+        let tmp = dir.join(format!(".{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, &compiled).is_ok() {
+            let _ = std::fs::rename(&tmp, &path);
+        }
+    }
+    // SAFETY: `compiled` was just produced by this engine.
+    Ok(unsafe { Component::deserialize(engine, &compiled) }?)
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

@@ -1,0 +1,9 @@
+//! lid-host: the wasmtime host of the lid engine component and the `lid` CLI.
+//!
+//! The host reaches the engine only through the component's WIT interface
+//! (`wit/lid.wit`); it never links the guest crate as Rust.
+
+pub mod agent_dir;
+pub mod audit_log;
+pub mod cli;
+pub mod engine;
