@@ -1,1 +1,299 @@
-//! Eval metrics. PLACEHOLDER, owned by the ranking work.
+//! Retrieval evaluation metrics for `recall_instruction` ranking (§21.3.3).
+//!
+//! Owns the probe format of the evaluation sets (`probes-dev.jsonl`) and the
+//! metrics the `lid eval` CLI reports, overall and per agent:
+//! hit@1 (top unit is required), hit@3 / hit@10 (all required units within the
+//! top k), MRR (reciprocal rank of the first required unit) over positive probes,
+//! and none-AUC: the probability that a positive probe's top score beats an
+//! `expect_none` probe's top score (ties count one half). Plain functions; the
+//! ranking itself happens elsewhere.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One line of a probe file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub id: String,
+    /// Scope of retrieval: the agent (eval) or knowledge pack (`pack_id`, eval-large).
+    #[serde(alias = "pack_id")]
+    pub agent_id: String,
+    pub intent: String,
+    #[serde(default)]
+    pub required_units: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_reason: Option<String>,
+    #[serde(default)]
+    pub expect_none: bool,
+}
+
+/// Parse a JSON-lines probe file; blank lines are skipped. Errors name the line.
+pub fn parse_probes(jsonl: &str) -> Result<Vec<Probe>, String> {
+    let mut out = Vec::new();
+    for (i, line) in jsonl.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let p: Probe = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// A probe with the engine's ranking for it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResult {
+    pub id: String,
+    pub agent_id: String,
+    #[serde(default)]
+    pub required_units: Vec<String>,
+    #[serde(default)]
+    pub expect_none: bool,
+    /// Unit names with scores, best first.
+    #[serde(default)]
+    pub ranked: Vec<(String, f64)>,
+}
+
+impl ProbeResult {
+    pub fn new(probe: &Probe, ranked: Vec<(String, f64)>) -> ProbeResult {
+        ProbeResult {
+            id: probe.id.clone(),
+            agent_id: probe.agent_id.clone(),
+            required_units: probe.required_units.clone(),
+            expect_none: probe.expect_none,
+            ranked,
+        }
+    }
+
+    fn is_positive(&self) -> bool {
+        !self.expect_none && !self.required_units.is_empty()
+    }
+
+    fn top_score(&self) -> f64 {
+        self.ranked.first().map(|r| r.1).filter(|s| s.is_finite()).unwrap_or(0.0)
+    }
+
+    /// 1-based rank of a unit, if ranked.
+    fn rank_of(&self, name: &str) -> Option<usize> {
+        self.ranked.iter().position(|r| r.0 == name).map(|i| i + 1)
+    }
+
+    fn all_within(&self, k: usize) -> bool {
+        self.required_units.iter().all(|u| self.rank_of(u).map(|r| r <= k).unwrap_or(false))
+    }
+
+    fn first_rank(&self) -> Option<usize> {
+        self.required_units.iter().filter_map(|u| self.rank_of(u)).min()
+    }
+}
+
+/// Metrics over a group of probes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// All probes in the group (positive and nothing-relevant).
+    pub probes: usize,
+    pub positives: usize,
+    pub none_probes: usize,
+    pub hit_at_1: f64,
+    pub hit_at_3: f64,
+    pub hit_at_10: f64,
+    pub mrr: f64,
+    /// `None` when the group lacks positive or nothing-relevant probes.
+    pub none_auc: Option<f64>,
+    pub mean_top_positive: Option<f64>,
+    pub mean_top_none: Option<f64>,
+}
+
+/// The evaluation report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub overall: Metrics,
+    pub per_agent: BTreeMap<String, Metrics>,
+    /// Ids of positive probes whose required units were not all in the top 3.
+    pub misses_at_3: Vec<String>,
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        None
+    } else {
+        Some(v.iter().sum::<f64>() / v.len() as f64)
+    }
+}
+
+/// AUC of positive vs negative scores; ties count one half.
+pub fn auc(pos: &[f64], neg: &[f64]) -> Option<f64> {
+    if pos.is_empty() || neg.is_empty() {
+        return None;
+    }
+    let mut wins = 0.0;
+    for p in pos {
+        for q in neg {
+            if p > q {
+                wins += 1.0;
+            } else if p == q {
+                wins += 0.5;
+            }
+        }
+    }
+    Some(wins / (pos.len() * neg.len()) as f64)
+}
+
+/// Metrics of one group of results.
+pub fn metrics(results: &[&ProbeResult]) -> Metrics {
+    let mut m = Metrics { probes: results.len(), ..Metrics::default() };
+    let (mut h1, mut h3, mut h10, mut rr) = (0.0, 0.0, 0.0, 0.0);
+    let mut pos_top = Vec::new();
+    let mut none_top = Vec::new();
+    for r in results {
+        if r.expect_none {
+            m.none_probes += 1;
+            none_top.push(r.top_score());
+            continue;
+        }
+        if !r.is_positive() {
+            continue;
+        }
+        m.positives += 1;
+        pos_top.push(r.top_score());
+        if r.ranked.first().map(|t| r.required_units.contains(&t.0)).unwrap_or(false) {
+            h1 += 1.0;
+        }
+        if r.all_within(3) {
+            h3 += 1.0;
+        }
+        if r.all_within(10) {
+            h10 += 1.0;
+        }
+        if let Some(k) = r.first_rank() {
+            rr += 1.0 / k as f64;
+        }
+    }
+    if m.positives > 0 {
+        let n = m.positives as f64;
+        m.hit_at_1 = h1 / n;
+        m.hit_at_3 = h3 / n;
+        m.hit_at_10 = h10 / n;
+        m.mrr = rr / n;
+    }
+    m.none_auc = auc(&pos_top, &none_top);
+    m.mean_top_positive = mean(&pos_top);
+    m.mean_top_none = mean(&none_top);
+    m
+}
+
+/// Overall and per-agent metrics.
+pub fn evaluate(results: &[ProbeResult]) -> Report {
+    let all: Vec<&ProbeResult> = results.iter().collect();
+    let mut groups: BTreeMap<String, Vec<&ProbeResult>> = BTreeMap::new();
+    for r in results {
+        groups.entry(r.agent_id.clone()).or_default().push(r);
+    }
+    let per_agent = groups.into_iter().map(|(k, v)| (k, metrics(&v))).collect();
+    let misses_at_3 = results.iter().filter(|r| r.is_positive() && !r.all_within(3)).map(|r| r.id.clone()).collect();
+    Report { overall: metrics(&all), per_agent, misses_at_3 }
+}
+
+/// A fixed-width text table of a report.
+pub fn format_table(report: &Report) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "{:<26} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6} {:>6}\n",
+        "agent", "probes", "pos", "hit@1", "hit@3", "hit@10", "mrr", "none_auc", "topP", "topN"
+    ));
+    let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
+    let mut row = |name: &str, m: &Metrics| {
+        s.push_str(&format!(
+            "{:<26} {:>6} {:>6} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>8} {:>6} {:>6}\n",
+            name,
+            m.probes,
+            m.positives,
+            m.hit_at_1,
+            m.hit_at_3,
+            m.hit_at_10,
+            m.mrr,
+            opt(m.none_auc),
+            opt(m.mean_top_positive),
+            opt(m.mean_top_none)
+        ));
+    };
+    for (k, m) in &report.per_agent {
+        row(k, m);
+    }
+    row("OVERALL", &report.overall);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pr(id: &str, agent: &str, req: &[&str], none: bool, ranked: &[(&str, f64)]) -> ProbeResult {
+        ProbeResult {
+            id: id.into(),
+            agent_id: agent.into(),
+            required_units: req.iter().map(|s| s.to_string()).collect(),
+            expect_none: none,
+            ranked: ranked.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+        }
+    }
+
+    #[test]
+    fn hand_computed() {
+        let rs = vec![
+            // rank 1: hit@1, hit@3, rr 1
+            pr("p1", "a", &["x"], false, &[("x", 0.9), ("y", 0.5), ("z", 0.1)]),
+            // rank 2: rr 1/2, hit@3
+            pr("p2", "a", &["y"], false, &[("x", 0.8), ("y", 0.7), ("z", 0.1)]),
+            // two required, x at 1 and z at 4: hit@1 yes, hit@3 no, rr 1
+            pr("p3", "b", &["x", "z"], false, &[("x", 0.6), ("y", 0.5), ("w", 0.4), ("z", 0.3)]),
+            // required not ranked at all: rr 0
+            pr("p4", "b", &["q"], false, &[("x", 0.3)]),
+            pr("n1", "a", &[], true, &[("x", 0.8)]),
+            pr("n2", "b", &[], true, &[("x", 0.2)]),
+        ];
+        let r = evaluate(&rs);
+        let o = &r.overall;
+        assert_eq!((o.probes, o.positives, o.none_probes), (6, 4, 2));
+        assert!((o.hit_at_1 - 0.5).abs() < 1e-12);
+        assert!((o.hit_at_3 - 0.5).abs() < 1e-12);
+        assert!((o.hit_at_10 - 0.75).abs() < 1e-12);
+        assert!((o.mrr - (1.0 + 0.5 + 1.0 + 0.0) / 4.0).abs() < 1e-12);
+        // positives' tops 0.9 0.8 0.6 0.3 vs nones 0.8 0.2:
+        // vs 0.8: 1 + 0.5 + 0 + 0 = 1.5; vs 0.2: 4  => 5.5 / 8
+        assert!((o.none_auc.unwrap() - 5.5 / 8.0).abs() < 1e-12);
+        let a = &r.per_agent["a"];
+        assert_eq!(a.positives, 2);
+        assert!((a.mrr - 0.75).abs() < 1e-12);
+        // a: tops 0.9, 0.8 vs none 0.8 => (1 + 0.5) / 2
+        assert!((a.none_auc.unwrap() - 0.75).abs() < 1e-12);
+        let b = &r.per_agent["b"];
+        assert!((b.none_auc.unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(r.misses_at_3, vec!["p3".to_string(), "p4".to_string()]);
+    }
+
+    #[test]
+    fn no_none_probes_gives_null_auc() {
+        let rs = vec![pr("p1", "a", &["x"], false, &[("x", 0.9)])];
+        let r = evaluate(&rs);
+        assert_eq!(r.overall.none_auc, None);
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j["overall"]["none_auc"].is_null());
+        assert!(evaluate(&[]).overall.none_auc.is_none());
+    }
+
+    #[test]
+    fn probe_parsing_accepts_pack_id() {
+        let s = r#"{"id":"d1","pack_id":"prometheus","intent":"x","required_units":["a"],"why":"w"}
+
+{"id":"d2","agent_id":"ceo","intent":"y","required_units":[],"expect_none":true,"wake_reason":"issue_assigned"}"#;
+        let ps = parse_probes(s).unwrap();
+        assert_eq!(ps.len(), 2);
+        assert_eq!(ps[0].agent_id, "prometheus");
+        assert!(ps[1].expect_none);
+        assert_eq!(ps[1].wake_reason.as_deref(), Some("issue_assigned"));
+        assert!(parse_probes("{bad").is_err());
+    }
+}

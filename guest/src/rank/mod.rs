@@ -1,8 +1,39 @@
 //! Recall ranking (§21.3.3): lexical, semantic and graph signals mixed by weights.
 //!
-//! PLACEHOLDER interface, owned by the ranking work: keep these signatures.
+//! Owns the scoring of an agent's instruction units for one `recall_instruction`
+//! intent. Sub-modules:
+//! - [`text`]: word tokenisation and stopwords;
+//! - [`stem`]: the Porter stemmer;
+//! - [`lexicon`]: the embedded WordNet-derived concept lexicon;
+//! - [`index`]: per-unit statistics built once per agent (serialisable).
+//!
+//! Signals, each in [0, 1]:
+//! - *lexical*: BM25F over name / description / trigger intents / keywords /
+//!   body on Porter stems, divided by the score a unit matching every intent
+//!   term would get, so it reads as "how much of the intent the unit covers";
+//! - *semantic*: soft coverage of the intent's words: each word is matched to a
+//!   unit by its stem, by a near spelling (character trigrams: morphology,
+//!   identifiers, typos) or by a shared lexicon concept (synonym, derivation,
+//!   hypernym), weighted by the word's specificity across the agent's units;
+//! - *graph*: the unit's own relevance, raised by relevance flowing along
+//!   links between units (one body naming another unit or its key terms) and
+//!   by a wake reason listed in the unit's `load_triggers.task_types` or
+//!   `required_by_task_types` (a boost scaled by the unit's relevance, never a
+//!   filter).
+//!
+//! The weighted mean of the three is mapped through a fixed monotone curve, so
+//! scores are comparable across intents and agents: an intent unrelated to
+//! every unit scores low, a clear match high. Deterministic: only ordered maps,
+//! ties broken by name.
+
+pub mod index;
+pub mod lexicon;
+pub mod stem;
+pub mod text;
 
 use serde::{Deserialize, Serialize};
+
+use index::{fuzzy_term, sat, trigrams, Index, K1};
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -15,6 +46,20 @@ pub struct Weights {
 impl Default for Weights {
     fn default() -> Self {
         Weights { lexical: 0.35, semantic: 0.50, graph: 0.15 }
+    }
+}
+
+impl Weights {
+    /// Non-negative finite weights; all-zero falls back to the default.
+    fn sanitized(&self) -> (f64, f64, f64) {
+        let f = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
+        let (l, s, g) = (f(self.lexical), f(self.semantic), f(self.graph));
+        if l + s + g <= 0.0 {
+            let d = Weights::default();
+            (d.lexical, d.semantic, d.graph)
+        } else {
+            (l, s, g)
+        }
     }
 }
 
@@ -42,26 +87,421 @@ pub struct Scored {
     pub graph: f64,
 }
 
+/// Tunable constants of the scorer (defaults are the shipped values).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Weight of a concept (lexicon) match relative to an exact stem match.
+    pub concept: f32,
+    /// Weight of a near-spelling (trigram) match relative to an exact match.
+    pub fuzzy: f32,
+    /// Minimum trigram Dice similarity for a near-spelling match.
+    pub fuzzy_min: f32,
+    /// Share of a linked unit's relevance passed along a link.
+    pub link: f32,
+    /// Boost for a unit whose task types list the wake reason.
+    pub wake: f32,
+    /// Calibration: score = 1 - exp(-raw / scale) normalised so raw 1 -> 1.
+    pub calib_scale: f64,
+    /// Down-weighting of common words: an intent word's weight is divided by
+    /// `1 + generic * commonness` (commonness from the lexicon, 0 if unknown).
+    #[serde(default)]
+    pub generic: f64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { concept: 0.7, fuzzy: 0.8, fuzzy_min: 0.65, link: 0.5, wake: 0.5, calib_scale: 0.5, generic: 0.2 }
+    }
+}
+
 /// A ranker over one agent's units. Build once, rank many intents.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ranker {
-    names: Vec<String>,
+    index: Index,
+    #[serde(default)]
+    params: Params,
+}
+
+/// One distinct content word of an intent.
+struct QWord {
+    surface: String,
+    stem: String,
+    compound: bool,
+    count: f32,
+    /// Concepts of the word (empty for compounds).
+    concepts: Vec<lexicon::Concept>,
+    /// Specificity factor in (0, 1]: 1 for rare or unknown words.
+    spec: f64,
+}
+
+fn idf(n: f64, df: f64) -> f64 {
+    (1.0 + (n - df + 0.5).max(0.0) / (df + 0.5)).ln()
 }
 
 impl Ranker {
     pub fn build(units: &[UnitDoc<'_>]) -> Ranker {
-        Ranker { names: units.iter().map(|u| u.name.to_string()).collect() }
+        Ranker { index: Index::build(units), params: Params::default() }
+    }
+
+    /// The same ranker with other scorer constants (for tuning).
+    pub fn with_params(mut self, params: Params) -> Ranker {
+        self.params = params;
+        self
+    }
+
+    /// The per-unit statistics (serialisable with postcard).
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Rebuild a ranker from precomputed statistics.
+    pub fn from_index(index: Index) -> Ranker {
+        Ranker { index, params: Params::default() }
+    }
+
+    fn query_words(&self, intent: &str) -> Vec<QWord> {
+        let mut out: Vec<QWord> = Vec::new();
+        for (surface, st, compound) in index::content_words(intent) {
+            // a joined identifier counts only when the agent's units know it
+            if compound && !self.index.terms.contains_key(&st) {
+                continue;
+            }
+            if let Some(q) = out.iter_mut().find(|q| q.stem == st) {
+                q.count += 1.0;
+            } else {
+                let e = if compound { lexicon::Entry::default() } else { lexicon::lookup(&surface) };
+                let g = self.params.generic.max(0.0) * e.commonness.unwrap_or(0.0) as f64;
+                let spec = 1.0 / (1.0 + g);
+                out.push(QWord { surface, stem: st, compound, count: 1.0, concepts: e.concepts, spec });
+            }
+            if out.len() >= 64 {
+                break;
+            }
+        }
+        out
     }
 
     /// All units, best first; ties broken by name. Deterministic.
-    pub fn rank(&self, _intent: &str, _wake_reason: Option<&str>, _weights: &Weights) -> Vec<Scored> {
-        let mut v: Vec<Scored> = self
-            .names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| Scored { index: i, name: n.clone(), score: 0.0, lexical: 0.0, semantic: 0.0, graph: 0.0 })
+    pub fn rank(&self, intent: &str, wake_reason: Option<&str>, weights: &Weights) -> Vec<Scored> {
+        let ix = &self.index;
+        let p = &self.params;
+        let n = ix.n_docs as usize;
+        let nf = n as f64;
+        let (wl, ws, wg) = weights.sanitized();
+        let qwords = self.query_words(intent);
+
+        // lexical: normalised BM25F
+        let mut lex = vec![0f64; n];
+        let mut lex_norm = 0f64;
+        for q in &qwords {
+            let id = ix.terms.get(&q.stem).copied();
+            let df = id.map(|i| ix.df(i)).unwrap_or(0) as f64;
+            let w = idf(nf, df) * (q.count as f64).sqrt() * q.spec;
+            lex_norm += w;
+            if let Some(id) = id {
+                for post in &ix.postings[id as usize] {
+                    if let Some(slot) = lex.get_mut(post.doc as usize) {
+                        *slot += w * (post.w / (post.w + K1)) as f64 * (1.0 + K1 as f64);
+                    }
+                }
+            }
+        }
+        if lex_norm > 0.0 {
+            for v in &mut lex {
+                *v = (*v / (lex_norm * (1.0 + K1 as f64))).min(1.0);
+            }
+        }
+
+        // semantic: soft coverage
+        let mut sem = vec![0f64; n];
+        let mut sem_norm = 0f64;
+        let mut m = vec![0f32; n];
+        let mut counts: Vec<u16> = Vec::new();
+        for q in &qwords {
+            self.word_matches(q, &mut counts, &mut m);
+            let soft_df: f64 = m.iter().map(|&x| x as f64).sum();
+            let u = idf(nf, soft_df) * (q.count as f64).sqrt() * q.spec;
+            sem_norm += u;
+            for (d, &x) in m.iter().enumerate() {
+                sem[d] += u * x as f64;
+            }
+        }
+        if sem_norm > 0.0 {
+            for v in &mut sem {
+                *v = (*v / sem_norm).min(1.0);
+            }
+        }
+
+        // graph: own relevance, link propagation, wake reason
+        let rel: Vec<f64> = (0..n)
+            .map(|d| if wl + ws > 0.0 { (wl * lex[d] + ws * sem[d]) / (wl + ws) } else { 0.0 })
             .collect();
-        v.sort_by(|a, b| a.name.cmp(&b.name));
-        v
+        let mut graph = vec![0f64; n];
+        for d in 0..n {
+            let mut g = rel[d];
+            if let Some(links) = ix.links.get(d) {
+                for &(u, a) in links {
+                    let r = rel.get(u as usize).copied().unwrap_or(0.0);
+                    g = g.max(p.link as f64 * a as f64 * r);
+                }
+            }
+            if let Some(wr) = wake_reason {
+                let hit = ix.task_types.get(d).map(|v| v.iter().any(|t| t == wr)).unwrap_or(false)
+                    || ix.required_by.get(d).map(|v| v.iter().any(|t| t == wr)).unwrap_or(false);
+                if hit {
+                    g += p.wake as f64 * (0.3 + 0.7 * (rel[d] / 0.3).min(1.0));
+                }
+            }
+            graph[d] = g.min(1.0);
+        }
+
+        let total = wl + ws + wg;
+        let mut out: Vec<Scored> = (0..n)
+            .map(|d| {
+                let raw = (wl * lex[d] + ws * sem[d] + wg * graph[d]) / total;
+                Scored {
+                    index: d,
+                    name: ix.names.get(d).cloned().unwrap_or_default(),
+                    score: calibrate(raw, p.calib_scale),
+                    lexical: lex[d],
+                    semantic: sem[d],
+                    graph: graph[d],
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.name.cmp(&b.name)).then(a.index.cmp(&b.index)));
+        out
+    }
+
+    /// Per unit, how well one intent word is matched (0..1): exact stem,
+    /// near spelling or shared concept, whichever is strongest.
+    fn word_matches(&self, q: &QWord, counts: &mut Vec<u16>, m: &mut [f32]) {
+        let ix = &self.index;
+        m.iter_mut().for_each(|x| *x = 0.0);
+        let exact = ix.terms.get(&q.stem).copied();
+        if let Some(id) = exact {
+            for post in &ix.postings[id as usize] {
+                if let Some(slot) = m.get_mut(post.doc as usize) {
+                    *slot = slot.max(sat(post.w));
+                }
+            }
+        }
+        if !q.compound && fuzzy_term(&q.stem) {
+            self.fuzzy_matches(&q.stem, exact, counts, m);
+        }
+        if !q.compound {
+            for &(c, s) in &q.concepts {
+                for &(d, ds) in self.index.concepts.get(c as u64) {
+                    if let Some(slot) = m.get_mut(d as usize) {
+                        *slot = slot.max(self.params.concept * s * ds);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Diagnostics: for each intent word, its stem, semantic weight and
+    /// per-unit match strengths.
+    pub fn explain(&self, intent: &str) -> Vec<(String, String, f64, Vec<f32>)> {
+        let n = self.index.n_docs as usize;
+        let mut counts = Vec::new();
+        let mut out = Vec::new();
+        for q in self.query_words(intent) {
+            let mut m = vec![0f32; n];
+            self.word_matches(&q, &mut counts, &mut m);
+            let soft_df: f64 = m.iter().map(|&x| x as f64).sum();
+            out.push((q.surface.clone(), q.stem.clone(), idf(n as f64, soft_df) * q.spec, m));
+        }
+        out
+    }
+
+    /// Near-spelling matches of a query stem against the vocabulary.
+    fn fuzzy_matches(&self, qstem: &str, exact: Option<u32>, counts: &mut Vec<u16>, m: &mut [f32]) {
+        let ix = &self.index;
+        let grams = trigrams(qstem);
+        if counts.len() != ix.term_text.len() {
+            *counts = vec![0; ix.term_text.len()];
+        }
+        let mut touched: Vec<u32> = Vec::new();
+        for g in &grams {
+            for &t in ix.trigrams.get(*g) {
+                if let Some(c) = counts.get_mut(t as usize) {
+                    if *c == 0 {
+                        touched.push(t);
+                    }
+                    *c = c.saturating_add(1);
+                }
+            }
+        }
+        let qlen = qstem.chars().count();
+        for &t in &touched {
+            let shared = counts.get(t as usize).copied().unwrap_or(0) as f32;
+            if let Some(c) = counts.get_mut(t as usize) {
+                *c = 0;
+            }
+            if Some(t) == exact {
+                continue;
+            }
+            let Some(term) = ix.term_text.get(t as usize) else { continue };
+            let tgrams = ix.term_grams.get(t as usize).copied().unwrap_or(0) as f32;
+            let dice = 2.0 * shared / (grams.len() as f32 + tgrams);
+            let tlen = term.chars().count();
+            let prefix = {
+                let (short, long, sl, ll) = if qlen <= tlen { (qstem, term.as_str(), qlen, tlen) } else { (term.as_str(), qstem, tlen, qlen) };
+                if sl >= 4 && long.starts_with(short) {
+                    sl as f32 / ll as f32
+                } else {
+                    0.0
+                }
+            };
+            let sim = dice.max(prefix);
+            if sim < self.params.fuzzy_min {
+                continue;
+            }
+            let f = self.params.fuzzy * sim;
+            for post in &ix.postings[t as usize] {
+                if let Some(slot) = m.get_mut(post.doc as usize) {
+                    *slot = slot.max(f * sat(post.w));
+                }
+            }
+        }
+    }
+}
+
+/// Fixed monotone map of the raw mix into [0, 1].
+fn calibrate(raw: f64, scale: f64) -> f64 {
+    if !raw.is_finite() || raw <= 0.0 {
+        return 0.0;
+    }
+    let s = if scale.is_finite() && scale > 0.0 { scale } else { 0.5 };
+    let v = (1.0 - (-raw / s).exp()) / (1.0 - (-1.0 / s).exp());
+    v.clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    struct U {
+        name: &'static str,
+        desc: &'static str,
+        intents: Vec<String>,
+        keywords: Vec<String>,
+        tt: Vec<String>,
+        req: Vec<String>,
+        body: &'static str,
+    }
+
+    fn units() -> Vec<U> {
+        vec![
+            U {
+                name: "payroll-run",
+                desc: "Paying employee salaries each month.",
+                intents: s(&["run payroll"]),
+                keywords: s(&["payroll", "salary"]),
+                tt: vec![],
+                req: vec![],
+                body: "Run payroll on the last business day. Check every salary against the contract.",
+            },
+            U {
+                name: "incident-response",
+                desc: "Handling production outages.",
+                intents: s(&["production is down"]),
+                keywords: s(&["outage", "pager"]),
+                tt: s(&["issue_assigned"]),
+                req: vec![],
+                body: "Page the on-call engineer, open an incident channel, post status updates every 30 minutes.",
+            },
+            U {
+                name: "code-review",
+                desc: "Reviewing pull requests.",
+                intents: s(&["review a PR"]),
+                keywords: s(&["review", "diff"]),
+                tt: vec![],
+                req: s(&["issue_commented"]),
+                body: "Read the diff, run the tests, leave concrete comments. See incident-response for hotfixes.",
+            },
+        ]
+    }
+
+    fn docs(u: &[U]) -> Vec<UnitDoc<'_>> {
+        u.iter()
+            .map(|u| UnitDoc {
+                name: u.name,
+                description: u.desc,
+                intents: &u.intents,
+                keywords: &u.keywords,
+                task_types: &u.tt,
+                required_by_task_types: &u.req,
+                body: u.body,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ranks_matching_unit_first_and_calibrates() {
+        let us = units();
+        let r = Ranker::build(&docs(&us));
+        let w = Weights::default();
+        let top = &r.rank("production outage: page the on-call engineer", None, &w)[0];
+        assert_eq!(top.name, "incident-response");
+        assert!(top.score > 0.5, "{top:?}");
+        // synonym only: wage ~ salary
+        assert_eq!(r.rank("when are wages paid", None, &w)[0].name, "payroll-run");
+        let none = &r.rank("bake a sourdough loaf", None, &w)[0];
+        assert!(none.score < 0.2, "{none:?}");
+        for x in r.rank("review the diff", Some("issue_commented"), &w) {
+            for v in [x.score, x.lexical, x.semantic, x.graph] {
+                assert!((0.0..=1.0).contains(&v), "{x:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn wake_reason_boosts_but_does_not_filter() {
+        let us = units();
+        let r = Ranker::build(&docs(&us));
+        let w = Weights::default();
+        let a = r.rank("review the diff", None, &w);
+        let b = r.rank("review the diff", Some("issue_assigned"), &w);
+        assert_eq!(b[0].name, "code-review");
+        let sa = a.iter().find(|x| x.name == "incident-response").map(|x| x.score).unwrap_or(0.0);
+        let sb = b.iter().find(|x| x.name == "incident-response").map(|x| x.score).unwrap_or(0.0);
+        assert!(sb > sa);
+        assert_eq!(b.len(), 3);
+    }
+
+    #[test]
+    fn deterministic_ties_and_odd_inputs() {
+        let us = units();
+        let r = Ranker::build(&docs(&us));
+        let w = Weights::default();
+        let a = r.rank("", None, &w);
+        assert_eq!(a.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(), ["code-review", "incident-response", "payroll-run"]);
+        assert!(a.iter().all(|x| x.score == 0.0));
+        for intent in ["🦀🦀", "ÅÄÖ ÿ", "a-b-c-d_e.f/g", &"x".repeat(10_000), "'''", "P1 P-level v1.x 409"] {
+            let x = r.rank(intent, Some(""), &w);
+            assert_eq!(x.len(), 3);
+            assert_eq!(x, r.rank(intent, Some(""), &w));
+        }
+        let bad = Weights { lexical: f64::NAN, semantic: -1.0, graph: f64::INFINITY };
+        assert_eq!(r.rank("payroll", None, &bad)[0].name, "payroll-run");
+        let empty = Ranker::build(&[]);
+        assert!(empty.rank("anything", None, &w).is_empty());
+    }
+
+    #[test]
+    fn index_roundtrips_through_postcard() {
+        let us = units();
+        let r = Ranker::build(&docs(&us));
+        let bytes = postcard::to_allocvec(r.index()).expect("serialise");
+        let idx: Index = postcard::from_bytes(&bytes).expect("deserialise");
+        let r2 = Ranker::from_index(idx);
+        let w = Weights::default();
+        assert_eq!(r.rank("salary", None, &w), r2.rank("salary", None, &w));
     }
 }

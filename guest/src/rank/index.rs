@@ -1,0 +1,434 @@
+//! Per-unit statistics for recall ranking (§21.3.3): the inverted index.
+//!
+//! Owns everything [`super::Ranker::build`] derives from the units once, so that
+//! ranking an intent only walks the postings of its words:
+//! field term frequencies and lengths (BM25F), concept postings from the
+//! lexicon (semantic signal), a character-trigram index over the vocabulary
+//! (morphology and typos), and the unit link graph plus task-type triggers
+//! (graph signal). All of it is `serde`-serialisable (postcard), so it can be
+//! computed at manifest publish time and shipped as a precomputed index.
+//! Hash maps are used only for lookups during the build, never iterated, so
+//! nothing depends on hash iteration order.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use serde::{Deserialize, Serialize};
+
+use super::lexicon;
+use super::stem::stem;
+use super::text::{each_word, is_stopword, words};
+use super::UnitDoc;
+
+/// FNV-1a: a fast deterministic hasher for the build's lookup tables.
+#[derive(Default, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+
+/// Fields of a unit, in index order.
+pub const NF: usize = 5;
+pub const F_NAME: usize = 0;
+pub const F_DESC: usize = 1;
+pub const F_INTENTS: usize = 2;
+pub const F_KEYWORDS: usize = 3;
+pub const F_BODY: usize = 4;
+
+/// BM25F field weights: name, description, trigger intents, keywords, body.
+pub const FIELD_WEIGHT: [f32; NF] = [3.0, 2.0, 2.0, 2.5, 1.0];
+/// BM25F per-field length normalisation.
+pub const FIELD_B: [f32; NF] = [0.3, 0.5, 0.5, 0.3, 0.75];
+/// BM25 term-frequency saturation.
+pub const K1: f32 = 1.2;
+
+/// Saturating map of a BM25F pseudo term frequency into [0, 1).
+pub fn sat(w: f32) -> f32 {
+    if w <= 0.0 {
+        0.0
+    } else {
+        w / (w + K1)
+    }
+}
+
+/// One unit's occurrences of one term.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Posting {
+    pub doc: u32,
+    /// Raw term frequency per field.
+    pub tf: [u16; NF],
+    /// BM25F pseudo frequency: sum over fields of weight * tf / length norm.
+    pub w: f32,
+}
+
+/// The ranker's index over one agent's units.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Index {
+    pub n_docs: u32,
+    pub names: Vec<String>,
+    /// Stem -> term id.
+    pub terms: BTreeMap<String, u32>,
+    /// Term id -> stem.
+    pub term_text: Vec<String>,
+    /// Term id -> postings, ordered by doc.
+    pub postings: Vec<Vec<Posting>>,
+    /// Concept id -> (doc, strength in [0, 1]), ordered by doc.
+    pub concepts: Csr<(u32, f32)>,
+    /// Packed padded character trigram -> term ids (alphabetic terms of 4+ chars).
+    pub trigrams: Csr<u32>,
+    /// Term id -> number of distinct trigrams (0 for terms not fuzzy-matched).
+    pub term_grams: Vec<u8>,
+    /// Per doc: field lengths in words.
+    pub field_len: Vec<[u32; NF]>,
+    pub avg_len: [f32; NF],
+    /// Per doc: linked units (doc, strength), undirected, strongest first.
+    pub links: Vec<Vec<(u32, f32)>>,
+    /// Per doc: `load_triggers.task_types`.
+    pub task_types: Vec<Vec<String>>,
+    /// Per doc: `required_by_task_types`.
+    pub required_by: Vec<Vec<String>>,
+}
+
+/// A compressed sparse map: sorted keys, each with a slice of values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Csr<T> {
+    pub keys: Vec<u64>,
+    /// `offsets[i]..offsets[i + 1]` are the values of `keys[i]`.
+    pub offsets: Vec<u32>,
+    pub values: Vec<T>,
+}
+
+impl<T: Copy> Csr<T> {
+    /// Build from (key, value) pairs; pairs are sorted by key, stably.
+    pub fn from_pairs(mut pairs: Vec<(u64, T)>) -> Csr<T> {
+        pairs.sort_by_key(|p| p.0);
+        let mut c = Csr { keys: Vec::new(), offsets: vec![0], values: Vec::with_capacity(pairs.len()) };
+        for (k, v) in pairs {
+            if c.keys.last() != Some(&k) {
+                if !c.keys.is_empty() {
+                    c.offsets.push(c.values.len() as u32);
+                }
+                c.keys.push(k);
+            }
+            c.values.push(v);
+        }
+        if !c.keys.is_empty() {
+            c.offsets.push(c.values.len() as u32);
+        }
+        c
+    }
+
+    /// Values of a key (empty if absent).
+    pub fn get(&self, key: u64) -> &[T] {
+        let Ok(i) = self.keys.binary_search(&key) else { return &[] };
+        let a = self.offsets.get(i).copied().unwrap_or(0) as usize;
+        let b = self.offsets.get(i + 1).copied().unwrap_or(0) as usize;
+        self.values.get(a..b).unwrap_or(&[])
+    }
+}
+
+/// Padded trigrams of a term, packed into integers, sorted and deduplicated.
+pub fn trigrams(term: &str) -> Vec<u64> {
+    let mut cs: Vec<u64> = Vec::with_capacity(term.len() + 2);
+    cs.push('^' as u64);
+    cs.extend(term.chars().map(|c| c as u64));
+    cs.push('$' as u64);
+    let mut out: Vec<u64> = cs.windows(3).map(|w| (w[0] << 42) | (w[1] << 21) | w[2]).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether a term takes part in fuzzy (trigram) matching.
+pub fn fuzzy_term(t: &str) -> bool {
+    t.chars().count() >= 4 && t.chars().all(|c| c.is_alphabetic())
+}
+
+/// Content words of a text with their stems: stopwords dropped; compound
+/// (joined identifier) words flagged.
+pub fn content_words(text: &str) -> Vec<(String, String, bool)> {
+    words(text)
+        .into_iter()
+        .filter(|w| w.compound || !is_stopword(&w.text))
+        .map(|w| {
+            let s = stem(&w.text);
+            (w.text, s, w.compound)
+        })
+        .collect()
+}
+
+impl Index {
+    pub fn build(units: &[UnitDoc<'_>]) -> Index {
+        let n = units.len();
+        // 1. tokenise every field once; intern surface words and stems
+        let mut surf_ids: FnvMap<String, u32> = FnvMap::default();
+        // per surface: (surface, interim stem id, stopword)
+        let mut surfs: Vec<(String, u32, bool)> = Vec::new();
+        let mut stem_ids: FnvMap<String, u32> = FnvMap::default();
+        let mut stems: Vec<String> = Vec::new();
+        // per doc: (interim stem id, field, surface id, compound)
+        let mut occ: Vec<Vec<(u32, u8, u32, bool)>> = Vec::with_capacity(n);
+        let mut field_len: Vec<[u32; NF]> = Vec::with_capacity(n);
+        let mut joinbuf = String::new();
+        for u in units {
+            let mut lens = [0u32; NF];
+            let mut o: Vec<(u32, u8, u32, bool)> = Vec::new();
+            #[allow(clippy::needless_range_loop)]
+            for f in 0..NF {
+                let list: &[String] = match f {
+                    F_INTENTS => u.intents,
+                    F_KEYWORDS => u.keywords,
+                    _ => &[],
+                };
+                let text: &str = match f {
+                    F_NAME => u.name,
+                    F_DESC => u.description,
+                    F_BODY => u.body,
+                    _ => {
+                        joinbuf.clear();
+                        for (k, s) in list.iter().enumerate() {
+                            if k > 0 {
+                                joinbuf.push_str(" . ");
+                            }
+                            joinbuf.push_str(s);
+                        }
+                        &joinbuf
+                    }
+                };
+                each_word(text, |w, compound, _| {
+                    let sid = match surf_ids.get(w) {
+                        Some(&id) => id,
+                        None => {
+                            let st = stem(w);
+                            let stid = match stem_ids.get(&st) {
+                                Some(&x) => x,
+                                None => {
+                                    let x = stems.len() as u32;
+                                    stem_ids.insert(st.clone(), x);
+                                    stems.push(st);
+                                    x
+                                }
+                            };
+                            let id = surfs.len() as u32;
+                            surfs.push((w.to_string(), stid, is_stopword(w)));
+                            surf_ids.insert(w.to_string(), id);
+                            id
+                        }
+                    };
+                    let (_, stid, stop) = surfs[sid as usize];
+                    if stop && !compound {
+                        return;
+                    }
+                    if !compound {
+                        lens[f] += 1;
+                    }
+                    o.push((stid, f as u8, sid, compound));
+                });
+            }
+            occ.push(o);
+            field_len.push(lens);
+        }
+        let mut avg_len = [0f32; NF];
+        for f in 0..NF {
+            let tot: u64 = field_len.iter().map(|l| l[f] as u64).sum();
+            avg_len[f] = if n == 0 { 1.0 } else { (tot as f32 / n as f32).max(1.0) };
+        }
+
+        // 2. term ids in sorted stem order (only stems that occur as content words)
+        let mut used = vec![false; stems.len()];
+        for o in &occ {
+            for &(st, ..) in o {
+                used[st as usize] = true;
+            }
+        }
+        let mut order: Vec<u32> = (0..stems.len() as u32).filter(|&i| used[i as usize]).collect();
+        order.sort_by(|a, b| stems[*a as usize].cmp(&stems[*b as usize]));
+        let mut final_id = vec![u32::MAX; stems.len()];
+        for (k, &i) in order.iter().enumerate() {
+            final_id[i as usize] = k as u32;
+        }
+        let term_text: Vec<String> = order.iter().map(|&i| stems[i as usize].clone()).collect();
+        let terms: BTreeMap<String, u32> = term_text.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
+        let mut postings: Vec<Vec<Posting>> = vec![Vec::new(); term_text.len()];
+        let mut concept_cache: Vec<Option<Vec<lexicon::Concept>>> = vec![None; surfs.len()];
+        let mut concept_pairs: Vec<(u64, (u32, f32))> = Vec::new();
+        let mut best: Vec<(u32, f32)> = Vec::new();
+        for (d, o) in occ.iter_mut().enumerate() {
+            for e in o.iter_mut() {
+                e.0 = final_id[e.0 as usize];
+            }
+            o.sort_unstable();
+            // term frequencies per field, postings
+            let mut doc_w: Vec<(u32, f32)> = Vec::new();
+            let mut k = 0;
+            while k < o.len() {
+                let t = o[k].0;
+                let mut counts = [0u16; NF];
+                while k < o.len() && o[k].0 == t {
+                    let f = o[k].1 as usize;
+                    counts[f] = counts[f].saturating_add(1);
+                    k += 1;
+                }
+                let w = pseudo_tf(&counts, &field_len[d], &avg_len);
+                if let Some(pl) = postings.get_mut(t as usize) {
+                    pl.push(Posting { doc: d as u32, tf: counts, w });
+                }
+                doc_w.push((t, w));
+            }
+            // 3. concept postings: strongest link of any of the doc's words
+            let mut sids: Vec<(u32, u32)> = o.iter().filter(|e| !e.3).map(|e| (e.2, e.0)).collect();
+            sids.sort_unstable();
+            sids.dedup();
+            best.clear();
+            for (sid, t) in sids {
+                let w = doc_w.binary_search_by_key(&t, |e| e.0).ok().map(|i| doc_w[i].1).unwrap_or(0.0);
+                let slot = &mut concept_cache[sid as usize];
+                if slot.is_none() {
+                    *slot = Some(lexicon::concepts(&surfs[sid as usize].0));
+                }
+                for &(c, s) in slot.as_deref().unwrap_or(&[]) {
+                    best.push((c, s * sat(w)));
+                }
+            }
+            best.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+            best.dedup_by_key(|e| e.0);
+            for &(c, v) in &best {
+                concept_pairs.push((c as u64, (d as u32, v)));
+            }
+        }
+
+        // 4. trigram index over the vocabulary
+        let mut gram_pairs: Vec<(u64, u32)> = Vec::new();
+        let mut term_grams = vec![0u8; term_text.len()];
+        for (id, t) in term_text.iter().enumerate() {
+            if fuzzy_term(t) {
+                let g = trigrams(t);
+                term_grams[id] = g.len().min(255) as u8;
+                gram_pairs.extend(g.into_iter().map(|g| (g, id as u32)));
+            }
+        }
+
+        // 5. link graph: unit u mentions unit d (d's whole name, or most of
+        // d's distinctive name and keyword terms) in its body.
+        let links = build_links(units, &terms, &postings, n);
+
+        Index {
+            n_docs: n as u32,
+            names: units.iter().map(|u| u.name.to_string()).collect(),
+            terms,
+            term_text,
+            postings,
+            concepts: Csr::from_pairs(concept_pairs),
+            trigrams: Csr::from_pairs(gram_pairs),
+            term_grams,
+            field_len,
+            avg_len,
+            links,
+            task_types: units.iter().map(|u| u.task_types.to_vec()).collect(),
+            required_by: units.iter().map(|u| u.required_by_task_types.to_vec()).collect(),
+        }
+    }
+
+    /// Document frequency of a term id.
+    pub fn df(&self, id: u32) -> usize {
+        self.postings.get(id as usize).map(|p| p.len()).unwrap_or(0)
+    }
+}
+
+fn pseudo_tf(counts: &[u16; NF], lens: &[u32; NF], avg: &[f32; NF]) -> f32 {
+    let mut w = 0.0;
+    for f in 0..NF {
+        if counts[f] == 0 {
+            continue;
+        }
+        let norm = 1.0 - FIELD_B[f] + FIELD_B[f] * (lens[f] as f32 / avg[f].max(1.0));
+        w += FIELD_WEIGHT[f] * counts[f] as f32 / norm.max(0.1);
+    }
+    w
+}
+
+/// Max neighbours kept per unit.
+const MAX_LINKS: usize = 8;
+/// Minimum link strength kept.
+const MIN_LINK: f32 = 0.5;
+
+fn build_links(units: &[UnitDoc<'_>], terms: &BTreeMap<String, u32>, postings: &[Vec<Posting>], n: usize) -> Vec<Vec<(u32, f32)>> {
+    let mut adj: Vec<BTreeMap<u32, f32>> = vec![BTreeMap::new(); n];
+    let distinct_max = (n / 2).max(1);
+    for (d, u) in units.iter().enumerate() {
+        let mut strength: BTreeMap<u32, f32> = BTreeMap::new();
+        // the whole name, as a joined identifier, in another unit's body
+        let name_words = content_words(u.name);
+        if let Some((_, st, _)) = name_words.iter().find(|w| w.2) {
+            if let Some(&id) = terms.get(st) {
+                for p in &postings[id as usize] {
+                    if p.doc as usize != d && p.tf[F_BODY] > 0 {
+                        strength.insert(p.doc, 1.0);
+                    }
+                }
+            }
+        }
+        // distinctive signature terms: name parts and keywords
+        let mut sig: BTreeSet<u32> = BTreeSet::new();
+        let kw = u.keywords.join(" . ");
+        for (_, st, compound) in name_words.iter().cloned().chain(content_words(&kw)) {
+            if compound {
+                continue;
+            }
+            if let Some(&id) = terms.get(&st) {
+                let df = postings[id as usize].len();
+                if df <= distinct_max {
+                    sig.insert(id);
+                }
+            }
+        }
+        if sig.len() >= 2 {
+            let mut count: BTreeMap<u32, u32> = BTreeMap::new();
+            for id in &sig {
+                for p in &postings[*id as usize] {
+                    if p.doc as usize != d && p.tf[F_BODY] > 0 {
+                        *count.entry(p.doc).or_insert(0) += 1;
+                    }
+                }
+            }
+            for (other, c) in count {
+                let a = c as f32 / sig.len() as f32;
+                if a >= MIN_LINK {
+                    let e = strength.entry(other).or_insert(0.0);
+                    if a > *e {
+                        *e = a;
+                    }
+                }
+            }
+        }
+        for (other, a) in strength {
+            for (x, y) in [(d as u32, other), (other, d as u32)] {
+                let e = adj[x as usize].entry(y).or_insert(0.0);
+                if a > *e {
+                    *e = a;
+                }
+            }
+        }
+    }
+    adj.into_iter()
+        .map(|m| {
+            let mut v: Vec<(u32, f32)> = m.into_iter().collect();
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            v.truncate(MAX_LINKS);
+            v
+        })
+        .collect()
+}

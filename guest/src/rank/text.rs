@@ -1,0 +1,212 @@
+//! Word tokenisation for recall ranking (§21.3.3).
+//!
+//! Owns how intents, manifest metadata and unit bodies are cut into words:
+//! lowercase alphanumeric runs, split at camelCase / PascalCase boundaries and
+//! at `-`, `_`, `.`, `/` joins, each joined identifier also kept whole
+//! (`subscribeToRun` gives `subscribe`, `to`, `run` and `subscribetorun`), plus
+//! the English stopword list. Independent of any model tokenizer.
+
+/// One word of a text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Word {
+    /// Lowercased surface form.
+    pub text: String,
+    /// `true` for the whole form of a joined identifier (`sign-in` -> `signin`).
+    pub compound: bool,
+    /// Position of the word's group in the text (parts of one identifier share it).
+    pub pos: u32,
+}
+
+/// Cut `text` into words (stopwords included; see [`is_stopword`]).
+pub fn words(text: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    each_word(text, |w, compound, pos| out.push(Word { text: w.to_string(), compound, pos }));
+    out
+}
+
+/// Call `f(word, compound, pos)` for every word of `text`, in order, without
+/// allocating per word. Parts of a joined identifier come first, then (for two
+/// or more parts) the whole identifier with `compound = true`.
+pub fn each_word(text: &str, mut f: impl FnMut(&str, bool, u32)) {
+    let b = text.as_bytes();
+    let mut i = 0;
+    let mut pos: u32 = 0;
+    let mut joined = String::new();
+    let mut part = String::new();
+    let mut parts: Vec<String> = Vec::new();
+    while i < b.len() {
+        let (c, len) = char_at(text, i);
+        if !c.is_alphanumeric() {
+            i += len;
+            continue;
+        }
+        joined.clear();
+        let mut nparts = 0usize;
+        loop {
+            let start = i;
+            while i < b.len() {
+                let (c, len) = char_at(text, i);
+                if !c.is_alphanumeric() {
+                    break;
+                }
+                i += len;
+            }
+            split_case(&text[start..i], &mut part, &mut |p: &str| {
+                parts.push(p.to_string());
+                nparts += 1;
+            });
+            let joins = i + 1 < b.len() && matches!(b[i], b'-' | b'_' | b'.' | b'/' | b'\'') && char_at(text, i + 1).0.is_alphanumeric();
+            if !joins {
+                break;
+            }
+            if b[i] == b'\'' {
+                // don't -> don: drop the clitic
+                i += 1;
+                while i < b.len() {
+                    let (c, len) = char_at(text, i);
+                    if !c.is_alphanumeric() {
+                        break;
+                    }
+                    i += len;
+                }
+                break;
+            }
+            i += 1;
+        }
+        // single letters count only as parts of an identifier (P-level, P1)
+        let multi = parts.len() > 1;
+        for p in parts.drain(..) {
+            if keep_part(&p, multi) {
+                f(&p, false, pos);
+            }
+            if joined.len() <= 64 {
+                joined.push_str(&p);
+            }
+        }
+        if nparts > 1 && joined.len() <= 40 && joined.chars().any(|c| c.is_alphabetic()) {
+            f(&joined, true, pos);
+        }
+        pos = pos.saturating_add(1);
+    }
+}
+
+fn char_at(text: &str, i: usize) -> (char, usize) {
+    match text.as_bytes().get(i) {
+        Some(&b) if b < 0x80 => (b as char, 1),
+        _ => match text.get(i..).and_then(|s| s.chars().next()) {
+            Some(c) => (c, c.len_utf8()),
+            None => ('\0', 1),
+        },
+    }
+}
+
+fn keep_part(p: &str, in_identifier: bool) -> bool {
+    let n = p.chars().count();
+    if n == 0 || n > 40 {
+        return false;
+    }
+    if n == 1 {
+        return in_identifier || p.chars().all(|c| c.is_ascii_digit());
+    }
+    true
+}
+
+/// Split one alphanumeric run at case boundaries; emit lowercased parts.
+fn split_case(run: &str, cur: &mut String, emit: &mut dyn FnMut(&str)) {
+    cur.clear();
+    if run.is_ascii() {
+        let r = run.as_bytes();
+        for k in 0..r.len() {
+            let c = r[k];
+            if k > 0 {
+                let p = r[k - 1];
+                let case = c.is_ascii_uppercase() && {
+                    let next_lower = r.get(k + 1).map(|n| n.is_ascii_lowercase()).unwrap_or(false);
+                    p.is_ascii_lowercase() || (p.is_ascii_uppercase() && next_lower)
+                };
+                // letters then digits: P1 -> p, 1 (digits then letters stay: 3d, 100k)
+                let digits = c.is_ascii_digit() && p.is_ascii_alphabetic();
+                if (case || digits) && !cur.is_empty() {
+                    emit(cur);
+                    cur.clear();
+                }
+            }
+            cur.push(c.to_ascii_lowercase() as char);
+        }
+    } else {
+        let chars: Vec<char> = run.chars().collect();
+        for (k, &c) in chars.iter().enumerate() {
+            if k > 0 {
+                let p = chars[k - 1];
+                let next_lower = chars.get(k + 1).map(|n| n.is_lowercase()).unwrap_or(false);
+                let case = c.is_uppercase() && (p.is_lowercase() || (p.is_uppercase() && next_lower));
+                let digits = c.is_ascii_digit() && p.is_alphabetic();
+                if (case || digits) && !cur.is_empty() {
+                    emit(cur);
+                    cur.clear();
+                }
+            }
+            cur.extend(c.to_lowercase());
+        }
+    }
+    if !cur.is_empty() {
+        emit(cur);
+        cur.clear();
+    }
+}
+
+/// English function words and intent framing words that carry no topic.
+pub fn is_stopword(w: &str) -> bool {
+    STOPWORDS.binary_search(&w).is_ok()
+}
+
+// Sorted (checked by a test).
+const STOPWORDS: &[&str] = &[
+    "able", "about", "above", "after", "again", "against", "all", "already", "also", "although", "am", "an", "and",
+    "another", "any", "anybody", "anyone", "anything", "anyway", "are", "aren", "around", "as", "at", "be",
+    "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could",
+    "couldn", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "eg", "either",
+    "else", "etc", "ever", "every", "everyone", "everything", "few", "for", "from", "further", "get", "gets",
+    "getting", "got", "had", "hadn", "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers",
+    "herself", "him", "himself", "his", "how", "however", "ie", "if", "in", "into", "is", "isn", "it", "its",
+    "itself", "just", "let", "lets", "like", "ll", "may", "me", "might", "more", "most", "much", "must", "my",
+    "myself", "need", "needs", "no", "nor", "not", "now", "of", "off", "ok", "okay", "on", "once", "one", "only",
+    "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "please", "quite", "rather", "re",
+    "really", "same", "shall", "she", "should", "shouldn", "since", "so", "some", "somebody", "somehow", "someone",
+    "something", "still", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there",
+    "these", "they", "thing", "things", "this", "those", "though", "through", "thus", "to", "too", "under", "until",
+    "up", "upon", "us", "use", "using", "ve", "versus", "very", "via", "vs", "want", "wants", "was", "wasn", "way", "we", "were",
+    "weren", "what", "whatever", "when", "whenever", "where", "wherever", "whether", "which", "while", "who",
+    "whom", "whose", "why", "will", "with", "within", "without", "won", "would", "wouldn", "yet", "you", "your",
+    "yours", "yourself", "yourselves",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(s: &str) -> Vec<String> {
+        words(s).into_iter().map(|w| w.text).collect()
+    }
+
+    #[test]
+    fn stopwords_sorted() {
+        let mut v = STOPWORDS.to_vec();
+        v.sort();
+        v.dedup();
+        assert_eq!(v, STOPWORDS);
+    }
+
+    #[test]
+    fn splits_identifiers() {
+        assert_eq!(texts("subscribeToRun"), ["subscribe", "to", "run", "subscribetorun"]);
+        assert_eq!(texts("X-Paperclip-Run-Id"), ["x", "paperclip", "run", "id", "xpapercliprunid"]);
+        assert_eq!(texts("P1 P-level"), ["p", "1", "p1", "p", "level", "plevel"]);
+        assert_eq!(texts("sign-in page"), ["sign", "in", "signin", "page"]);
+        assert_eq!(texts("HTTPServer v1.x"), ["http", "server", "httpserver", "v", "1", "x", "v1x"]);
+        assert_eq!(texts("don't stop"), ["don", "stop"]);
+        assert_eq!(texts("got a 409, T+2"), ["got", "409", "2"]);
+        assert!(texts("").is_empty());
+        assert!(texts("  --- ** ").is_empty());
+    }
+}
