@@ -118,9 +118,24 @@ pub fn migrate(markdown: &str, options: &str) -> Result<String, EngineError> {
     Ok(to_json(&crate::migrate::migrate(markdown, &opts)?))
 }
 
+/// Retrieval-quality report over ranked probes (§21.6.4 metrics, offline): hit@1/3/10,
+/// MRR, none-probe AUC, per agent, plus a plain-text table under `"table"`.
 pub fn eval_report(results: &str) -> Result<String, EngineError> {
-    let _ = results;
-    Err(EngineError::InvalidRequest("eval report not built yet".into()))
+    let results: Vec<crate::eval::ProbeResult> = parse("probe results", results)?;
+    let report = crate::eval::evaluate(&results);
+    // Overall metrics at the top level (`probes`, `hit_at_1`, …), then the breakdowns.
+    let mut value = json_value(&report.overall);
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("per_agent".into(), json_value(&report.per_agent));
+        obj.insert("misses_at_3".into(), json_value(&report.misses_at_3));
+        obj.insert("table".into(), serde_json::Value::String(crate::eval::format_table(&report)));
+    }
+    Ok(value.to_string())
+}
+
+/// A plain data type as a JSON value (cannot fail for the types used here).
+fn json_value<T: serde::Serialize>(t: &T) -> serde_json::Value {
+    serde_json::to_value(t).unwrap_or(serde_json::Value::Null)
 }
 
 pub fn audit_metrics(records: &str, k: u32) -> Result<String, EngineError> {

@@ -384,7 +384,7 @@ fn eval(cli: &Cli, agents: &Path, probes: &Path) -> Result<i32> {
     if cli.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        print_json(&report);
+        print!("{}", report["table"].as_str().unwrap_or_default());
     }
     Ok(0)
 }

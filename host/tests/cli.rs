@@ -1,0 +1,257 @@
+//! The `lid` CLI end to end: the real binary, which runs every command through the
+//! engine component under wasmtime (§21.1–§21.3, §21.6.3, §21.8.3, §21.9).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+fn lid(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lid")).args(args).output().expect("run lid")
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("stdout is not JSON ({e}): {}\nstderr: {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    })
+}
+
+fn demo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo-agent")
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn codes(v: &Value) -> Vec<(String, String, String)> {
+    v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let f = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (f("code"), f("entry"), f("field"))
+        })
+        .collect()
+}
+
+#[test]
+fn validate_reports_every_problem_at_once_and_exits_1() {
+    let d = scratch("validate-bad");
+    let bad = d.join("bad.json");
+    let manifest = json!({"agent_id": "x", "deployment": "d", "entries": [
+        {"name": "Bad Name", "description": "d", "fact_uri": "instruction:d/x/bad/v1"},
+        {"name": "both", "description": "x", "fact_uri": "instruction:d/x/both/v1", "path": "p.md"},
+        {"name": "dup", "description": "x", "fact_uri": "instruction:d/x/dup/v1"},
+        {"name": "dup", "description": "y", "fact_uri": "instruction:d/x/dup/v2"},
+        {"name": "long", "description": "z".repeat(121), "fact_uri": "instruction:d/x/long/latest"},
+    ]});
+    std::fs::write(&bad, manifest.to_string()).unwrap();
+    let out = lid(&["--json", "validate", s(&bad)]);
+    assert_eq!(out.status.code(), Some(1), "invalid manifest exits 1");
+    let v = json_of(&out);
+    assert_eq!(v["ok"], false);
+    let c = codes(&v);
+    let has = |entry: &str, field: &str| c.iter().any(|(code, e, f)| code == "manifest_entry_invalid" && e == entry && f == field);
+    assert!(has("Bad Name", "name"), "{c:?}");
+    assert!(has("both", "fact_uri") || has("both", "path"), "{c:?}");
+    assert!(has("dup", "name"), "duplicate names are reported: {c:?}");
+    assert!(has("long", "description"), "{c:?}");
+    assert!(has("long", "fact_uri"), "floating alias `latest` is rejected (§21.4): {c:?}");
+    // Text mode names the codes too.
+    let text = lid(&["validate", s(&bad)]);
+    assert_eq!(text.status.code(), Some(1));
+    let all = String::from_utf8_lossy(&text.stdout).to_string() + &String::from_utf8_lossy(&text.stderr);
+    assert!(all.contains("manifest_entry_invalid"), "{all}");
+}
+
+#[test]
+fn validate_counts_the_canonical_manifest_and_enforces_the_cap() {
+    let ok = lid(&["--json", "validate", s(&demo())]);
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
+    let v = json_of(&ok);
+    assert_eq!(v["ok"], true);
+    let n = v["token_count"].as_u64().unwrap();
+    assert!(n > 100 && n <= 1000, "{n}");
+
+    // 40 verbose entries: far over the 1000-token cap (§21.2.1).
+    let d = scratch("validate-large");
+    let entries: Vec<Value> = (0..40)
+        .map(|i| json!({"name": format!("unit-{i}"), "description": "A deliberately long description that uses up tokens quickly.",
+            "load_triggers": {"intents": ["one intent that is long enough", "and another one here"], "keywords": ["alpha", "beta"]},
+            "fact_uri": format!("instruction:d/x/unit-{i}/v1")}))
+        .collect();
+    let big = d.join("manifest.json");
+    std::fs::write(&big, json!({"agent_id": "x", "deployment": "d", "entries": entries}).to_string()).unwrap();
+    let out = lid(&["--json", "validate", s(&big)]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert!(v["token_count"].as_u64().unwrap() > 1000);
+    assert!(codes(&v).iter().any(|(c, ..)| c == "manifest_too_large"), "{v}");
+}
+
+#[test]
+fn stub_is_reproducible_bounded_and_profiled() {
+    let a = lid(&["--json", "stub", s(&demo())]);
+    let b = lid(&["--json", "stub", s(&demo())]);
+    assert_eq!(a.status.code(), Some(0), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(a.stdout, b.stdout, "byte-reproducible (§21.1)");
+    let v = json_of(&a);
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains("generated_at: \"2026-11-01T00:00:00Z\""), "publish time, never the clock");
+    assert!(text.contains("recall_tool_schema:"));
+    assert!(text.contains("Never push to `main` directly"), "always-applicable rules are embedded");
+    let body = v["body_tokens"].as_u64().unwrap();
+    assert!(body > 0 && body <= 500, "{body}");
+    let unknown = json_of(&lid(&["--json", "stub", s(&demo()), "--profile", "no-such-profile"]));
+    assert!(unknown["text"].as_str().unwrap().contains("adapter_profile: \"generic\""));
+    let openai = json_of(&lid(&["--json", "stub", s(&demo()), "--profile", "openai-assistants"]));
+    assert!(openai["text"].as_str().unwrap().contains("adapter_profile: \"openai-assistants\""));
+}
+
+#[test]
+fn recall_ranks_audits_and_names_what_the_budget_dropped() {
+    let d = scratch("recall");
+    let audit = d.join("audit.jsonl");
+    let out = lid(&["--json", "recall", s(&demo()), "production is broken after the deploy", "--audit", s(&audit)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    let chunks = v["chunks"].as_array().unwrap();
+    let ranked: Vec<&str> = chunks.iter().filter(|c| c["selected_by"] == "ranked").map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(ranked.first(), Some(&"rollback-procedure"), "{v}");
+    assert!(chunks.iter().any(|c| c["name"] == "ground-rules" && c["selected_by"] == "guarantee_load"));
+    let token = v["audit_token"].as_str().unwrap();
+    assert!(token.starts_with("audi_"), "{token}");
+    let log = std::fs::read_to_string(&audit).unwrap();
+    assert_eq!(log.lines().count(), 1);
+    assert!(log.contains(token), "the audit row carries the response's token");
+
+    let tight = json_of(&lid(&["--json", "recall", s(&demo()), "cut a release", "--token-budget", "120", "--max-chunks", "3", "--audit", s(&audit)]));
+    assert_eq!(tight["truncated"], true);
+    assert!(!tight["omitted"].as_array().unwrap().is_empty(), "dropped units are named: {tight}");
+    assert!(tight["chunks"].as_array().unwrap().iter().any(|c| c["name"] == "ground-rules"), "guaranteed never to zero");
+}
+
+#[test]
+fn bad_requests_exit_1_with_their_code() {
+    let d = scratch("bad-requests");
+    let out = lid(&["--json", "recall", s(&demo()), "   ", "--audit", s(&d.join("a.jsonl"))]);
+    assert_eq!(out.status.code(), Some(1));
+    let all = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(all.contains("intent_required"), "{all}");
+    let missing = lid(&["recall", s(&d.join("nope")), "x"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(!String::from_utf8_lossy(&missing.stderr).is_empty());
+    let notjson = d.join("m.json");
+    std::fs::write(&notjson, "{ not json").unwrap();
+    let out = lid(&["validate", s(&notjson)]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn preload_follows_the_wake_reason() {
+    let v = json_of(&lid(&["--json", "preload", s(&demo()), "--wake-reason", "issue_assigned"]));
+    let list = |v: &Value| -> Vec<String> {
+        v["units"].as_array().or(v["chunks"].as_array()).or(v["preloads"].as_array()).unwrap_or_else(|| panic!("{v}")).iter().map(|u| u["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(list(&v), ["triage-incoming"], "{v}");
+    let none = json_of(&lid(&["--json", "preload", s(&demo()), "--wake-reason", "heartbeat_timer"]));
+    assert!(list(&none).is_empty(), "{none}");
+}
+
+#[test]
+fn migrate_writes_units_and_a_draft_that_validates() {
+    let d = scratch("migrate");
+    let md = d.join("AGENTS.md");
+    std::fs::write(&md, "# Agent\n\nIntro text.\n\n## Deploying\n\nRun the deploy script.\n\n### Hotfixes\n\nPatch the bug, then deploy the hotfix.\n\n## Testing\n\nRun `cargo test`.\n").unwrap();
+    let out_dir = d.join("out");
+    let out = lid(&["migrate-instructions", s(&md), "--deployment", "acme", "--agent", "builder", "--out", s(&out_dir)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for unit in ["deploying", "hotfixes", "testing"] {
+        let body = std::fs::read_to_string(out_dir.join("units").join(format!("{unit}.md"))).unwrap();
+        assert!(!body.trim().is_empty());
+    }
+    let draft: Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("manifest.draft.json")).unwrap()).unwrap();
+    let testing = draft["entries"].as_array().unwrap().iter().find(|e| e["name"] == "testing").unwrap();
+    assert_eq!(testing["fact_uri"], "instruction:acme/builder/testing/v1");
+    assert!(testing["token_estimate"].as_u64().unwrap() > 0);
+    std::fs::copy(out_dir.join("manifest.draft.json"), out_dir.join("manifest.json")).unwrap();
+    assert_eq!(lid(&["validate", s(&out_dir)]).status.code(), Some(0));
+    // And the migrated agent answers recalls.
+    let v = json_of(&lid(&["--json", "recall", s(&out_dir), "how do I ship a hotfix", "--audit", s(&d.join("a.jsonl"))]));
+    assert_eq!(v["chunks"][0]["name"], "hotfixes", "{v}");
+}
+
+#[test]
+fn coverage_names_weak_units_with_failing_paraphrases() {
+    // Five indistinguishable units: only three fit in the top 3 (ties broken by name).
+    let d = scratch("coverage");
+    std::fs::create_dir_all(d.join("units")).unwrap();
+    let mut entries = Vec::new();
+    for n in ["alpha", "bravo", "charlie", "delta", "echo"] {
+        std::fs::write(d.join("units").join(format!("{n}.md")), "## Deploy\n\nRun the deploy script and watch the dashboards.\n").unwrap();
+        entries.push(json!({"name": n, "description": "Deploy the service.", "load_triggers": {"intents": ["deploy the service"]},
+            "fact_uri": format!("instruction:d/same/{n}/v1")}));
+    }
+    std::fs::write(d.join("manifest.json"), json!({"agent_id": "same", "deployment": "d", "entries": entries}).to_string()).unwrap();
+    let out = lid(&["--json", "coverage", s(&d)]);
+    assert_eq!(out.status.code(), Some(2), "a failed gate exits 2");
+    let v = json_of(&out);
+    assert_eq!(v["passed"], false);
+    let weak: Vec<&Value> = v["units"].as_array().unwrap().iter().filter(|u| u["passed"] == false).collect();
+    let names: Vec<&str> = weak.iter().map(|u| u["unit"].as_str().unwrap()).collect();
+    assert_eq!(names, ["delta", "echo"]);
+    for u in weak {
+        assert_eq!(u["failed"].as_array().unwrap().len(), 5, "each failing paraphrase is named: {u}");
+    }
+    // The demo agent passes.
+    assert_eq!(lid(&["coverage", s(&demo())]).status.code(), Some(0));
+}
+
+#[test]
+fn tokens_match_tiktoken() {
+    let d = scratch("tokens");
+    let text = "Hello, world! It's 2026 — über 日本語 🎉\n\n  fn main() {}\n";
+    let f = d.join("t.txt");
+    std::fs::write(&f, text).unwrap();
+    let v = json_of(&lid(&["tokens", "--json", s(&f)]));
+    assert_eq!(v["tokens"].as_u64().unwrap() as usize, tiktoken_rs::cl100k_base().unwrap().encode_ordinary(text).len());
+}
+
+#[test]
+fn eval_reports_the_documented_keys() {
+    let d = scratch("eval");
+    let copy = d.join("agents").join("release-engineer");
+    std::fs::create_dir_all(copy.join("units")).unwrap();
+    std::fs::copy(demo().join("manifest.json"), copy.join("manifest.json")).unwrap();
+    for e in std::fs::read_dir(demo().join("units")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), copy.join("units").join(e.file_name())).unwrap();
+    }
+    let probes = d.join("probes.jsonl");
+    let lines: String = [
+        json!({"id": "p1", "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure"]}),
+        json!({"id": "p2", "agent_id": "release-engineer", "intent": "bump the library version", "required_units": ["dependency-upgrades"]}),
+        json!({"id": "n1", "agent_id": "release-engineer", "intent": "bake sourdough bread", "required_units": [], "expect_none": true}),
+    ]
+    .iter()
+    .map(|v| v.to_string() + "\n")
+    .collect();
+    std::fs::write(&probes, lines).unwrap();
+    let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&probes), "--json"]));
+    assert_eq!(v["probes"], 3);
+    for k in ["hit_at_1", "hit_at_3", "mrr", "none_auc"] {
+        assert!(v[k].is_number(), "{k} missing: {v}");
+    }
+    assert_eq!(v["hit_at_1"], 1.0, "{v}");
+    assert_eq!(v["none_auc"], 1.0, "an unrelated intent scores below every real one: {v}");
+}

@@ -1,0 +1,235 @@
+//! lid's benchmark binary: prints the figures recorded in the README's Performance section.
+//!
+//! ```text
+//! cargo run --release -p lid-tests --example bench [-- --quick]
+//! ```
+//!
+//! * recall p50/p95 for the `engineer` dev agent (or the demo agent when `../shared` is
+//!   absent) and for synthetic 1,000 / 10,000-unit agents, natively (the `lid-core` crate
+//!   linked as Rust) and through the component (fresh `Store` + instantiate per call, as
+//!   the CLI and the service do);
+//! * cold start: runtime creation from the on-disk compiled cache, then instantiate + the
+//!   first recall, with the on-demand and the pooling allocator;
+//! * cl100k token counting throughput, native vs component.
+//!
+//! `--quick` (used by `.ci/run`) runs fewer iterations and skips the 10,000-unit corpus.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lid_host::agent_dir;
+use lid_host::engine::{NoAudit, Runtime, RuntimeOptions, Storage};
+use serde_json::json;
+
+const CTX: &str = r#"{"now_ms": 1767225600000, "entropy": "0123456789abcdef0123"}"#;
+
+fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn time<F: FnMut()>(iters: usize, mut f: F) -> (Duration, Duration) {
+    f(); // warm caches
+    let samples: Vec<Duration> = (0..iters)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    (percentile(samples.clone(), 0.5), percentile(samples, 0.95))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+/// A deterministic synthetic agent of `n` units (~120-word bodies over a 4,000-word
+/// vocabulary with a Zipf-like skew), written as an agent directory.
+fn synthetic_agent(n: usize, dir: &Path) -> anyhow::Result<()> {
+    let units = dir.join("units");
+    if dir.join("manifest.json").exists() && std::fs::read_dir(&units)?.count() == n {
+        return Ok(());
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(&units)?;
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let syll = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "de", "pa", "qu", "ex", "or", "an", "ly", "st"];
+    let vocab: Vec<String> = (0..4000u64)
+        .map(|i| {
+            let mut w = String::new();
+            let mut x = i * 2_654_435_761 + 7;
+            for _ in 0..(2 + i % 3) {
+                w.push_str(syll[(x % 16) as usize]);
+                x /= 16;
+            }
+            w
+        })
+        .collect();
+    let word = |next: &mut dyn FnMut() -> u64| {
+        // Zipf-ish: square a uniform draw to skew towards frequent words.
+        let u = (next() % 10_000) as f64 / 10_000.0;
+        vocab[((u * u) * vocab.len() as f64) as usize].clone()
+    };
+    let mut entries = Vec::with_capacity(n);
+    for i in 0..n {
+        let name = format!("unit-{i:05}");
+        let desc: Vec<String> = (0..6).map(|_| word(&mut next)).collect();
+        let body: Vec<String> = (0..120).map(|_| word(&mut next)).collect();
+        std::fs::write(units.join(format!("{name}.md")), format!("## {}\n\n{}\n", desc.join(" "), body.join(" ")))?;
+        entries.push(json!({
+            "name": name,
+            "description": desc.join(" "),
+            "load_triggers": {"intents": [format!("{} {}", desc[0], desc[1])], "keywords": [desc[2].clone()], "task_types": []},
+            "required_by_task_types": [],
+            "guarantee_load": false,
+            "fact_uri": format!("instruction:bench/synth/{name}/v1"),
+            "token_estimate": 160,
+        }));
+    }
+    let manifest = json!({"agent_id": "synth", "deployment": "bench", "agent_role": "Synthetic", "manifest_version": "v1",
+        "published_at": "2026-11-01T00:00:00Z", "entries": entries});
+    std::fs::write(dir.join("manifest.json"), serde_json::to_string(&manifest)?)?;
+    Ok(())
+}
+
+fn bench_recall(rt: &Runtime, label: &str, dir: &Path, intent: &str, iters: usize) -> anyhow::Result<()> {
+    let a = agent_dir::load(dir)?;
+    let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
+    let (manifest, facts) = lid_tests::native_facts(dir)?;
+    let req = json!({"intent": intent, "max_chunks": 3, "token_budget": 2000}).to_string();
+    let n = serde_json::from_str::<serde_json::Value>(&manifest)?["entries"].as_array().map_or(0, Vec::len);
+    let native = lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let component = rt.recall(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    anyhow::ensure!(native == component, "native and component recall differ for {label}");
+    let (n50, n95) = time(iters, || {
+        let _ = lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit);
+    });
+    let (c50, c95) = time(iters, || {
+        let _ = rt.recall(&st, &a.manifest_json, &req, CTX);
+    });
+    println!(
+        "recall {label:<28} {n:>6} units  native p50 {} p95 {}  component p50 {} p95 {}  ratio {:.2}x",
+        ms(n50),
+        ms(n95),
+        ms(c50),
+        ms(c95),
+        c50.as_secs_f64() / n50.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn corpus() -> String {
+    let mut text = String::new();
+    let mut dirs = vec![lid_tests::root().join("examples")];
+    if let Some(shared) = lid_tests::shared() {
+        dirs.push(shared.join("spec"));
+        dirs.push(shared.join("eval/agents"));
+    }
+    let mut files = Vec::new();
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if matches!(p.extension().and_then(|x| x.to_str()), Some("md" | "txt")) {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        text.push_str(&std::fs::read_to_string(f).unwrap_or_default());
+    }
+    while text.len() < 1 << 20 {
+        text = text.repeat(2);
+    }
+    text
+}
+
+fn main() -> anyhow::Result<()> {
+    let quick = std::env::args().any(|a| a == "--quick");
+    if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-native").nth(1) {
+        // Spin the native recall for `perf record`.
+        let (manifest, facts) = lid_tests::native_facts(Path::new(&dir))?;
+        let req = json!({"intent": "this issue cannot proceed until another issue is done"}).to_string();
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(3) {
+            let _ = lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit);
+        }
+        return Ok(());
+    }
+    let iters = if quick { 20 } else { 200 };
+    let out = lid_tests::root().join("tests/out/bench");
+    std::fs::create_dir_all(&out)?;
+    println!("lid bench ({} mode)", if quick { "quick" } else { "full" });
+
+    // Cold start: compiled-cache load, then instantiate + first recall.
+    let demo = lid_tests::root().join("examples/demo-agent");
+    let a = agent_dir::load(&demo)?;
+    let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
+    let req = json!({"intent": "production is broken after the deploy"}).to_string();
+    for pooling in [false, true] {
+        let opts = RuntimeOptions { pooling, ..RuntimeOptions::default() };
+        let _ = Runtime::new(opts.clone())?; // populate the compiled cache
+        let t = Instant::now();
+        let rt = Runtime::new(opts)?;
+        let load = t.elapsed();
+        let t = Instant::now();
+        rt.recall(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        let first = t.elapsed();
+        let (inst50, _) = time(iters, || {
+            let _ = rt.call(&st, |_, _| Ok(()));
+        });
+        let (second50, _) = time(iters, || {
+            let _ = rt.recall(&st, &a.manifest_json, &req, CTX);
+        });
+        println!(
+            "cold start ({:<9}) runtime from cache {}  instantiate+first recall {}  instantiate alone p50 {}  later recalls p50 {}",
+            if pooling { "pooling" } else { "on-demand" },
+            ms(load),
+            ms(first),
+            ms(inst50),
+            ms(second50)
+        );
+    }
+
+    let rt = Runtime::new(RuntimeOptions::default())?;
+    match lid_tests::shared().map(|s| s.join("eval/agents/engineer")).filter(|p| p.exists()) {
+        Some(eng) => bench_recall(&rt, "engineer (dev agent)", &eng, "this issue cannot proceed until another issue is done", iters)?,
+        None => bench_recall(&rt, "demo-agent", &demo, "production is broken after the deploy", iters)?,
+    }
+    let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000] };
+    for &n in sizes {
+        let dir: PathBuf = out.join(format!("synth-{n}"));
+        synthetic_agent(n, &dir)?;
+        bench_recall(&rt, &format!("synthetic-{n}"), &dir, "kalo mine rusa tivo", if n >= 10_000 { 5 } else { iters.min(20) })?;
+    }
+
+    // Token counting throughput.
+    let text = corpus();
+    let mb = text.len() as f64 / (1 << 20) as f64;
+    let t = Instant::now();
+    let native_tokens = lid_core::tokens::count(&text);
+    let native = t.elapsed();
+    let empty = Storage { facts: Arc::new(agent_dir::MemFacts::default()), audit: Arc::new(NoAudit) };
+    let t = Instant::now();
+    let component_tokens = rt.count_tokens(&empty, &text)? as usize;
+    let component = t.elapsed();
+    anyhow::ensure!(native_tokens == component_tokens, "token counts differ: {native_tokens} vs {component_tokens}");
+    println!(
+        "tokens {:.2} MB ({native_tokens} tokens): native {:.1} MB/s  component {:.1} MB/s  ratio {:.2}x",
+        mb,
+        mb / native.as_secs_f64(),
+        mb / component.as_secs_f64(),
+        component.as_secs_f64() / native.as_secs_f64()
+    );
+    Ok(())
+}
