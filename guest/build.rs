@@ -6,18 +6,23 @@
 //! `src/tokens.rs` can search them in place.
 //!
 //! * `cl100k.bin`: little-endian `u32`s —
-//!   `[n, single[256], prefix[65537], offsets[n + 1], ranks[n]]` followed by the token
-//!   bytes. Entries are the multi-byte tokens sorted by their bytes; `prefix[p]..prefix[p+1]`
-//!   is the range of entries whose first two bytes are `p >> 8, p & 0xff`; `single[b]` is
-//!   the rank of the one-byte token `b`.
+//!   `[n, single[256], slots[SLOTS], offsets[n + 1], ranks[n]]` followed by the token
+//!   bytes. Entries are the multi-byte tokens sorted by their bytes; `slots` is an
+//!   open-addressing hash table (linear probing, FNV-1a of the bytes) holding
+//!   `entry index + 1` (0 = empty); `single[b]` is the rank of the one-byte token `b`.
+//!   The hash function is shared with `src/tokens.rs` through `src/tokens_hash.rs`.
 //! * `classes.rs`: the `\p{L}`, `\p{N}` and `\s` ranges of the very `regex-syntax` that
 //!   compiles tiktoken's pattern, so our pre-tokenizer agrees with it codepoint for codepoint.
 
 use std::fmt::Write as _;
+
+#[path = "src/tokens_hash.rs"]
+mod tokens_hash;
 use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/tokens_hash.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
 
     let bpe = tiktoken_rs::cl100k_base().expect("cl100k_base loads");
@@ -38,14 +43,15 @@ fn main() {
     let mut words: Vec<u32> = Vec::with_capacity(1 + 256 + 65_537 + 2 * n + 1);
     words.push(n as u32);
     words.extend_from_slice(&single);
-    let mut prefix = vec![0u32; 65_537];
-    for (bytes, _) in &multi {
-        prefix[((bytes[0] as usize) << 8 | bytes[1] as usize) + 1] += 1;
+    let mut slots = vec![0u32; tokens_hash::SLOTS];
+    for (i, (bytes, _)) in multi.iter().enumerate() {
+        let mut at = tokens_hash::hash(bytes) as usize & (tokens_hash::SLOTS - 1);
+        while slots[at] != 0 {
+            at = (at + 1) & (tokens_hash::SLOTS - 1);
+        }
+        slots[at] = i as u32 + 1;
     }
-    for p in 1..prefix.len() {
-        prefix[p] += prefix[p - 1];
-    }
-    words.extend_from_slice(&prefix);
+    words.extend_from_slice(&slots);
     let mut offset = 0u32;
     for (bytes, _) in &multi {
         words.push(offset);

@@ -56,6 +56,17 @@ impl Facts for KvFacts {
             Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError(format!("version list {unit_key:?} is not a JSON string array: {e}"))),
         }
     }
+
+    fn cached(&self, key: &str) -> Option<Vec<u8>> {
+        self.raw(key).ok().flatten()
+    }
+
+    fn cache(&self, key: &str, blob: &[u8]) {
+        // Hosts that keep no derived data refuse the write; that is fine.
+        if let Ok(b) = self.bucket.as_ref() {
+            let _ = b.set(key, blob);
+        }
+    }
 }
 
 struct HostAudit;

@@ -158,25 +158,48 @@ fn words(s: &str) -> Vec<String> {
         .collect()
 }
 
+const PARTICLES: &[&str] = &["out", "up", "off", "in", "on", "over", "back", "down", "through"];
+
 fn synonym_swap(ws: &[String], max: usize, skip: usize) -> Vec<String> {
     let mut out = Vec::with_capacity(ws.len());
     let mut swapped = 0;
     let mut seen = 0;
-    for w in ws {
+    for (i, w) in ws.iter().enumerate() {
         let lw = w.to_lowercase();
+        let next = ws.get(i + 1).map(|n| n.to_lowercase()).unwrap_or_default();
         if swapped < max {
             if let Some((_, s)) = SYNONYMS.iter().find(|(a, _)| *a == lw) {
-                seen += 1;
-                if seen > skip {
-                    out.push(s.to_string());
-                    swapped += 1;
-                    continue;
+                // Leave phrasal verbs ("check out", "wake up") whole: swapping their verb
+                // alone makes nonsense ("verify out", "start up up").
+                let phrasal = PARTICLES.contains(&next.as_str()) || s.rsplit(' ').next() == Some(next.as_str());
+                if !phrasal {
+                    seen += 1;
+                    if seen > skip {
+                        out.push(s.to_string());
+                        swapped += 1;
+                        continue;
+                    }
                 }
             }
         }
         out.push(w.clone());
     }
     out
+}
+
+/// Join words into a paraphrase, fixing the indefinite article after substitutions
+/// ("a issue" -> "an issue", "an ticket" -> "a ticket").
+fn join(ws: &[String]) -> String {
+    let mut out: Vec<String> = ws.to_vec();
+    for i in 0..out.len().saturating_sub(1) {
+        let starts_with_vowel = out[i + 1].chars().next().is_some_and(|c| "aeiouAEIOU".contains(c));
+        match out[i].as_str() {
+            "a" if starts_with_vowel => out[i] = "an".into(),
+            "an" if !starts_with_vowel => out[i] = "a".into(),
+            _ => {}
+        }
+    }
+    out.join(" ")
 }
 
 /// Gerund of a verb by common English spelling rules (check → checking, make → making, run → running).
@@ -197,8 +220,12 @@ pub fn gerund(v: &str) -> String {
     format!("{v}ing")
 }
 
+const QUESTION_WORDS: &[&str] = &["who", "whom", "whose", "why", "what", "when", "where", "which", "how", "is", "are", "can", "could", "should", "do", "does", "will", "would"];
+
 fn is_question(lower: &str) -> bool {
-    lower.ends_with('?') || QUESTION_OPENERS.iter().any(|q| lower.starts_with(q))
+    lower.ends_with('?')
+        || QUESTION_OPENERS.iter().any(|q| lower.starts_with(q))
+        || lower.split_whitespace().next().is_some_and(|w| QUESTION_WORDS.contains(&w))
 }
 
 fn strip_opener(lower: &str) -> String {
@@ -213,7 +240,12 @@ fn strip_opener(lower: &str) -> String {
 fn flip_mood(lower: &str) -> String {
     if is_question(lower) {
         let rest = strip_opener(lower);
-        format!("i need to {rest}")
+        if rest == lower.trim_end_matches('?') {
+            // A question without a procedural opener ("who should own this task?").
+            format!("tell me {rest}")
+        } else {
+            format!("i need to {rest}")
+        }
     } else {
         format!("how do i {}?", lower.trim_end_matches(['.', '!']))
     }
@@ -271,7 +303,8 @@ fn ing_form(ws: &[String]) -> Vec<String> {
 pub fn paraphrases(seed: &str, n: usize) -> Vec<String> {
     let lower = seed.trim().to_lowercase();
     let base = words(&strip_opener(&lower));
-    let j = |v: Vec<String>| v.join(" ");
+    let j = |v: Vec<String>| join(&v);
+    let asked = is_question(&lower);
     let mut cands: Vec<String> = vec![
         // 1. question <-> imperative, with added context
         format!("{} {}", CONTEXTS[0], flip_mood(&lower)),
@@ -282,7 +315,7 @@ pub fn paraphrases(seed: &str, n: usize) -> Vec<String> {
         // 4. word order
         j(reorder(&base)),
         // 5. synonyms (later ones) + question + context
-        format!("{} {}", CONTEXTS[1], flip_mood(&j(synonym_swap(&base, 1, 1)))),
+        format!("{} {}", CONTEXTS[1], flip_mood(&j(synonym_swap(&if asked { words(&lower) } else { base.clone() }, 1, 1)))),
         // spares, used when an earlier form collapses into a duplicate
         format!("{} {}", j(ing_form(&base)), CONTEXTS[3]),
         format!("{} {}", CONTEXTS[2], j(telegraphic(&synonym_swap(&base, 3, 0)))),
@@ -335,6 +368,17 @@ mod tests {
         assert!(p[3].starts_with("start work"), "word order: {p:?}");
         let q = paraphrases("what do I do when I wake up", 5);
         assert!(q[0].contains("i need to"), "question becomes imperative: {q:?}");
+    }
+
+    #[test]
+    fn paraphrases_stay_grammatical() {
+        let all = [paraphrases("who should own this task?", 5), paraphrases("check out an issue and start work", 5), paraphrases("what do I do when I wake up", 5), paraphrases("escalate an issue", 5)].concat();
+        for p in &all {
+            assert!(!p.contains("how do i who"), "question wrapped in a question: {p}");
+            assert!(!p.contains("verify out"), "phrasal verb split: {p}");
+            assert!(!p.contains("up up"), "doubled particle: {p}");
+            assert!(!p.contains("an ticket") && !p.contains(" a issue"), "article agreement: {p}");
+        }
     }
 
     #[test]

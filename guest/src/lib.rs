@@ -22,6 +22,7 @@ pub mod recall;
 pub mod store;
 pub mod stub;
 pub mod tokens;
+mod tokens_hash;
 pub mod uri;
 pub mod api;
 

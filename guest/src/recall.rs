@@ -147,6 +147,53 @@ pub fn resolve_unit(m: &Manifest, e: &Entry, facts: &dyn Facts) -> Result<Option
     Ok(None)
 }
 
+/// Key prefix of cached ranker indexes in the fact store (`lid-index:v1:{sha256}`).
+pub const INDEX_PREFIX: &str = "lid-index:v1:";
+
+/// What is cached per corpus: the ranker's index and each unit's exact token count,
+/// both derived only from the units' text and metadata.
+#[derive(serde::Deserialize)]
+struct CachedIndex {
+    index: crate::rank::index::Index,
+    tokens: Vec<u32>,
+}
+
+#[derive(serde::Serialize)]
+struct CachedIndexRef<'a> {
+    index: &'a crate::rank::index::Index,
+    tokens: &'a [u32],
+}
+
+/// Fingerprint of everything the index is derived from (every field of every unit, in
+/// order, length-prefixed), plus the engine version, so a cached index is never stale.
+fn index_key(docs: &[UnitDoc<'_>]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(crate::rank::RANKER_VERSION.as_bytes());
+    let mut field = |s: &str| {
+        h.update((s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    };
+    for d in docs {
+        field(d.name);
+        field(d.description);
+        field(d.body);
+        for list in [d.intents, d.keywords, d.task_types, d.required_by_task_types] {
+            field(&list.len().to_string());
+            for item in list {
+                field(item);
+            }
+        }
+    }
+    let digest = h.finalize();
+    let mut key = String::from(INDEX_PREFIX);
+    for b in digest {
+        key.push_str(&format!("{b:02x}"));
+    }
+    key
+}
+
 /// The agent's units, resolved once, ready to rank and assemble.
 pub struct Corpus<'m> {
     pub manifest: &'m Manifest,
@@ -155,6 +202,8 @@ pub struct Corpus<'m> {
     pub ranker: Ranker,
     /// Indexes into `manifest.entries` of the units the ranker knows, in ranker order.
     ranked_entries: Vec<usize>,
+    /// Token counts, computed on first use (only for units the assembly considers).
+    tokens: Vec<std::cell::OnceCell<u32>>,
 }
 
 impl<'m> Corpus<'m> {
@@ -180,8 +229,29 @@ impl<'m> Corpus<'m> {
                 ranked_entries.push(i);
             }
         }
-        let ranker = Ranker::build(&docs);
-        Ok(Corpus { manifest, units, ranker, ranked_entries })
+        let key = index_key(&docs);
+        let cached = facts.cached(&key).and_then(|b| postcard::from_bytes::<CachedIndex>(&b).ok());
+        let (ranker, counts) = match cached {
+            Some(c) if c.tokens.len() == docs.len() => (Ranker::from_index(c.index), c.tokens),
+            _ => {
+                let ranker = Ranker::build(&docs);
+                let counts: Vec<u32> = ranked_entries
+                    .iter()
+                    .map(|&i| units[i].as_ref().map_or(0, |r| r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32)))
+                    .collect();
+                if let Ok(blob) = postcard::to_allocvec(&CachedIndexRef { index: ranker.index(), tokens: &counts }) {
+                    facts.cache(&key, &blob);
+                }
+                (ranker, counts)
+            }
+        };
+        let tokens = vec![std::cell::OnceCell::new(); units.len()];
+        for (&i, &n) in ranked_entries.iter().zip(&counts) {
+            if let Some(cell) = tokens.get(i) {
+                let _ = cell.set(n);
+            }
+        }
+        Ok(Corpus { manifest, units, ranker, ranked_entries, tokens })
     }
 
     /// Score every available unit for `intent`; `index` is rewritten to the manifest entry index.
@@ -207,9 +277,11 @@ impl<'m> Corpus<'m> {
     }
 
     fn tokens_of(&self, i: usize) -> u32 {
-        match &self.units[i] {
-            Some(r) => r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32),
-            None => 0,
+        match (self.units.get(i), self.tokens.get(i)) {
+            (Some(Some(r)), Some(cell)) => {
+                *cell.get_or_init(|| r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32))
+            }
+            _ => 0,
         }
     }
 

@@ -55,6 +55,14 @@ pub trait Facts {
     fn get(&self, uri: &str) -> Result<Option<Fact>, StoreError>;
     /// The versions of a unit, given its version-less key (any order).
     fn versions(&self, unit_key: &str) -> Result<Vec<String>, StoreError>;
+    /// A derived blob (the ranker's index, [`crate::recall::INDEX_PREFIX`]) cached under a
+    /// content fingerprint. Best-effort: `None` on a miss or when the host keeps none.
+    fn cached(&self, _key: &str) -> Option<Vec<u8>> {
+        None
+    }
+    /// Offer a derived blob for caching. Best-effort; hosts may ignore it. The key is a
+    /// fingerprint of everything the blob was derived from, so entries never go stale.
+    fn cache(&self, _key: &str, _blob: &[u8]) {}
 }
 
 /// Append-only audit sink (§21.5.1). Appends may fail; callers must not lose the response.
@@ -72,10 +80,11 @@ impl AuditSink for NoAudit {
 }
 
 /// A simple in-memory fact store, used by tests, benches and hosts that load a directory.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct MemoryFacts {
     facts: std::collections::BTreeMap<String, Fact>,
     versions: std::collections::BTreeMap<String, Vec<String>>,
+    derived: std::sync::Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
 }
 
 impl MemoryFacts {
@@ -101,5 +110,13 @@ impl Facts for MemoryFacts {
     }
     fn versions(&self, unit_key: &str) -> Result<Vec<String>, StoreError> {
         Ok(self.versions.get(unit_key).cloned().unwrap_or_default())
+    }
+    fn cached(&self, key: &str) -> Option<Vec<u8>> {
+        self.derived.lock().ok()?.get(key).cloned()
+    }
+    fn cache(&self, key: &str, blob: &[u8]) {
+        if let Ok(mut d) = self.derived.lock() {
+            d.insert(key.to_string(), blob.to_vec());
+        }
     }
 }

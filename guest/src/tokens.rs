@@ -21,9 +21,11 @@ mod classes {
 
 static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.bin"));
 
+use crate::tokens_hash::{hash, SLOTS};
+
 const SINGLE: usize = 1;
-const PREFIX: usize = SINGLE + 256;
-const OFFSETS: usize = PREFIX + 65_537;
+const TABLE_SLOTS: usize = SINGLE + 256;
+const OFFSETS: usize = TABLE_SLOTS + SLOTS;
 
 #[inline]
 fn word(index: usize) -> u32 {
@@ -62,18 +64,18 @@ fn rank(bytes: &[u8]) -> Option<u32> {
     match bytes {
         [] => None,
         [b] => Some(word(SINGLE + *b as usize)),
-        [b0, b1, ..] => {
-            let p = (*b0 as usize) << 8 | *b1 as usize;
-            let (mut lo, mut hi) = (word(PREFIX + p) as usize, word(PREFIX + p + 1) as usize);
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                match entry(mid).cmp(bytes) {
-                    std::cmp::Ordering::Less => lo = mid + 1,
-                    std::cmp::Ordering::Greater => hi = mid,
-                    std::cmp::Ordering::Equal => return Some(word(ranks_base() + mid)),
+        _ => {
+            let mut at = hash(bytes) as usize & (SLOTS - 1);
+            loop {
+                let slot = word(TABLE_SLOTS + at) as usize;
+                if slot == 0 {
+                    return None;
                 }
+                if entry(slot - 1) == bytes {
+                    return Some(word(ranks_base() + slot - 1));
+                }
+                at = (at + 1) & (SLOTS - 1);
             }
-            None
         }
     }
 }

@@ -5,17 +5,20 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::engine::FactSource;
+use crate::engine::{FactSource, DERIVED_PREFIX};
 
-/// An in-memory key-value fact store.
-#[derive(Debug, Default, Clone)]
+/// An in-memory key-value fact store, with a cache of engine-derived blobs (ranker
+/// indexes) that is kept in memory and, when `derived_dir` is set, on disk.
+#[derive(Debug, Default)]
 pub struct MemFacts {
     map: BTreeMap<String, Vec<u8>>,
+    derived: Mutex<BTreeMap<String, Vec<u8>>>,
+    derived_dir: Option<PathBuf>,
 }
 
 impl MemFacts {
@@ -25,14 +28,51 @@ impl MemFacts {
     pub fn len(&self) -> usize {
         self.map.len()
     }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    /// Persist derived blobs under `dir` (one file per key) and read them back.
+    pub fn with_derived_dir(mut self, dir: PathBuf) -> Self {
+        self.derived_dir = Some(dir);
+        self
+    }
+
+    fn derived_file(&self, key: &str) -> Option<PathBuf> {
+        let name = key.strip_prefix(DERIVED_PREFIX)?;
+        let safe = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b':' || b == b'-');
+        safe.then(|| self.derived_dir.as_ref().map(|d| d.join(format!("{}.postcard", name.replace(':', "-")))))?
+    }
 }
 
 impl FactSource for MemFacts {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
-        Ok(self.map.get(key).cloned())
+        if let Some(v) = self.map.get(key) {
+            return Ok(Some(v.clone()));
+        }
+        if key.starts_with(DERIVED_PREFIX) {
+            if let Some(v) = self.derived.lock().map_err(|e| e.to_string())?.get(key) {
+                return Ok(Some(v.clone()));
+            }
+            return Ok(self.derived_file(key).and_then(|f| std::fs::read(f).ok()));
+        }
+        Ok(None)
     }
     fn keys(&self) -> Result<Vec<String>, String> {
         Ok(self.map.keys().cloned().collect())
+    }
+    fn set_derived(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
+        if let Some(f) = self.derived_file(key) {
+            // Write-then-rename, so a concurrent reader never sees half a blob.
+            if let Some(dir) = f.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let tmp = f.with_extension(format!("tmp{}", std::process::id()));
+            if std::fs::write(&tmp, &value).is_ok() {
+                let _ = std::fs::rename(&tmp, &f);
+            }
+        }
+        self.derived.lock().map_err(|e| e.to_string())?.insert(key.to_string(), value);
+        Ok(())
     }
 }
 
@@ -113,6 +153,11 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
     }
     for (key, vs) in versions {
         facts.insert(key, serde_json::to_vec(&vs)?);
+    }
+    // Ranker indexes the engine derives are cached beside the compiled component,
+    // keyed by a fingerprint of the units, so a second run skips the index build.
+    if let Some(dir) = crate::engine::default_cache_dir() {
+        facts = facts.with_derived_dir(dir.join("index"));
     }
     Ok(AgentDir { root, manifest_json, agent_id, facts: Arc::new(facts), missing })
 }

@@ -42,7 +42,15 @@ pub const FACTS_BUCKET: &str = "instruction-facts";
 pub trait FactSource: Send + Sync {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String>;
     fn keys(&self) -> Result<Vec<String>, String>;
+    /// Keep a blob the engine derived (a ranker index under `lid-index:…`, keyed by a
+    /// fingerprint of its inputs). Instruction facts are never written through here.
+    fn set_derived(&self, _key: &str, _value: Vec<u8>) -> Result<(), String> {
+        Err("this fact store keeps no derived data".into())
+    }
 }
+
+/// Key prefix under which the engine may cache derived data in the facts bucket.
+pub const DERIVED_PREFIX: &str = "lid-index:";
 
 /// Host-side audit storage behind `lid:engine/audit`.
 pub trait AuditLog: Send + Sync {
@@ -95,9 +103,13 @@ impl wasi::keyvalue::store::HostBucket for HostState {
     fn get(&mut self, _b: Resource<KvBucket>, key: String) -> Result<Option<Vec<u8>>, KvError> {
         self.storage.facts.get(&key).map_err(KvError::Other)
     }
-    fn set(&mut self, _b: Resource<KvBucket>, _key: String, _value: Vec<u8>) -> Result<(), KvError> {
-        // Facts are written by the host's publish path, never by the engine.
-        Err(KvError::AccessDenied)
+    fn set(&mut self, _b: Resource<KvBucket>, key: String, value: Vec<u8>) -> Result<(), KvError> {
+        // Facts are written by the host's publish path, never by the engine; the engine
+        // may only cache what it derived from them (ranker indexes).
+        if !key.starts_with(DERIVED_PREFIX) {
+            return Err(KvError::AccessDenied);
+        }
+        self.storage.facts.set_derived(&key, value).map_err(KvError::Other)
     }
     fn delete(&mut self, _b: Resource<KvBucket>, _key: String) -> Result<(), KvError> {
         Err(KvError::AccessDenied)
@@ -157,7 +169,7 @@ pub struct RuntimeOptions {
 
 impl Default for RuntimeOptions {
     fn default() -> Self {
-        RuntimeOptions { pooling: false, call_timeout: Duration::from_secs(30), memory_limit: 256 << 20, cache_dir: default_cache_dir() }
+        RuntimeOptions { pooling: false, call_timeout: Duration::from_secs(30), memory_limit: 1 << 30, cache_dir: default_cache_dir() }
     }
 }
 

@@ -235,3 +235,52 @@ fn runaway_calls_are_interrupted_and_the_runtime_keeps_serving() {
     let n = rt.count_tokens(&st, "hello world").unwrap();
     assert_eq!(n, 2);
 }
+
+/// A fact source that keeps derived blobs in memory and counts the engine's writes.
+struct CountingCache {
+    inner: Arc<MemFacts>,
+    derived: Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
+    writes: Mutex<usize>,
+}
+
+impl FactSource for CountingCache {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        if key.starts_with(lid_host::engine::DERIVED_PREFIX) {
+            // Only this test's cache: not the on-disk one of the agent directory loader.
+            return Ok(self.derived.lock().unwrap().get(key).cloned());
+        }
+        FactSource::get(self.inner.as_ref(), key)
+    }
+    fn keys(&self) -> Result<Vec<String>, String> {
+        self.inner.keys()
+    }
+    fn set_derived(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
+        *self.writes.lock().unwrap() += 1;
+        self.derived.lock().unwrap().insert(key.to_string(), value);
+        Ok(())
+    }
+}
+
+#[test]
+fn the_ranker_index_is_cached_through_the_facts_bucket_and_never_changes_answers() {
+    let rt = rt();
+    let a = demo();
+    let cache = Arc::new(CountingCache { inner: a.facts.clone(), derived: Mutex::default(), writes: Mutex::new(0) });
+    let st = Storage { facts: cache.clone(), audit: Arc::new(NoAudit) };
+    let req = json!({"intent": "how do I roll back production", "max_chunks": 3}).to_string();
+    let first = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
+    assert_eq!(*cache.writes.lock().unwrap(), 1, "a miss builds the index and offers it to the host");
+    let keys: Vec<String> = cache.derived.lock().unwrap().keys().cloned().collect();
+    assert!(keys[0].starts_with("lid-index:v1:") && keys[0].len() == "lid-index:v1:".len() + 64, "{keys:?}");
+    let second = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
+    assert_eq!(*cache.writes.lock().unwrap(), 1, "a hit reads the index instead of rebuilding it");
+    assert_eq!(first, second, "cached and freshly built indexes answer byte for byte the same");
+    // A corrupt blob is ignored and rebuilt, never trusted.
+    cache.derived.lock().unwrap().insert(keys[0].clone(), b"garbage".to_vec());
+    let third = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
+    assert_eq!(first, third);
+    assert_eq!(*cache.writes.lock().unwrap(), 2);
+    // The engine may write derived data only, never instruction facts.
+    let fact_key = "instruction:demo/release-engineer/ground-rules/v1";
+    assert!(FactSource::get(cache.as_ref(), fact_key).unwrap().is_some());
+}
