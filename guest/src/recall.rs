@@ -164,9 +164,10 @@ struct CachedIndexRef<'a> {
     tokens: &'a [u32],
 }
 
-/// Fingerprint of everything the index is derived from (every field of every unit, in
-/// order, length-prefixed), plus the engine version, so a cached index is never stale.
-fn index_key(docs: &[UnitDoc<'_>]) -> String {
+/// Fingerprint of everything the index is derived from (every metadata field of every
+/// unit and the SHA-256 of its content, in order, length-prefixed), plus the engine and
+/// ranker versions, so a cached index is never stale.
+fn index_key(docs: &[UnitDoc<'_>], content_sha256: &[String]) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
@@ -175,10 +176,10 @@ fn index_key(docs: &[UnitDoc<'_>]) -> String {
         h.update((s.len() as u64).to_le_bytes());
         h.update(s.as_bytes());
     };
-    for d in docs {
+    for (d, sha) in docs.iter().zip(content_sha256) {
         field(d.name);
         field(d.description);
-        field(d.body);
+        field(sha);
         for list in [d.intents, d.keywords, d.task_types, d.required_by_task_types] {
             field(&list.len().to_string());
             for item in list {
@@ -229,7 +230,8 @@ impl<'m> Corpus<'m> {
                 ranked_entries.push(i);
             }
         }
-        let key = index_key(&docs);
+        let hashes: Vec<String> = ranked_entries.iter().map(|&i| units[i].as_ref().map(|r| r.fact.content_sha256()).unwrap_or_default()).collect();
+        let key = index_key(&docs, &hashes);
         let cached = facts.cached(&key).and_then(|b| postcard::from_bytes::<CachedIndex>(&b).ok());
         let (ranker, counts) = match cached {
             Some(c) if c.tokens.len() == docs.len() => (Ranker::from_index(c.index), c.tokens),

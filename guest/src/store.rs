@@ -42,6 +42,24 @@ pub struct Fact {
     /// Exact cl100k count of `content`, precomputed at write time when available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u32>,
+    /// Lowercase hex SHA-256 of `content`, computed by the host at write time when
+    /// available (it keys the cached ranker index; the engine hashes `content` itself
+    /// when it is absent or malformed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+impl Fact {
+    /// The SHA-256 of the content: the host's precomputed one when well-formed, else computed.
+    pub fn content_sha256(&self) -> String {
+        match &self.sha256 {
+            Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => h.clone(),
+            _ => {
+                use sha2::{Digest, Sha256};
+                Sha256::digest(self.content.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+            }
+        }
+    }
 }
 
 /// A storage failure. Hosts map it to `503 recall_backend_unavailable` (§21.9).

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
+use sha2::Digest;
 use serde_json::{json, Value};
 
 use crate::engine::{FactSource, DERIVED_PREFIX};
@@ -126,6 +127,7 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
                         "uri": uri, "content": content, "version": version, "interpret_as": "instruction",
                         "authored_by": format!("file:{}", file.display()), "authored_at": authored_at,
                         "source_trust": 1.0,
+                        "sha256": crate::engine::hex(&sha2::Sha256::digest(content.as_bytes())),
                     });
                     facts.insert(uri.to_string(), fact.to_string().into_bytes());
                     if !key.is_empty() {

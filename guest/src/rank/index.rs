@@ -79,12 +79,12 @@ pub struct Posting {
 pub struct Index {
     pub n_docs: u32,
     pub names: Vec<String>,
-    /// Stem -> term id.
-    pub terms: BTreeMap<String, u32>,
-    /// Term id -> stem.
+    /// Term id -> stem, sorted (so a stem's id is found by binary search).
     pub term_text: Vec<String>,
-    /// Term id -> postings, ordered by doc.
-    pub postings: Vec<Vec<Posting>>,
+    /// Term id `t` -> postings `posting_list[posting_start[t]..posting_start[t + 1]]`,
+    /// ordered by doc (flat, so a cached index decodes with two allocations, not one per term).
+    pub posting_start: Vec<u32>,
+    pub posting_list: Vec<Posting>,
     /// Concept id -> (doc, strength in [0, 1]), ordered by doc.
     pub concepts: Csr<(u32, f32)>,
     /// Packed padded character trigram -> term ids (alphabetic terms of 4+ chars).
@@ -171,6 +171,11 @@ pub fn content_words(text: &str) -> Vec<(String, String, bool)> {
 }
 
 impl Index {
+    /// The term id of a stem, if any unit contains it.
+    pub fn term_id(&self, stem: &str) -> Option<u32> {
+        self.term_text.binary_search_by(|t| t.as_str().cmp(stem)).ok().map(|i| i as u32)
+    }
+
     pub fn build(units: &[UnitDoc<'_>]) -> Index {
         let n = units.len();
         // 1. tokenise every field once; intern surface words and stems
@@ -325,12 +330,20 @@ impl Index {
         // d's distinctive name and keyword terms) in its body.
         let links = build_links(units, &terms, &postings, n);
 
+        let mut posting_start = Vec::with_capacity(postings.len() + 1);
+        posting_start.push(0u32);
+        let mut posting_list = Vec::with_capacity(postings.iter().map(Vec::len).sum());
+        for pl in postings {
+            posting_list.extend(pl);
+            posting_start.push(posting_list.len() as u32);
+        }
+
         Index {
             n_docs: n as u32,
             names: units.iter().map(|u| u.name.to_string()).collect(),
-            terms,
             term_text,
-            postings,
+            posting_start,
+            posting_list,
             concepts: Csr::from_pairs(concept_pairs),
             trigrams: Csr::from_pairs(gram_pairs),
             term_grams,
@@ -342,9 +355,18 @@ impl Index {
         }
     }
 
+    /// The postings of a term id (empty for an unknown id).
+    pub fn postings(&self, id: u32) -> &[Posting] {
+        let i = id as usize;
+        match (self.posting_start.get(i), self.posting_start.get(i + 1)) {
+            (Some(&a), Some(&b)) => self.posting_list.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
     /// Document frequency of a term id.
     pub fn df(&self, id: u32) -> usize {
-        self.postings.get(id as usize).map(|p| p.len()).unwrap_or(0)
+        self.postings(id).len()
     }
 }
 

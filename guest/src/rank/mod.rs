@@ -38,7 +38,7 @@ use index::{fuzzy_term, sat, trigrams, Index, K1};
 /// The ranker's model version: reported by hosts beside the manifest, and part of the
 /// cache key of precomputed indexes. Bump it whenever the index layout, the lexicon or
 /// the tokenisation changes.
-pub const RANKER_VERSION: &str = "lid-rank-1 (bm25f+wordnet-concepts+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-2 (bm25f+wordnet-concepts+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -167,8 +167,11 @@ impl Ranker {
     fn query_words(&self, intent: &str) -> Vec<QWord> {
         let mut out: Vec<QWord> = Vec::new();
         for (surface, st, compound) in index::content_words(intent) {
+            if !compound && text::is_framing(&surface) {
+                continue;
+            }
             // a joined identifier counts only when the agent's units know it
-            if compound && !self.index.terms.contains_key(&st) {
+            if compound && self.index.term_id(&st).is_none() {
                 continue;
             }
             if let Some(q) = out.iter_mut().find(|q| q.stem == st) {
@@ -199,12 +202,12 @@ impl Ranker {
         let mut lex = vec![0f64; n];
         let mut lex_norm = 0f64;
         for q in &qwords {
-            let id = ix.terms.get(&q.stem).copied();
+            let id = ix.term_id(&q.stem);
             let df = id.map(|i| ix.df(i)).unwrap_or(0) as f64;
             let w = idf(nf, df) * (q.count as f64).sqrt() * q.spec;
             lex_norm += w;
             if let Some(id) = id {
-                for post in &ix.postings[id as usize] {
+                for post in ix.postings(id) {
                     if let Some(slot) = lex.get_mut(post.doc as usize) {
                         *slot += w * (post.w / (post.w + K1)) as f64 * (1.0 + K1 as f64);
                     }
@@ -283,9 +286,9 @@ impl Ranker {
     fn word_matches(&self, q: &QWord, counts: &mut Vec<u16>, m: &mut [f32]) {
         let ix = &self.index;
         m.iter_mut().for_each(|x| *x = 0.0);
-        let exact = ix.terms.get(&q.stem).copied();
+        let exact = ix.term_id(&q.stem);
         if let Some(id) = exact {
-            for post in &ix.postings[id as usize] {
+            for post in ix.postings(id) {
                 if let Some(slot) = m.get_mut(post.doc as usize) {
                     *slot = slot.max(sat(post.w));
                 }
@@ -364,7 +367,7 @@ impl Ranker {
                 continue;
             }
             let f = self.params.fuzzy * sim;
-            for post in &ix.postings[t as usize] {
+            for post in ix.postings(t) {
                 if let Some(slot) = m.get_mut(post.doc as usize) {
                     *slot = slot.max(f * sat(post.w));
                 }

@@ -160,6 +160,18 @@ pub fn is_stopword(w: &str) -> bool {
     STOPWORDS.binary_search(&w).is_ok()
 }
 
+/// Conversational framing an intent is often wrapped in ("quick question: tell me…",
+/// "before going further, …"): ignored on the query side only, because in a corpus of
+/// ten units such a word is rare enough to look specific and would outweigh the topic.
+pub fn is_framing(w: &str) -> bool {
+    FRAMING.binary_search(&w).is_ok()
+}
+
+// Sorted (checked by a test).
+const FRAMING: &[&str] = &[
+    "actually", "basically", "currently", "going", "hey", "hi", "kindly", "quick", "quickly", "tell", "thanks", "wondering",
+];
+
 // Sorted (checked by a test).
 const STOPWORDS: &[&str] = &[
     "able", "about", "above", "after", "again", "against", "all", "already", "also", "although", "am", "an", "and",
@@ -187,6 +199,11 @@ mod tests {
 
     fn texts(s: &str) -> Vec<String> {
         words(s).into_iter().map(|w| w.text).collect()
+    }
+
+    #[test]
+    fn framing_sorted() {
+        assert!(FRAMING.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
