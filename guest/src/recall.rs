@@ -234,7 +234,9 @@ impl<'m> Corpus<'m> {
         let key = index_key(&docs, &hashes);
         let cached = facts.cached(&key).and_then(|b| postcard::from_bytes::<CachedIndex>(&b).ok());
         let (ranker, counts) = match cached {
-            Some(c) if c.tokens.len() == docs.len() => (Ranker::from_index(c.index), c.tokens),
+            Some(c) if c.tokens.len() == docs.len() && c.index.is_consistent_for(&docs.iter().map(|d| d.name).collect::<Vec<_>>()) => {
+                (Ranker::from_index(c.index), c.tokens)
+            }
             _ => {
                 let ranker = Ranker::build(&docs);
                 let counts: Vec<u32> = ranked_entries

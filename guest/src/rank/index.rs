@@ -79,8 +79,11 @@ pub struct Posting {
 pub struct Index {
     pub n_docs: u32,
     pub names: Vec<String>,
-    /// Term id -> stem, sorted (so a stem's id is found by binary search).
-    pub term_text: Vec<String>,
+    /// All stems, sorted, concatenated: term id `t` is
+    /// `term_blob[term_start[t]..term_start[t + 1]]` (so a stem's id is found by binary
+    /// search, and a cached index decodes without one allocation per term).
+    pub term_blob: String,
+    pub term_start: Vec<u32>,
     /// Term id `t` -> postings `posting_list[posting_start[t]..posting_start[t + 1]]`,
     /// ordered by doc (flat, so a cached index decodes with two allocations, not one per term).
     pub posting_start: Vec<u32>,
@@ -171,9 +174,66 @@ pub fn content_words(text: &str) -> Vec<(String, String, bool)> {
 }
 
 impl Index {
+    /// Whether a decoded index (e.g. from a cache a host keeps) is internally consistent
+    /// and built for exactly these unit names, so ranking over it cannot index out of
+    /// bounds. Anything else is discarded and rebuilt.
+    pub fn is_consistent_for(&self, names: &[&str]) -> bool {
+        let n = self.n_docs as usize;
+        let terms = self.term_count();
+        let csr_ok = |keys: usize, offsets: &[u32], values: usize| {
+            offsets.len() == keys + 1 && offsets.windows(2).all(|w| w[0] <= w[1]) && offsets.last().is_some_and(|&l| l as usize == values)
+                || keys == 0 && values == 0
+        };
+        n == names.len()
+            && self.names.iter().map(String::as_str).eq(names.iter().copied())
+            && self.term_start.first() == Some(&0)
+            && self.term_start.last().is_some_and(|&l| l as usize == self.term_blob.len())
+            && self.term_start.windows(2).all(|w| w[0] < w[1] && self.term_blob.is_char_boundary(w[1] as usize))
+            && (1..terms).all(|t| self.term(t as u32 - 1) < self.term(t as u32))
+            && self.posting_start.len() == terms + 1
+            && self.posting_start.first() == Some(&0)
+            && self.posting_start.windows(2).all(|w| w[0] <= w[1])
+            && self.posting_start.last().is_some_and(|&l| l as usize == self.posting_list.len())
+            && self.posting_list.iter().all(|p| (p.doc as usize) < n && p.w.is_finite())
+            && csr_ok(self.concepts.keys.len(), &self.concepts.offsets, self.concepts.values.len())
+            && self.concepts.values.iter().all(|&(d, v)| (d as usize) < n && v.is_finite())
+            && csr_ok(self.trigrams.keys.len(), &self.trigrams.offsets, self.trigrams.values.len())
+            && self.trigrams.values.iter().all(|&t| (t as usize) < terms)
+            && self.term_grams.len() == terms
+            && self.field_len.len() == n
+            && self.avg_len.iter().all(|a| a.is_finite() && *a > 0.0)
+            && self.links.len() == n
+            && self.links.iter().flatten().all(|&(d, v)| (d as usize) < n && v.is_finite())
+            && self.task_types.len() == n
+            && self.required_by.len() == n
+    }
+
     /// The term id of a stem, if any unit contains it.
     pub fn term_id(&self, stem: &str) -> Option<u32> {
-        self.term_text.binary_search_by(|t| t.as_str().cmp(stem)).ok().map(|i| i as u32)
+        let (mut lo, mut hi) = (0usize, self.term_count());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.term(mid as u32).cmp(stem) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid as u32),
+            }
+        }
+        None
+    }
+
+    /// Number of distinct terms.
+    pub fn term_count(&self) -> usize {
+        self.term_start.len().saturating_sub(1)
+    }
+
+    /// The stem of a term id ("" for an unknown id).
+    pub fn term(&self, id: u32) -> &str {
+        let i = id as usize;
+        match (self.term_start.get(i), self.term_start.get(i + 1)) {
+            (Some(&a), Some(&b)) => self.term_blob.get(a as usize..b as usize).unwrap_or(""),
+            _ => "",
+        }
     }
 
     pub fn build(units: &[UnitDoc<'_>]) -> Index {
@@ -326,6 +386,14 @@ impl Index {
             }
         }
 
+        let mut term_blob = String::with_capacity(term_text.iter().map(String::len).sum());
+        let mut term_start = Vec::with_capacity(term_text.len() + 1);
+        term_start.push(0u32);
+        for t in &term_text {
+            term_blob.push_str(t);
+            term_start.push(term_blob.len() as u32);
+        }
+
         // 5. link graph: unit u mentions unit d (d's whole name, or most of
         // d's distinctive name and keyword terms) in its body.
         let links = build_links(units, &terms, &postings, n);
@@ -341,7 +409,8 @@ impl Index {
         Index {
             n_docs: n as u32,
             names: units.iter().map(|u| u.name.to_string()).collect(),
-            term_text,
+            term_blob,
+            term_start,
             posting_start,
             posting_list,
             concepts: Csr::from_pairs(concept_pairs),
@@ -389,7 +458,9 @@ const MIN_LINK: f32 = 0.5;
 
 fn build_links(units: &[UnitDoc<'_>], terms: &BTreeMap<String, u32>, postings: &[Vec<Posting>], n: usize) -> Vec<Vec<(u32, f32)>> {
     let mut adj: Vec<BTreeMap<u32, f32>> = vec![BTreeMap::new(); n];
-    let distinct_max = (n / 2).max(1);
+    // A signature term must be distinctive: in at most half the units, and never in more
+    // than 32 (which also keeps this step linear in the number of units).
+    let distinct_max = (n / 2).clamp(1, 32);
     for (d, u) in units.iter().enumerate() {
         let mut strength: BTreeMap<u32, f32> = BTreeMap::new();
         // the whole name, as a joined identifier, in another unit's body

@@ -38,7 +38,7 @@ use index::{fuzzy_term, sat, trigrams, Index, K1};
 /// The ranker's model version: reported by hosts beside the manifest, and part of the
 /// cache key of precomputed indexes. Bump it whenever the index layout, the lexicon or
 /// the tokenisation changes.
-pub const RANKER_VERSION: &str = "lid-rank-2 (bm25f+wordnet-concepts+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-3 (bm25f+wordnet-concepts+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -137,7 +137,17 @@ struct QWord {
     concepts: Vec<lexicon::Concept>,
     /// Specificity factor in (0, 1]: 1 for rare or unknown words.
     spec: f64,
+    /// 1 for the intent's own words; less for words implied by a relation cue.
+    weight: f64,
 }
+
+/// Relations that English states with function words, which the stopword list drops:
+/// "can't start *until* the other task is done" is a dependency. When a cue appears, the
+/// relation's content words join the query at half weight.
+const RELATION_CUES: &[(&[&str], &[&str])] = &[
+    (&["until", "till", "waiting", "awaiting", "prerequisite", "prerequisites", "depends", "dependent"], &["blocked", "depends", "waiting"]),
+];
+const IMPLIED_WEIGHT: f64 = 0.5;
 
 fn idf(n: f64, df: f64) -> f64 {
     (1.0 + (n - df + 0.5).max(0.0) / (df + 0.5)).ln()
@@ -180,10 +190,25 @@ impl Ranker {
                 let e = if compound { lexicon::Entry::default() } else { lexicon::lookup(&surface) };
                 let g = self.params.generic.max(0.0) * e.commonness.unwrap_or(0.0) as f64;
                 let spec = 1.0 / (1.0 + g);
-                out.push(QWord { surface, stem: st, compound, count: 1.0, concepts: e.concepts, spec });
+                out.push(QWord { surface, stem: st, compound, count: 1.0, concepts: e.concepts, spec, weight: 1.0 });
             }
             if out.len() >= 64 {
                 break;
+            }
+        }
+        let said: Vec<String> = text::words(intent).into_iter().map(|w| w.text).collect();
+        for (cues, implied) in RELATION_CUES {
+            if !said.iter().any(|w| cues.contains(&w.as_str())) {
+                continue;
+            }
+            for word in *implied {
+                let st = stem::stem(word);
+                if out.iter().any(|q| q.stem == st) {
+                    continue;
+                }
+                let e = lexicon::lookup(word);
+                let g = self.params.generic.max(0.0) * e.commonness.unwrap_or(0.0) as f64;
+                out.push(QWord { surface: word.to_string(), stem: st, compound: false, count: 1.0, concepts: e.concepts, spec: 1.0 / (1.0 + g), weight: IMPLIED_WEIGHT });
             }
         }
         out
@@ -204,7 +229,7 @@ impl Ranker {
         for q in &qwords {
             let id = ix.term_id(&q.stem);
             let df = id.map(|i| ix.df(i)).unwrap_or(0) as f64;
-            let w = idf(nf, df) * (q.count as f64).sqrt() * q.spec;
+            let w = idf(nf, df) * (q.count as f64).sqrt() * q.spec * q.weight;
             lex_norm += w;
             if let Some(id) = id {
                 for post in ix.postings(id) {
@@ -228,7 +253,7 @@ impl Ranker {
         for q in &qwords {
             self.word_matches(q, &mut counts, &mut m);
             let soft_df: f64 = m.iter().map(|&x| x as f64).sum();
-            let u = idf(nf, soft_df) * (q.count as f64).sqrt() * q.spec;
+            let u = idf(nf, soft_df) * (q.count as f64).sqrt() * q.spec * q.weight;
             sem_norm += u;
             for (d, &x) in m.iter().enumerate() {
                 sem[d] += u * x as f64;
@@ -327,8 +352,8 @@ impl Ranker {
     fn fuzzy_matches(&self, qstem: &str, exact: Option<u32>, counts: &mut Vec<u16>, m: &mut [f32]) {
         let ix = &self.index;
         let grams = trigrams(qstem);
-        if counts.len() != ix.term_text.len() {
-            *counts = vec![0; ix.term_text.len()];
+        if counts.len() != ix.term_count() {
+            *counts = vec![0; ix.term_count()];
         }
         let mut touched: Vec<u32> = Vec::new();
         for g in &grams {
@@ -350,12 +375,15 @@ impl Ranker {
             if Some(t) == exact {
                 continue;
             }
-            let Some(term) = ix.term_text.get(t as usize) else { continue };
+            let term = ix.term(t);
+            if term.is_empty() {
+                continue;
+            }
             let tgrams = ix.term_grams.get(t as usize).copied().unwrap_or(0) as f32;
             let dice = 2.0 * shared / (grams.len() as f32 + tgrams);
             let tlen = term.chars().count();
             let prefix = {
-                let (short, long, sl, ll) = if qlen <= tlen { (qstem, term.as_str(), qlen, tlen) } else { (term.as_str(), qstem, tlen, qlen) };
+                let (short, long, sl, ll) = if qlen <= tlen { (qstem, term, qlen, tlen) } else { (term, qstem, tlen, qlen) };
                 if sl >= 4 && long.starts_with(short) {
                     sl as f32 / ll as f32
                 } else {
@@ -511,5 +539,34 @@ mod tests {
         let r2 = Ranker::from_index(idx);
         let w = Weights::default();
         assert_eq!(r.rank("salary", None, &w), r2.rank("salary", None, &w));
+    }
+
+    #[test]
+    fn relation_cues_imply_their_words_at_half_weight() {
+        let us = units();
+        let r = Ranker::build(&docs(&us));
+        let q = r.query_words("cannot start until the review is done");
+        let implied: Vec<(&str, f64)> = q.iter().filter(|w| w.weight < 1.0).map(|w| (w.surface.as_str(), w.weight)).collect();
+        assert_eq!(implied, [("blocked", 0.5), ("depends", 0.5), ("waiting", 0.5)]);
+        assert!(r.query_words("start the review when it is done").iter().all(|w| w.weight == 1.0));
+    }
+
+    #[test]
+    fn decoded_indexes_are_checked_before_use() {
+        let us = units();
+        let d = docs(&us);
+        let names: Vec<&str> = d.iter().map(|u| u.name).collect();
+        let idx = Ranker::build(&d).index().clone();
+        assert!(idx.is_consistent_for(&names));
+        assert!(!idx.is_consistent_for(&names[1..]), "built for other units");
+        let mut bad = idx.clone();
+        bad.posting_list[0].doc = 999;
+        assert!(!bad.is_consistent_for(&names), "doc id out of range");
+        let mut bad = idx.clone();
+        bad.posting_start.pop();
+        assert!(!bad.is_consistent_for(&names), "truncated offsets");
+        let mut bad = idx;
+        bad.links.clear();
+        assert!(!bad.is_consistent_for(&names), "per-doc tables missing");
     }
 }
