@@ -209,6 +209,10 @@ impl Runtime {
     pub fn from_bytes(bytes: &[u8], opts: RuntimeOptions) -> Result<Self> {
         let mut config = Config::new();
         config.epoch_interruption(true);
+        // `LID_PROFILE=perfmap` names guest functions for `perf record` (a development aid).
+        if std::env::var_os("LID_PROFILE").is_some_and(|v| v == "perfmap") {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         if opts.pooling {
             let mut pool = wasmtime::PoolingAllocationConfig::default();
             pool.total_component_instances(256);

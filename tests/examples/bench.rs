@@ -182,6 +182,22 @@ fn corpus() -> String {
 
 fn main() -> anyhow::Result<()> {
     let quick = std::env::args().any(|a| a == "--quick");
+    if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-component").nth(1) {
+        // Spin recall through the component for `LID_PROFILE=perfmap perf record`;
+        // `LID_BENCH_COMPONENT=FILE` profiles another build of it (e.g. one with symbols).
+        let rt = match std::env::var_os("LID_BENCH_COMPONENT") {
+            Some(f) => Runtime::from_bytes(&std::fs::read(f)?, RuntimeOptions::default())?,
+            None => Runtime::new(RuntimeOptions::default())?,
+        };
+        let a = agent_dir::load(Path::new(&dir))?;
+        let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
+        let req = json!({"intent": "this issue cannot proceed until another issue is done"}).to_string();
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(3) {
+            let _ = rt.recall(&st, &a.manifest_json, &req, CTX);
+        }
+        return Ok(());
+    }
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-native").nth(1) {
         // Spin the native recall for `perf record`.
         let (manifest, facts) = lid_tests::native_facts(Path::new(&dir))?;

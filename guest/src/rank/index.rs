@@ -64,14 +64,21 @@ pub fn sat(w: f32) -> f32 {
     }
 }
 
-/// One unit's occurrences of one term.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One unit's occurrences of one term, as ranking needs them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Posting {
     pub doc: u32,
-    /// Raw term frequency per field.
-    pub tf: [u16; NF],
     /// BM25F pseudo frequency: sum over fields of weight * tf / length norm.
     pub w: f32,
+}
+
+/// A posting while the index is built: also the raw term frequency per field (the link
+/// graph needs the body count; ranking does not, so it is not kept).
+#[derive(Debug, Clone)]
+struct BuildPosting {
+    doc: u32,
+    tf: [u16; NF],
+    w: f32,
 }
 
 /// The ranker's index over one agent's units.
@@ -327,7 +334,7 @@ impl Index {
         }
         let term_text: Vec<String> = order.iter().map(|&i| stems[i as usize].clone()).collect();
         let terms: BTreeMap<String, u32> = term_text.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
-        let mut postings: Vec<Vec<Posting>> = vec![Vec::new(); term_text.len()];
+        let mut postings: Vec<Vec<BuildPosting>> = vec![Vec::new(); term_text.len()];
         let mut concept_cache: Vec<Option<Vec<lexicon::Concept>>> = vec![None; surfs.len()];
         let mut concept_pairs: Vec<(u64, (u32, f32))> = Vec::new();
         let mut best: Vec<(u32, f32)> = Vec::new();
@@ -349,7 +356,7 @@ impl Index {
                 }
                 let w = pseudo_tf(&counts, &field_len[d], &avg_len);
                 if let Some(pl) = postings.get_mut(t as usize) {
-                    pl.push(Posting { doc: d as u32, tf: counts, w });
+                    pl.push(BuildPosting { doc: d as u32, tf: counts, w });
                 }
                 doc_w.push((t, w));
             }
@@ -402,7 +409,7 @@ impl Index {
         posting_start.push(0u32);
         let mut posting_list = Vec::with_capacity(postings.iter().map(Vec::len).sum());
         for pl in postings {
-            posting_list.extend(pl);
+            posting_list.extend(pl.into_iter().map(|p| Posting { doc: p.doc, w: p.w }));
             posting_start.push(posting_list.len() as u32);
         }
 
@@ -456,7 +463,7 @@ const MAX_LINKS: usize = 8;
 /// Minimum link strength kept.
 const MIN_LINK: f32 = 0.5;
 
-fn build_links(units: &[UnitDoc<'_>], terms: &BTreeMap<String, u32>, postings: &[Vec<Posting>], n: usize) -> Vec<Vec<(u32, f32)>> {
+fn build_links(units: &[UnitDoc<'_>], terms: &BTreeMap<String, u32>, postings: &[Vec<BuildPosting>], n: usize) -> Vec<Vec<(u32, f32)>> {
     let mut adj: Vec<BTreeMap<u32, f32>> = vec![BTreeMap::new(); n];
     // A signature term must be distinctive: in at most half the units, and never in more
     // than 32 (which also keeps this step linear in the number of units).
