@@ -99,12 +99,32 @@ pub fn rank(manifest: &str, intent: &str, wake_reason: Option<&str>, facts: &dyn
     Ok(to_json(&RankOutput { ranked, unavailable }))
 }
 
-pub fn preload(manifest: &str, wake_reason: &str, stub_tokens: u32, facts: &dyn Facts) -> Result<String, EngineError> {
+pub fn preload(manifest: &str, wake_reason: &str, stub_tokens: u32, context: &str, facts: &dyn Facts, audit: &dyn AuditSink) -> Result<String, EngineError> {
     let m = load_manifest(manifest)?;
     if wake_reason.trim().is_empty() {
         return Err(EngineError::InvalidRequest("a verified wake reason is required for preloads (§21.1.5)".into()));
     }
-    Ok(to_json(&crate::preload::preload(&m, facts, wake_reason, stub_tokens)?))
+    let ctx: RecallContext = parse_or_default("preload context", context)?;
+    Ok(to_json(&crate::preload::preload_audited(&m, facts, audit, wake_reason, stub_tokens, &ctx)?))
+}
+
+/// The engine's identity: crate version, ranker version (the §21.8.3 "embedding model
+/// version"), stub schema version and WIT package.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Info {
+    pub engine: String,
+    pub ranker_version: String,
+    pub stub_version: u32,
+    pub wit: String,
+}
+
+pub fn info() -> String {
+    to_json(&Info {
+        engine: env!("CARGO_PKG_VERSION").to_string(),
+        ranker_version: crate::rank::RANKER_VERSION.to_string(),
+        stub_version: crate::stub::STUB_VERSION,
+        wit: "lid:engine@0.1.0".to_string(),
+    })
 }
 
 pub fn coverage(manifest: &str, options: &str, facts: &dyn Facts) -> Result<String, EngineError> {

@@ -109,8 +109,12 @@ impl Guest for Component {
         crate::api::rank(&manifest, &intent, wake_reason.as_deref(), &KvFacts::open()).map_err(wit_err)
     }
 
-    fn preload(manifest: String, wake_reason: String, stub_tokens: u32) -> Result<String, WitError> {
-        crate::api::preload(&manifest, &wake_reason, stub_tokens, &KvFacts::open()).map_err(wit_err)
+    fn preload(manifest: String, wake_reason: String, stub_tokens: u32, context: String) -> Result<String, WitError> {
+        crate::api::preload(&manifest, &wake_reason, stub_tokens, &context, &KvFacts::open(), &HostAudit).map_err(wit_err)
+    }
+
+    fn info() -> String {
+        crate::api::info()
     }
 
     fn coverage(manifest: String, options: String) -> Result<String, WitError> {

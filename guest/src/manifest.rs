@@ -111,6 +111,10 @@ pub struct ValidateOptions {
     /// `Some`: a missing approval is an error (the publish path).
     #[serde(default)]
     pub approvals: Option<Approvals>,
+    /// The version currently published: the new one must be newer (§21.4.1: versions
+    /// increase monotonically), else `manifest_version_conflict`.
+    #[serde(default)]
+    pub previous_version: Option<String>,
 }
 
 /// One validation finding.
@@ -225,6 +229,15 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     }
     if let Err(e) = crate::uri::check_version(&version) {
         errors.push(problem("manifest_invalid", None, Some("manifest_version"), e.to_string()));
+    } else if let Some(prev) = opts.previous_version.as_deref().filter(|p| !p.is_empty()) {
+        if crate::uri::compare_versions(&version, prev) != std::cmp::Ordering::Greater {
+            errors.push(problem(
+                "manifest_version_conflict",
+                None,
+                Some("manifest_version"),
+                format!("version {version:?} is not newer than the published {prev:?}: versions are immutable and increase monotonically (§21.4.1), publish e.g. the next number"),
+            ));
+        }
     }
     for k in ["agent_role", "published_at", "heartbeat_contract"] {
         if let Some(v) = obj.get(k) {
@@ -450,6 +463,16 @@ mod tests {
     }
 
     #[test]
+    fn versions_must_increase_over_the_published_one() {
+        let json = manifest(vec![entry("alpha")]);
+        let opts = |p: &str| ValidateOptions { previous_version: Some(p.into()), ..Default::default() };
+        assert!(codes(&validate(&json, &opts("v1"))).contains(&"manifest_version_conflict"), "v1 over v1 must conflict");
+        assert!(codes(&validate(&json, &opts("v10"))).contains(&"manifest_version_conflict"), "v1 over v10 must conflict");
+        let ok = validate(&json, &opts("v0"));
+        assert!(ok.ok, "{:?}", ok.errors);
+    }
+
+    #[test]
     fn approvals_are_listed_in_dry_run_and_enforced_on_publish() {
         let mut g = entry("rules");
         g["guarantee_load"] = true.into();
@@ -480,7 +503,7 @@ mod tests {
         e["required_by_task_types"] = serde_json::json!(["deploy_started"]);
         let json = manifest(vec![e]);
         assert_eq!(codes(&validate(&json, &ValidateOptions::default())), vec!["task_type_unknown"]);
-        let custom = ValidateOptions { wake_reasons: Some(vec!["deploy_started".into()]), approvals: None };
+        let custom = ValidateOptions { wake_reasons: Some(vec!["deploy_started".into()]), approvals: None, previous_version: None };
         assert!(validate(&json, &custom).ok);
     }
 

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::EngineError;
 use crate::manifest::Manifest;
-use crate::store::Facts;
+use crate::recall::RecallContext;
+use crate::store::{AuditSink, Facts};
 
 /// §21.1.5 rule 5 threshold for boot stub + preloads.
 pub const PRELOAD_BUDGET: usize = 2000;
@@ -42,6 +43,9 @@ pub struct Preload {
     /// Body-plus-frontmatter tokens of the boot stub the preloads follow.
     pub stub_tokens: u32,
     pub warnings: Vec<PreloadWarning>,
+    /// Token of the audit record written for this preload (empty when not audited).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub audit_token: String,
 }
 
 /// Compute the preloads for a verified `wake_reason`. `stub_tokens` is the token count of
@@ -79,5 +83,33 @@ pub fn preload(m: &Manifest, facts: &dyn Facts, wake_reason: &str, stub_tokens: 
             message: format!("boot stub ({stub_tokens}) + preloads ({total_tokens}) = {} tokens, over the {PRELOAD_BUDGET}-token target (§21.1.5 rule 5); nothing was dropped", stub_tokens + total_tokens),
         });
     }
-    Ok(Preload { wake_reason: wake_reason.to_string(), units, total_tokens, stub_tokens, warnings })
+    Ok(Preload { wake_reason: wake_reason.to_string(), units, total_tokens, stub_tokens, warnings, audit_token: String::new() })
+}
+
+/// [`preload`], then one audit record with `source: task_type_preload` (§21.1.5 rule 3):
+/// the intent is `wake_reason:{reason}` and `loaded_chunks` the preloaded units. A failed
+/// append is reported as a `audit_write_failed` warning; the preloads are still returned.
+pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, wake_reason: &str, stub_tokens: u32, ctx: &RecallContext) -> Result<Preload, EngineError> {
+    let mut p = preload(m, facts, wake_reason, stub_tokens)?;
+    let ids = crate::audit::Ids::new(ctx.now_ms, &ctx.entropy);
+    let record = crate::audit::AuditRecord {
+        id: ids.event_id,
+        agent_id: m.agent_id.clone(),
+        heartbeat_id: ctx.heartbeat_id.clone(),
+        session_start: ctx.session_start_ms.unwrap_or(ctx.now_ms),
+        intent: format!("wake_reason:{wake_reason}"),
+        loaded_chunks: p.units.iter().map(|u| u.name.clone()).collect(),
+        used_chunks: vec![],
+        missed_chunks: vec![],
+        audit_token: ids.audit_token.clone(),
+        audit_closed: None,
+        created_at: ctx.now_ms,
+        source: "task_type_preload".into(),
+        manifest_version: m.manifest_version.clone(),
+    };
+    match serde_json::to_string(&record).map_err(|e| e.to_string()).and_then(|j| audit.append(&j)) {
+        Ok(()) => p.audit_token = ids.audit_token,
+        Err(e) => p.warnings.push(PreloadWarning { code: "audit_write_failed".into(), unit: None, message: format!("the preload audit record could not be written: {e}") }),
+    }
+    Ok(p)
 }

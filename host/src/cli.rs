@@ -102,17 +102,90 @@ pub enum Command {
     },
     /// Count cl100k tokens of a file (or - for stdin).
     Tokens { file: PathBuf },
-    /// §21.5.3 metrics over an audit JSONL file.
-    AuditReport {
-        file: PathBuf,
+    /// The discovery audit (§21.5).
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+    /// Run the §21.8 HTTP service on an embedded SQLite database.
+    Serve(crate::serve::ServeArgs),
+    /// Manage API keys (stored hashed in the service database).
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// Publish an agent directory (manifest + unit files) into the service database,
+    /// through the same code path as `PUT /v1/agents/{id}/instruction-manifest`.
+    Publish {
+        agent_dir: PathBuf,
+        #[arg(long, default_value = "lid.db")]
+        db: PathBuf,
+        /// Bypass the coverage gate (recorded in provenance, §21.8.3)
+        #[arg(long)]
+        skip_coverage_gate: bool,
+        /// guarantee-load | task-types:NAME | force-position:NAME
+        #[arg(long = "approve")]
+        approvals: Vec<String>,
+        /// Registered wake reasons (repeatable; default: lid's built-in enum)
+        #[arg(long = "wake-reason")]
+        wake_reasons: Vec<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// recall@k, hit@k and miss_rate over the rolling window (§21.5.3); alerts when
+    /// miss_rate > 0.15 over 100+ events.
+    Report {
+        /// The agent (with --db), or omit and give --file
+        agent: Option<String>,
+        #[arg(long, default_value = "lid.db")]
+        db: PathBuf,
+        /// An audit JSONL file (as `lid recall` writes) instead of the database
+        #[arg(long)]
+        file: Option<PathBuf>,
         #[arg(long, default_value_t = 3)]
         k: u32,
+        #[arg(long, default_value_t = 7)]
+        days: u32,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Create a key; the secret is printed once.
+    Create {
+        #[arg(long, default_value = "lid.db")]
+        db: PathBuf,
+        /// admin | agent
+        #[arg(long)]
+        role: String,
+        /// The agent an agent key is bound to
+        #[arg(long)]
+        agent: Option<String>,
+        /// read | instruction:write | admin (repeatable; default by role)
+        #[arg(long = "cap")]
+        caps: Vec<String>,
+        #[arg(long)]
+        entity_uri: Option<String>,
+        #[arg(long)]
+        label: Option<String>,
+    },
+    List {
+        #[arg(long, default_value = "lid.db")]
+        db: PathBuf,
+    },
+    Revoke {
+        id: String,
+        #[arg(long, default_value = "lid.db")]
+        db: PathBuf,
     },
 }
 
 /// Run the CLI; returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LID_LOG").unwrap_or_else(|_| "info".into())).with_writer(std::io::stderr).try_init();
     match run(&cli) {
         Ok(code) => code,
         Err(e) => {
@@ -159,6 +232,19 @@ fn load_agent(p: &Path) -> Result<AgentDir> {
     Ok(a)
 }
 
+pub(crate) fn approvals_json(approvals: &[String]) -> Result<Value> {
+    let mut a = json!({"guarantee_load": false, "task_types": [], "force_position": []});
+    for ap in approvals {
+        match ap.split_once(':') {
+            None if ap == "guarantee-load" => a["guarantee_load"] = json!(true),
+            Some(("task-types", n)) => a["task_types"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
+            Some(("force-position", n)) => a["force_position"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
+            _ => bail!("--approve takes guarantee-load, task-types:NAME or force-position:NAME, not {ap:?}"),
+        }
+    }
+    Ok(a)
+}
+
 fn entropy() -> String {
     let mut b = [0u8; 10];
     let _ = getrandom::fill(&mut b);
@@ -179,16 +265,7 @@ fn run(cli: &Cli) -> Result<i32> {
                 opts["wake_reasons"] = json!(wake_reasons);
             }
             if *publish || !approvals.is_empty() {
-                let mut a = json!({"guarantee_load": false, "task_types": [], "force_position": []});
-                for ap in approvals {
-                    match ap.split_once(':') {
-                        None if ap == "guarantee-load" => a["guarantee_load"] = json!(true),
-                        Some(("task-types", n)) => a["task_types"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
-                        Some(("force-position", n)) => a["force_position"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
-                        _ => bail!("--approve takes guarantee-load, task-types:NAME or force-position:NAME, not {ap:?}"),
-                    }
-                }
-                opts["approvals"] = a;
+                opts["approvals"] = approvals_json(approvals)?;
             }
             let rt = runtime()?;
             let report: Value = serde_json::from_str(&rt.validate_manifest(&empty_storage(), &json, &opts.to_string())?)?;
@@ -263,7 +340,10 @@ fn run(cli: &Cli) -> Result<i32> {
             let st = storage_of(&a, Arc::new(NoAudit));
             let stub = engine_ok(rt.render_stub(&st, &a.manifest_json, None)?)?;
             let stub_tokens = stub["total_tokens"].as_u64().unwrap_or(0) as u32;
-            let p = engine_ok(rt.preload(&st, &a.manifest_json, wake_reason, stub_tokens)?)?;
+            let now = now_ms();
+            let ctx = json!({"now_ms": now, "entropy": entropy(), "heartbeat_id": format!("cli-{now}"), "session_start_ms": now});
+            let st = storage_of(&a, Arc::new(JsonlAudit::new(a.root.join(".lid").join("audit.jsonl"))));
+            let p = engine_ok(rt.preload(&st, &a.manifest_json, wake_reason, stub_tokens, &ctx.to_string())?)?;
             if cli.json {
                 print_json(&p);
             } else {
@@ -343,18 +423,95 @@ fn run(cli: &Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::AuditReport { file, k } => {
-            let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-            let mut recs = Vec::new();
-            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                recs.push(serde_json::from_str::<Value>(line).with_context(|| format!("{}:{}: not a JSON audit record", file.display(), i + 1))?);
-            }
+        Command::Audit { command: AuditCommand::Report { agent, db, file, k, days } } => {
+            let recs: Vec<Value> = match (file, agent) {
+                (Some(file), _) => {
+                    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+                    let mut recs = Vec::new();
+                    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                        recs.push(serde_json::from_str::<Value>(line).with_context(|| format!("{}:{}: not a JSON audit record", file.display(), i + 1))?);
+                    }
+                    recs
+                }
+                (None, Some(agent)) => {
+                    let db = crate::db::Db::open(db)?;
+                    let since = crate::db::now_ms() - *days as i64 * 24 * 3600 * 1000;
+                    db.audit_rows(agent, since)?.into_iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect()
+                }
+                (None, None) => bail!("name an AGENT (with --db) or give --file AUDIT.jsonl"),
+            };
             let rt = runtime()?;
             let m = engine_ok(rt.audit_metrics(&empty_storage(), &Value::Array(recs).to_string(), *k)?)?;
-            print_json(&m);
+            if cli.json {
+                print_json(&m);
+            } else {
+                let f = |v: &Value| v.as_f64().map(|x| format!("{x:.3}")).unwrap_or_else(|| "n/a".into());
+                println!(
+                    "{} event(s), {} closed; recall@{k} {}  hit@{k} {}  miss_rate {}",
+                    m["events"], m["closed_events"], f(&m["recall_at_k"]), f(&m["hit_at_k"]), f(&m["miss_rate"])
+                );
+                if m["alert"].as_bool().unwrap_or(false) {
+                    println!("ALERT: miss_rate above 0.15 over 100+ events (§21.5.3): review manifest descriptions and load_triggers");
+                }
+            }
+            Ok(0)
+        }
+        Command::Serve(args) => crate::serve::run(args),
+        Command::Keys { command } => keys(cli, command),
+        Command::Publish { agent_dir, db, skip_coverage_gate, approvals, wake_reasons } => {
+            let db = crate::db::Db::open(db)?;
+            let svc = crate::serve::service(db, wake_reasons.clone(), None)?;
+            let out = crate::serve::publish_dir(&svc, agent_dir, *skip_coverage_gate, approvals).map_err(anyhow::Error::new)?;
+            if cli.json {
+                print_json(&out);
+            } else {
+                println!("published {} {} ({} tokens) as {}", out["agent_id"].as_str().unwrap_or(""), out["manifest_version"].as_str().unwrap_or(""), out["token_count"], out["fact_uri"].as_str().unwrap_or(""));
+                for u in out["coverage_report"].as_array().into_iter().flatten() {
+                    println!("  {:<28} coverage {:>5.1}%  {}", u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0, if u["passed"].as_bool().unwrap_or(false) { "ok" } else { "WEAK (gate skipped)" });
+                }
+            }
             Ok(0)
         }
     }
+}
+
+fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {
+    match command {
+        KeysCommand::Create { db, role, agent, caps, entity_uri, label } => {
+            let db = crate::db::Db::open(db)?;
+            let req = crate::auth::NewKey { role: role.clone(), agent_id: agent.clone(), capabilities: (!caps.is_empty()).then(|| caps.clone()), entity_uri: entity_uri.clone(), label: label.clone() };
+            let (info, secret) = crate::auth::create_key(&db, &req).map_err(anyhow::Error::new)?;
+            if cli.json {
+                print_json(&json!({"key": secret, "info": info}));
+            } else {
+                println!("{secret}");
+                eprintln!("created {} ({} {}; capabilities: {}); the secret above is shown only once", info.id, info.role, info.agent_id.as_deref().unwrap_or(""), info.capabilities.join(", "));
+            }
+        }
+        KeysCommand::List { db } => {
+            let db = crate::db::Db::open(db)?;
+            let keys = crate::auth::list_keys(&db)?;
+            if cli.json {
+                print_json(&json!({"keys": keys}));
+            } else {
+                for k in keys {
+                    println!("{}  {:<5} {:<24} {:<36} {}{}", k.id, k.role, k.agent_id.as_deref().unwrap_or("-"), k.capabilities.join(","), k.entity_uri, if k.revoked_at.is_some() { "  (revoked)" } else { "" });
+                }
+            }
+        }
+        KeysCommand::Revoke { id, db } => {
+            let db = crate::db::Db::open(db)?;
+            if !crate::auth::revoke_key(&db, id)? {
+                bail!("no live key {id:?} (see `lid keys list`)");
+            }
+            if cli.json {
+                print_json(&json!({"revoked": id}));
+            } else {
+                println!("revoked {id}");
+            }
+        }
+    }
+    Ok(0)
 }
 
 /// `lid eval`: rank every probe's agent units through the component, then report.

@@ -66,6 +66,18 @@ impl AuditLog for NoAudit {
     }
 }
 
+/// A fact store with nothing in it (calls that read no facts).
+pub struct NoFacts;
+
+impl FactSource for NoFacts {
+    fn get(&self, _key: &str) -> Result<Option<Vec<u8>>, String> {
+        Ok(None)
+    }
+    fn keys(&self) -> Result<Vec<String>, String> {
+        Ok(vec![])
+    }
+}
+
 /// What one call's store can reach.
 #[derive(Clone)]
 pub struct Storage {
@@ -298,8 +310,14 @@ impl Runtime {
         Ok(self.call(st, |l, s| l.lid_engine_engine().call_rank(s, manifest, intent, wake_reason))?.map_err(Into::into))
     }
 
-    pub fn preload(&self, st: &Storage, manifest: &str, wake_reason: &str, stub_tokens: u32) -> Result<Result<String, EngineFailure>> {
-        Ok(self.call(st, |l, s| l.lid_engine_engine().call_preload(s, manifest, wake_reason, stub_tokens))?.map_err(Into::into))
+    pub fn preload(&self, st: &Storage, manifest: &str, wake_reason: &str, stub_tokens: u32, context: &str) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_preload(s, manifest, wake_reason, stub_tokens, context))?.map_err(Into::into))
+    }
+
+    /// The engine's identity JSON (`engine`, `ranker_version`, `stub_version`, `wit`).
+    pub fn info(&self) -> Result<String> {
+        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        self.call(&st, |l, s| l.lid_engine_engine().call_info(s))
     }
 
     pub fn coverage(&self, st: &Storage, manifest: &str, options: &str) -> Result<Result<String, EngineFailure>> {

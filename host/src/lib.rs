@@ -4,6 +4,13 @@
 //! (`wit/lid.wit`); it never links the guest crate as Rust.
 
 pub mod agent_dir;
+pub mod apierror;
 pub mod audit_log;
+pub mod auth;
 pub mod cli;
+pub mod db;
 pub mod engine;
+pub mod http;
+pub mod serve;
+pub mod service;
+pub mod trigger;

@@ -153,14 +153,14 @@ fn preloads_follow_section_21_1_5() {
     let rt = rt();
     let a = demo();
     let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
-    let p: Value = serde_json::from_str(&rt.preload(&st, &a.manifest_json, "issue_assigned", 100).unwrap().unwrap()).unwrap();
+    let p: Value = serde_json::from_str(&rt.preload(&st, &a.manifest_json, "issue_assigned", 100, "").unwrap().unwrap()).unwrap();
     let units: Vec<&str> = p["units"].as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
     assert_eq!(units, vec!["triage-incoming"]);
     assert_eq!(p["units"][0]["source"], "task_type_preload");
-    let none: Value = serde_json::from_str(&rt.preload(&st, &a.manifest_json, "routine_fired", 100).unwrap().unwrap()).unwrap();
+    let none: Value = serde_json::from_str(&rt.preload(&st, &a.manifest_json, "routine_fired", 100, "").unwrap().unwrap()).unwrap();
     assert_eq!(none["units"], json!([]));
     // Over 2000 tokens with the stub: a warning, nothing dropped.
-    let big: Value = serde_json::from_str(&rt.preload(&st, &a.manifest_json, "issue_assigned", 1990).unwrap().unwrap()).unwrap();
+    let big: Value = serde_json::from_str(&rt.preload(&st, &a.manifest_json, "issue_assigned", 1990, "").unwrap().unwrap()).unwrap();
     assert_eq!(big["units"].as_array().unwrap().len(), 1);
     assert!(big["warnings"].as_array().unwrap().iter().any(|w| w["code"] == "preload_budget_warning"));
 

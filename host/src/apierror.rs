@@ -1,0 +1,96 @@
+//! Errors of the HTTP service and the commands that share its code paths: a §21.9 code
+//! (or one of lid's documented codes, listed in the README), an HTTP status and an
+//! actionable message, serialised as `{"error": {"code", "status", "message", "details"}}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::db::DbError;
+use crate::engine::EngineFailure;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+    pub details: Value,
+}
+
+impl ApiError {
+    pub fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
+        ApiError { status, code: code.to_string(), message: message.into(), details: Value::Null }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self::new(400, code, message)
+    }
+
+    pub fn invalid_json(e: impl std::fmt::Display) -> Self {
+        Self::new(400, "invalid_json", format!("the request body is not the expected JSON: {e}"))
+    }
+
+    pub fn scope_denied(agent: &str) -> Self {
+        Self::new(
+            403,
+            "instruction_scope_denied",
+            format!("this API key may not read agent {agent:?}'s instructions (§21.4.5): use the agent's own key, a declared supervisor's key or an admin key"),
+        )
+    }
+
+    pub fn manifest_not_found(agent: &str) -> Self {
+        Self::new(404, "manifest_not_found", format!("agent {agent:?} has no instruction manifest: publish one with PUT /v1/agents/{agent}/instruction-manifest"))
+    }
+
+    /// A storage failure outside the recall path.
+    pub fn storage(e: DbError) -> Self {
+        tracing::error!(error = %e, "storage failure");
+        Self::new(503, "storage_unavailable", format!("the database could not be used; retry later ({e})")).with_details(json!({"retryable": true}))
+    }
+
+    /// A storage failure on a read the engine needs (§21.9 `recall_backend_unavailable`).
+    pub fn backend(e: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %e, "recall backend unavailable");
+        Self::new(503, "recall_backend_unavailable", format!("the instruction fact store cannot be read; retry later ({e})")).with_details(json!({"retryable": true}))
+    }
+
+    /// A failure of the component itself (trap, interrupt): not the caller's input.
+    pub fn engine(e: anyhow::Error) -> Self {
+        let msg = format!("{e:#}");
+        tracing::error!(error = %msg, "engine call failed");
+        if msg.contains("time limit") {
+            Self::new(503, "engine_interrupted", format!("the engine call ran past its time limit and was stopped; the request was not applied ({msg})")).with_details(json!({"retryable": false}))
+        } else {
+            Self::new(500, "engine_failed", format!("the engine component failed; nothing was written ({msg})"))
+        }
+    }
+
+    pub fn body(&self) -> Value {
+        json!({"error": {"code": self.code, "status": self.status, "message": self.message, "details": self.details}})
+    }
+}
+
+impl From<EngineFailure> for ApiError {
+    fn from(f: EngineFailure) -> Self {
+        ApiError { status: f.status, code: f.code, message: f.message, details: f.details }
+    }
+}
+
+impl From<DbError> for ApiError {
+    fn from(e: DbError) -> Self {
+        ApiError::storage(e)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, axum::Json(self.body())).into_response()
+    }
+}

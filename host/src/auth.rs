@@ -1,0 +1,310 @@
+//! Who may do what (§21.4.4–5, S9, Spec-13): API keys stored hashed, their capabilities,
+//! declared supervision from the org manifest, and the checks every route makes.
+//!
+//! - An **admin** key (`admin`, `read`) reads every agent and publishes manifests.
+//! - An **agent** key is bound to one agent and reads only that agent's stub, manifest,
+//!   recall and coverage; a declared supervisor's key also reads its reports'.
+//! - Writing instruction facts needs the `instruction:write` capability on top (Spec-13):
+//!   admin authority alone is not enough.
+//!
+//! Secrets are `lid_{role}_{40 hex}`; only their SHA-256 is stored.
+
+use std::sync::Arc;
+
+use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::apierror::ApiError;
+use crate::db::{now_ms, random_hex, sha256_hex, Db, DbError, DbResult};
+
+pub const CAP_READ: &str = "read";
+pub const CAP_ADMIN: &str = "admin";
+pub const CAP_INSTRUCTION_WRITE: &str = "instruction:write";
+pub const CAPABILITIES: &[&str] = &[CAP_READ, CAP_ADMIN, CAP_INSTRUCTION_WRITE];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Admin,
+    Agent,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Agent => "agent",
+        }
+    }
+}
+
+/// The caller of a request.
+#[derive(Debug, Clone, Serialize)]
+pub struct Principal {
+    pub key_id: String,
+    pub role: Role,
+    pub agent_id: Option<String>,
+    pub capabilities: Vec<String>,
+    pub entity_uri: String,
+}
+
+/// A key as listed (never the secret).
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyInfo {
+    pub id: String,
+    pub role: String,
+    pub agent_id: Option<String>,
+    pub capabilities: Vec<String>,
+    pub entity_uri: String,
+    pub label: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// A request to create a key.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct NewKey {
+    pub role: String,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[serde(default)]
+    pub capabilities: Option<Vec<String>>,
+    #[serde(default)]
+    pub entity_uri: Option<String>,
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// Create a key; returns its info and the secret (shown once).
+pub fn create_key(db: &Db, k: &NewKey) -> Result<(KeyInfo, String), ApiError> {
+    let role = match k.role.as_str() {
+        "admin" => Role::Admin,
+        "agent" => Role::Agent,
+        other => return Err(ApiError::bad_request("invalid_request", format!("`role` must be \"admin\" or \"agent\", not {other:?}"))),
+    };
+    let agent_id = k.agent_id.clone().filter(|a| !a.trim().is_empty());
+    match (role, &agent_id) {
+        (Role::Agent, None) => return Err(ApiError::bad_request("invalid_request", "an agent key needs `agent_id`: the one agent it is bound to")),
+        (Role::Admin, Some(_)) => return Err(ApiError::bad_request("invalid_request", "an admin key is not bound to an agent: drop `agent_id`")),
+        _ => {}
+    }
+    if let Some(a) = &agent_id {
+        check_agent_id(a)?;
+    }
+    let mut caps = k.capabilities.clone().unwrap_or_else(|| match role {
+        Role::Admin => vec![CAP_ADMIN.into(), CAP_READ.into()],
+        Role::Agent => vec![CAP_READ.into()],
+    });
+    for c in &caps {
+        if !CAPABILITIES.contains(&c.as_str()) {
+            return Err(ApiError::bad_request("invalid_request", format!("unknown capability {c:?}; known: {}", CAPABILITIES.join(", "))));
+        }
+    }
+    if role == Role::Agent && caps.iter().any(|c| c == CAP_ADMIN) {
+        return Err(ApiError::bad_request("invalid_request", "the `admin` capability belongs to admin keys only"));
+    }
+    if role == Role::Admin && !caps.iter().any(|c| c == CAP_ADMIN) {
+        caps.insert(0, CAP_ADMIN.into());
+    }
+    caps.sort();
+    caps.dedup();
+    let id = format!("key_{}", random_hex(8));
+    let secret = format!("lid_{}_{}", role.as_str(), random_hex(20));
+    let entity_uri = k.entity_uri.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| match &agent_id {
+        Some(a) => format!("agent:{a}"),
+        None => format!("admin:{id}"),
+    });
+    let info = KeyInfo {
+        id: id.clone(),
+        role: role.as_str().into(),
+        agent_id,
+        capabilities: caps,
+        entity_uri,
+        label: k.label.clone().unwrap_or_default(),
+        created_at: now_ms(),
+        revoked_at: None,
+    };
+    db.write(|tx| {
+        tx.execute(
+            "INSERT INTO api_keys (id, key_hash, role, agent_id, capabilities, entity_uri, label, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![info.id, sha256_hex(secret.as_bytes()), info.role, info.agent_id, json!(info.capabilities).to_string(), info.entity_uri, info.label, info.created_at],
+        )?;
+        Ok::<_, DbError>(())
+    })?;
+    Ok((info, secret))
+}
+
+pub fn list_keys(db: &Db) -> DbResult<Vec<KeyInfo>> {
+    db.read(|c| {
+        let mut st = c.prepare("SELECT id, role, agent_id, capabilities, entity_uri, label, created_at, revoked_at FROM api_keys ORDER BY created_at, id")?;
+        let rows = st.query_map([], |r| {
+            Ok(KeyInfo {
+                id: r.get(0)?,
+                role: r.get(1)?,
+                agent_id: r.get(2)?,
+                capabilities: serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or_default(),
+                entity_uri: r.get(4)?,
+                label: r.get(5)?,
+                created_at: r.get(6)?,
+                revoked_at: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    })
+}
+
+/// Revoke a key by id; `false` when there is no such live key.
+pub fn revoke_key(db: &Db, id: &str) -> DbResult<bool> {
+    db.write(|tx| Ok::<_, DbError>(tx.execute("UPDATE api_keys SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL", params![now_ms(), id])? == 1))
+}
+
+/// Agent ids are path segments of URIs and routes: `[A-Za-z0-9._-]`, 1–128 chars.
+pub fn check_agent_id(a: &str) -> Result<(), ApiError> {
+    let ok = !a.is_empty() && a.len() <= 128 && a.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) && a != "." && a != "..";
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request("invalid_request", format!("agent id {a:?} must be 1-128 characters of letters, digits, '.', '_' or '-'")))
+    }
+}
+
+/// Resolve the `Authorization: Bearer …` header to a principal.
+pub fn authenticate(db: &Db, header: Option<&str>) -> Result<Principal, ApiError> {
+    let Some(h) = header else {
+        return Err(ApiError::new(401, "api_key_required", "send an API key as `Authorization: Bearer <key>` (create one with `lid keys create`)"));
+    };
+    let secret = h.strip_prefix("Bearer ").map(str::trim).unwrap_or("");
+    if secret.is_empty() {
+        return Err(ApiError::new(401, "api_key_required", "the Authorization header must be `Bearer <key>`"));
+    }
+    let hash = sha256_hex(secret.as_bytes());
+    let row = db
+        .read(|c| {
+            let mut st = c.prepare_cached("SELECT id, role, agent_id, capabilities, entity_uri FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL")?;
+            Ok(st
+                .query_row(params![hash], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?)))
+                .optional()?)
+        })
+        .map_err(ApiError::storage)?;
+    let Some((key_id, role, agent_id, caps, entity_uri)) = row else {
+        return Err(ApiError::new(401, "api_key_invalid", "this API key is unknown or revoked"));
+    };
+    Ok(Principal {
+        key_id,
+        role: if role == "admin" { Role::Admin } else { Role::Agent },
+        agent_id,
+        capabilities: serde_json::from_str(&caps).unwrap_or_default(),
+        entity_uri,
+    })
+}
+
+impl Principal {
+    pub fn is_admin(&self) -> bool {
+        self.role == Role::Admin && self.has(CAP_ADMIN)
+    }
+
+    pub fn has(&self, cap: &str) -> bool {
+        self.capabilities.iter().any(|c| c == cap)
+    }
+
+    fn is_agent(&self, agent: &str) -> bool {
+        self.role == Role::Agent && self.agent_id.as_deref() == Some(agent)
+    }
+
+    /// Read an agent's instructions: admin, the agent itself, or its declared supervisor.
+    pub fn require_read(&self, db: &Db, agent: &str) -> Result<(), ApiError> {
+        if !self.has(CAP_READ) && !self.is_admin() {
+            return Err(ApiError::new(403, "capability_missing", "this API key lacks the `read` capability"));
+        }
+        if self.is_admin() || self.is_agent(agent) {
+            return Ok(());
+        }
+        if let Some(me) = self.agent_id.as_deref() {
+            if supervises(db, me, agent).map_err(ApiError::storage)? {
+                return Ok(());
+            }
+        }
+        Err(ApiError::scope_denied(agent))
+    }
+
+    /// Act as the agent (heartbeats): the agent itself or an admin.
+    pub fn require_self(&self, agent: &str) -> Result<(), ApiError> {
+        if self.is_admin() || self.is_agent(agent) {
+            Ok(())
+        } else {
+            Err(ApiError::scope_denied(agent))
+        }
+    }
+
+    pub fn require_admin(&self) -> Result<(), ApiError> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::new(403, "admin_required", "only an admin API key may do this (§21.4.4: deployment administrators write instructions)"))
+        }
+    }
+
+    /// Write instruction-typed facts for `agent` (Spec-13): `instruction:write`, held by an
+    /// admin or by the agent's own key. General write authority is not enough.
+    pub fn require_instruction_write(&self, agent: &str) -> Result<(), ApiError> {
+        if !(self.is_admin() || self.is_agent(agent)) {
+            return Err(ApiError::scope_denied(agent));
+        }
+        if !self.has(CAP_INSTRUCTION_WRITE) {
+            return Err(ApiError::new(
+                403,
+                "instruction_write_required",
+                "writing instruction facts needs the `instruction:write` capability (Spec-13); general write or admin authority is not enough: create a key with it",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `supervisor` is a declared supervisor of `agent` in the org manifest.
+pub fn supervises(db: &Db, supervisor: &str, agent: &str) -> DbResult<bool> {
+    db.read(|c| {
+        let mut st = c.prepare_cached("SELECT 1 FROM org_supervisors WHERE supervisor_id = ?1 AND agent_id = ?2")?;
+        Ok(st.exists(params![supervisor, agent])?)
+    })
+}
+
+/// Load the org manifest's supervision (`{"agents": [{"agent_id", "supervises": [..]}]}` or
+/// `{"supervisors": {"boss": ["a", "b"]}}`), replacing what was there, in one transaction.
+pub fn load_org_manifest(db: &Arc<Db>, org: &Value) -> Result<usize, ApiError> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    if let Some(agents) = org.get("agents").and_then(Value::as_array) {
+        for a in agents {
+            let id = a.get("agent_id").and_then(Value::as_str).unwrap_or_default();
+            for r in a.get("supervises").and_then(Value::as_array).into_iter().flatten() {
+                pairs.push((id.to_string(), r.as_str().unwrap_or_default().to_string()));
+            }
+        }
+    }
+    if let Some(map) = org.get("supervisors").and_then(Value::as_object) {
+        for (boss, reports) in map {
+            for r in reports.as_array().into_iter().flatten() {
+                pairs.push((boss.clone(), r.as_str().unwrap_or_default().to_string()));
+            }
+        }
+    }
+    if org.get("agents").is_none() && org.get("supervisors").is_none() {
+        return Err(ApiError::bad_request("invalid_request", "an org manifest needs `agents: [{agent_id, supervises: [..]}]` or `supervisors: {id: [..]}`"));
+    }
+    for (s, a) in &pairs {
+        check_agent_id(s)?;
+        check_agent_id(a)?;
+        if s == a {
+            return Err(ApiError::bad_request("invalid_request", format!("agent {s:?} cannot supervise itself")));
+        }
+    }
+    db.write(|tx| {
+        tx.execute("DELETE FROM org_supervisors", [])?;
+        for (s, a) in &pairs {
+            tx.execute("INSERT OR IGNORE INTO org_supervisors (supervisor_id, agent_id) VALUES (?1, ?2)", params![s, a])?;
+        }
+        Ok::<_, DbError>(())
+    })?;
+    Ok(pairs.len())
+}

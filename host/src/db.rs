@@ -1,0 +1,506 @@
+//! The service's storage: one SQLite file (WAL), migrated from `migrations/` at the
+//! repository root (the same files the worker applies to D1), holding the §21.7 tables,
+//! the instruction facts behind the component's `wasi:keyvalue` bucket, API keys and
+//! coverage reports.
+//!
+//! Reads go through a small pool of read-only connections; writes through one writer
+//! connection, each in a single transaction (publishing is atomic, §21.8.3). The facts an
+//! agent's engine calls can read are a per-agent [`Snapshot`], rebuilt whenever the
+//! agent's facts change (its cache key includes the newest fact rowid, so a change made
+//! by another process is seen on the next request).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
+use serde_json::{json, Value};
+
+use crate::engine::{FactSource, DERIVED_PREFIX};
+
+/// Every migration, in order (file name, SQL). `tests` check this matches `migrations/`.
+pub const MIGRATIONS: &[(&str, &str)] = &[("0001_lid.sql", include_str!("../../migrations/0001_lid.sql"))];
+
+/// A storage failure (the database cannot be read or written).
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("database pool poisoned")]
+    Poisoned,
+    #[error("cannot open {path}: {source}")]
+    Open { path: PathBuf, source: rusqlite::Error },
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+pub type DbResult<T> = Result<T, DbError>;
+
+/// Unix ms now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// Unix ms as ISO 8601 UTC with seconds (`2026-05-04T12:00:00Z`).
+pub fn iso(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// Random hex of `n` bytes.
+pub fn random_hex(n: usize) -> String {
+    let mut b = vec![0u8; n];
+    let _ = getrandom::fill(&mut b);
+    crate::engine::hex(&b)
+}
+
+/// A random UUID v4 string.
+pub fn uuid4() -> String {
+    let mut b = [0u8; 16];
+    let _ = getrandom::fill(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = crate::engine::hex(&b);
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    crate::engine::hex(&sha2::Sha256::digest(bytes))
+}
+
+/// The database: a writer and a pool of readers over one file.
+pub struct Db {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+    snapshots: RwLock<HashMap<String, Arc<Snapshot>>>,
+    derived: RwLock<HashMap<String, Arc<Vec<u8>>>>,
+}
+
+fn open_conn(path: &Path, read_only: bool) -> DbResult<Connection> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI
+    };
+    let c = Connection::open_with_flags(path, flags).map_err(|source| DbError::Open { path: path.to_path_buf(), source })?;
+    c.busy_timeout(std::time::Duration::from_secs(5))?;
+    c.set_prepared_statement_cache_capacity(64);
+    Ok(c)
+}
+
+impl Db {
+    /// Open (creating if needed) and migrate the database at `path`.
+    pub fn open(path: &Path) -> DbResult<Arc<Db>> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let mut w = open_conn(path, false)?;
+        w.pragma_update(None, "journal_mode", "WAL")?;
+        w.pragma_update(None, "synchronous", "NORMAL")?;
+        migrate(&mut w)?;
+        Ok(Arc::new(Db {
+            path: path.to_path_buf(),
+            writer: Mutex::new(w),
+            readers: Mutex::new(Vec::new()),
+            snapshots: RwLock::new(HashMap::new()),
+            derived: RwLock::new(HashMap::new()),
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Run `f` on a pooled read-only connection.
+    pub fn read<R>(&self, f: impl FnOnce(&Connection) -> DbResult<R>) -> DbResult<R> {
+        let conn = self.readers.lock().map_err(|_| DbError::Poisoned)?.pop();
+        let conn = match conn {
+            Some(c) => c,
+            None => open_conn(&self.path, true)?,
+        };
+        let r = f(&conn);
+        if let Ok(mut pool) = self.readers.lock() {
+            if pool.len() < 16 {
+                pool.push(conn);
+            }
+        }
+        r
+    }
+
+    /// Run `f` in one write transaction; committed only when `f` returns `Ok`.
+    pub fn write<R, E: From<DbError>>(&self, f: impl FnOnce(&Transaction) -> Result<R, E>) -> Result<R, E> {
+        let mut w = self.writer.lock().map_err(|_| DbError::Poisoned)?;
+        let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(DbError::from)?;
+        let r = f(&tx)?;
+        tx.commit().map_err(DbError::from)?;
+        Ok(r)
+    }
+
+    // ---- manifests and facts -----------------------------------------------------
+
+    /// The current manifest row of `agent` and the agent's fact generation (newest fact
+    /// rowid); `None` when the agent has no manifest. Reads the facts table, so an
+    /// unreadable fact store fails here.
+    pub fn current_head(&self, agent: &str) -> DbResult<Option<(String, i64)>> {
+        self.read(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT m.id, (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1)
+                 FROM instruction_manifests m WHERE m.agent_id = ?1 AND m.superseded_at IS NULL",
+            )?;
+            Ok(st.query_row(params![agent], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).optional()?)
+        })
+    }
+
+    /// The agent's current snapshot (manifest + every fact of the agent), cached per
+    /// (manifest row, fact generation).
+    pub fn snapshot(self: &Arc<Self>, agent: &str) -> DbResult<Option<Arc<Snapshot>>> {
+        let Some((manifest_id, generation)) = self.current_head(agent)? else {
+            return Ok(None);
+        };
+        if let Some(s) = self.snapshots.read().map_err(|_| DbError::Poisoned)?.get(agent) {
+            if s.manifest_id == manifest_id && s.generation == generation {
+                return Ok(Some(s.clone()));
+            }
+        }
+        let snap = Arc::new(self.load_snapshot(agent, &manifest_id, generation)?);
+        self.snapshots.write().map_err(|_| DbError::Poisoned)?.insert(agent.to_string(), snap.clone());
+        Ok(Some(snap))
+    }
+
+    fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64) -> DbResult<Snapshot> {
+        self.read(|c| {
+            let (version, fact_uri, token_count, created_at, body): (String, String, i64, i64, String) = c.query_row(
+                "SELECT version, fact_uri, token_count, created_at, body FROM instruction_manifests WHERE id = ?1",
+                params![manifest_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )?;
+            let mut map = BTreeMap::new();
+            let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            let mut manifest_json = None;
+            let mut provenance = Value::Null;
+            let mut st = c.prepare_cached(
+                "SELECT uri, unit_key, version, content, interpret_as, valid_until, authored_by, authored_at, source_trust,
+                        derived_from, tokens, sha256, provenance, unit_name
+                 FROM instruction_facts WHERE agent_id = ?1 ORDER BY rowid",
+            )?;
+            let mut rows = st.query(params![agent])?;
+            while let Some(r) = rows.next()? {
+                let uri: String = r.get(0)?;
+                let unit_key: String = r.get(1)?;
+                let version: String = r.get(2)?;
+                let content: String = r.get(3)?;
+                if uri == fact_uri {
+                    manifest_json = Some(content.clone());
+                    provenance = serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or(Value::Null);
+                }
+                let fact = json!({
+                    "uri": uri, "content": content, "version": version,
+                    "interpret_as": r.get::<_, String>(4)?, "valid_until": r.get::<_, Option<String>>(5)?,
+                    "authored_by": r.get::<_, String>(6)?, "authored_at": r.get::<_, String>(7)?,
+                    "source_trust": r.get::<_, f64>(8)?, "derived_from": r.get::<_, Option<String>>(9)?,
+                    "tokens": r.get::<_, i64>(10)?, "sha256": r.get::<_, String>(11)?,
+                });
+                versions.entry(unit_key).or_default().push(version);
+                map.insert(uri, serde_json::to_vec(&fact).map_err(|e| DbError::Corrupt(e.to_string()))?);
+            }
+            for (k, vs) in versions {
+                map.insert(k, serde_json::to_vec(&vs).map_err(|e| DbError::Corrupt(e.to_string()))?);
+            }
+            let manifest_json = manifest_json.ok_or_else(|| DbError::Corrupt(format!("manifest fact {fact_uri} is missing")))?;
+            let mut lift = Vec::new();
+            let mut cov = c.prepare_cached("SELECT unit FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2 AND hit_at_10 < 0.4 ORDER BY unit")?;
+            for u in cov.query_map(params![agent, version], |r| r.get::<_, String>(0))? {
+                lift.push(u?);
+            }
+            let _ = body;
+            Ok(Snapshot {
+                agent_id: agent.to_string(),
+                manifest_id: manifest_id.to_string(),
+                generation,
+                version,
+                fact_uri,
+                token_count,
+                created_at,
+                manifest_json,
+                provenance,
+                lift_units: lift,
+                facts: Arc::new(SnapshotFacts { map, db: self.clone() }),
+            })
+        })
+    }
+
+    /// A derived blob (ranker index) by key: memory, then the `derived_blobs` table.
+    fn derived_get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        if let Some(v) = self.derived.read().map_err(|e| e.to_string())?.get(key) {
+            return Ok(Some(v.as_ref().clone()));
+        }
+        let v = self
+            .read(|c| Ok(c.query_row("SELECT value FROM derived_blobs WHERE key = ?1", params![key], |r| r.get::<_, Vec<u8>>(0)).optional()?))
+            .map_err(|e| e.to_string())?;
+        if let Some(v) = &v {
+            self.derived.write().map_err(|e| e.to_string())?.insert(key.to_string(), Arc::new(v.clone()));
+        }
+        Ok(v)
+    }
+
+    fn derived_set(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
+        let v = Arc::new(value);
+        self.derived.write().map_err(|e| e.to_string())?.insert(key.to_string(), v.clone());
+        self.write(|tx| {
+            tx.execute("INSERT OR IGNORE INTO derived_blobs (key, value, created_at) VALUES (?1, ?2, ?3)", params![key, v.as_slice(), now_ms()])?;
+            Ok::<_, DbError>(())
+        })
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// Apply every migration not yet recorded in `lid_migrations`.
+fn migrate(c: &mut Connection) -> DbResult<()> {
+    c.execute_batch("CREATE TABLE IF NOT EXISTS lid_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")?;
+    for (name, sql) in MIGRATIONS {
+        let done: Option<String> = c.query_row("SELECT name FROM lid_migrations WHERE name = ?1", params![name], |r| r.get(0)).optional()?;
+        if done.is_some() {
+            continue;
+        }
+        let tx = c.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.execute("INSERT INTO lid_migrations (name, applied_at) VALUES (?1, ?2)", params![name, now_ms()])?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+/// One agent's current manifest and facts, as the engine sees them.
+pub struct Snapshot {
+    pub agent_id: String,
+    pub manifest_id: String,
+    pub generation: i64,
+    pub version: String,
+    pub fact_uri: String,
+    pub token_count: i64,
+    pub created_at: i64,
+    /// The full manifest document (the manifest fact's content).
+    pub manifest_json: String,
+    /// The manifest fact's provenance (approvals, coverage bypass).
+    pub provenance: Value,
+    /// Coverage-critical units (hit@10 < 0.4 at publish) that get the §21.5.5 soft lift.
+    pub lift_units: Vec<String>,
+    pub facts: Arc<SnapshotFacts>,
+}
+
+/// The facts bucket of one snapshot: the agent's own facts only (§21.4.5), plus the
+/// shared cache of derived blobs.
+pub struct SnapshotFacts {
+    map: BTreeMap<String, Vec<u8>>,
+    db: Arc<Db>,
+}
+
+impl SnapshotFacts {
+    /// Facts plus `extra` (staged, not yet committed) entries: what a publish validates against.
+    pub fn overlay(&self, extra: BTreeMap<String, Vec<u8>>) -> SnapshotFacts {
+        let mut map = self.map.clone();
+        map.extend(extra);
+        SnapshotFacts { map, db: self.db.clone() }
+    }
+
+    pub fn empty(db: Arc<Db>) -> SnapshotFacts {
+        SnapshotFacts { map: BTreeMap::new(), db }
+    }
+
+    pub fn raw(&self, key: &str) -> Option<&Vec<u8>> {
+        self.map.get(key)
+    }
+}
+
+impl FactSource for SnapshotFacts {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        if key.starts_with(DERIVED_PREFIX) {
+            return self.db.derived_get(key);
+        }
+        Ok(self.map.get(key).cloned())
+    }
+    fn keys(&self) -> Result<Vec<String>, String> {
+        Ok(self.map.keys().cloned().collect())
+    }
+    fn set_derived(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
+        self.db.derived_set(key, value)
+    }
+}
+
+/// A fact row to insert (one version of a unit, or a manifest).
+#[derive(Debug, Clone)]
+pub struct NewFact {
+    pub uri: String,
+    pub unit_key: String,
+    pub agent_id: String,
+    pub unit_name: String,
+    pub version: String,
+    pub content: String,
+    pub interpret_as: String,
+    pub tokens: i64,
+    pub authored_by: String,
+    pub authored_at: String,
+    pub source_trust: f64,
+    pub provenance: Value,
+}
+
+impl NewFact {
+    pub fn sha256(&self) -> String {
+        sha256_hex(self.content.as_bytes())
+    }
+
+    /// The JSON the engine reads for this fact (as [`Db::snapshot`] builds it).
+    pub fn engine_json(&self, derived_from: Option<&str>) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "uri": self.uri, "content": self.content, "version": self.version,
+            "interpret_as": self.interpret_as, "valid_until": null,
+            "authored_by": self.authored_by, "authored_at": self.authored_at,
+            "source_trust": self.source_trust, "derived_from": derived_from,
+            "tokens": self.tokens, "sha256": self.sha256(),
+        }))
+        .unwrap_or_default()
+    }
+}
+
+/// What inserting a fact did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FactWrite {
+    Inserted,
+    /// The same URI already holds the same content (an idempotent re-publish).
+    Unchanged,
+}
+
+/// Insert one immutable fact version inside `tx`: the previous version of the unit gets
+/// `valid_until` = this version's time and is named in `derived_from` (§21.4.2–3).
+/// A URI that exists with other content is a conflict (`Err(existing sha256)`).
+pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64) -> DbResult<Result<FactWrite, String>> {
+    let sha = f.sha256();
+    let existing: Option<String> = tx.query_row("SELECT sha256 FROM instruction_facts WHERE uri = ?1", params![f.uri], |r| r.get(0)).optional()?;
+    if let Some(h) = existing {
+        return Ok(if h == sha { Ok(FactWrite::Unchanged) } else { Err(h) });
+    }
+    let prev: Option<(String, String)> = tx
+        .query_row(
+            "SELECT uri, sha256 FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            params![f.unit_key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let when = iso(now);
+    if let Some((prev_uri, _)) = &prev {
+        tx.execute("UPDATE instruction_facts SET valid_until = ?1 WHERE uri = ?2", params![when, prev_uri])?;
+    }
+    tx.execute(
+        "INSERT INTO instruction_facts (uri, unit_key, agent_id, unit_name, version, content, interpret_as, sha256, tokens,
+            authored_by, authored_at, source_trust, derived_from, valid_until, provenance, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, ?14, ?15)",
+        params![
+            f.uri, f.unit_key, f.agent_id, f.unit_name, f.version, f.content, f.interpret_as, sha, f.tokens,
+            f.authored_by, f.authored_at, f.source_trust, prev.as_ref().map(|p| p.1.clone()), f.provenance.to_string(), now
+        ],
+    )?;
+    Ok(Ok(FactWrite::Inserted))
+}
+
+/// Insert a service event (coverage bypass, capability failure, …).
+pub fn insert_event(tx: &Transaction, agent: Option<&str>, kind: &str, detail: &Value, now: i64) -> DbResult<String> {
+    let id = format!("evt_{}", random_hex(12));
+    tx.execute(
+        "INSERT INTO service_events (id, agent_id, kind, detail, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, agent, kind, detail.to_string(), now],
+    )?;
+    Ok(id)
+}
+
+/// One row of `instruction_audit` (+ its meta), as the engine writes it (§21.5.1).
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+pub struct AuditRow {
+    pub id: String,
+    pub agent_id: String,
+    pub heartbeat_id: String,
+    pub session_start: i64,
+    pub intent: String,
+    pub loaded_chunks: Vec<String>,
+    #[serde(default)]
+    pub used_chunks: Vec<String>,
+    #[serde(default)]
+    pub missed_chunks: Vec<String>,
+    pub audit_token: String,
+    #[serde(default)]
+    pub audit_closed: Option<i64>,
+    pub created_at: i64,
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub manifest_version: String,
+}
+
+impl Db {
+    /// Append one engine audit record (a JSON line) to `instruction_audit`.
+    pub fn append_audit(&self, line: &str) -> Result<(), String> {
+        let r: AuditRow = serde_json::from_str(line).map_err(|e| format!("audit record is not valid JSON: {e}"))?;
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks,
+                    missed_chunks, audit_token, audit_closed, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10)",
+                params![
+                    r.id, r.agent_id, r.heartbeat_id, r.session_start, r.intent, json!(r.loaded_chunks).to_string(),
+                    json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at
+                ],
+            )?;
+            tx.execute(
+                "INSERT INTO instruction_audit_meta (id, source, manifest_version) VALUES (?1, ?2, ?3)",
+                params![r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version],
+            )?;
+            Ok::<_, DbError>(())
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    /// Audit rows of `agent` created at or after `since_ms`, oldest first.
+    pub fn audit_rows(&self, agent: &str, since_ms: i64) -> DbResult<Vec<AuditRow>> {
+        self.read(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT a.id, a.agent_id, a.heartbeat_id, a.session_start, a.intent, a.loaded_chunks, a.used_chunks, a.missed_chunks,
+                        a.audit_token, a.audit_closed, a.created_at, coalesce(m.source, 'recall_instruction'), coalesce(m.manifest_version, '')
+                 FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
+                 WHERE a.agent_id = ?1 AND a.created_at >= ?2 ORDER BY a.created_at, a.id",
+            )?;
+            let rows = st.query_map(params![agent, since_ms], |r| {
+                let list = |i: usize| -> rusqlite::Result<Vec<String>> { Ok(serde_json::from_str(&r.get::<_, String>(i)?).unwrap_or_default()) };
+                Ok(AuditRow {
+                    id: r.get(0)?,
+                    agent_id: r.get(1)?,
+                    heartbeat_id: r.get(2)?,
+                    session_start: r.get(3)?,
+                    intent: r.get(4)?,
+                    loaded_chunks: list(5)?,
+                    used_chunks: list(6)?,
+                    missed_chunks: list(7)?,
+                    audit_token: r.get(8)?,
+                    audit_closed: r.get(9)?,
+                    created_at: r.get(10)?,
+                    source: r.get(11)?,
+                    manifest_version: r.get(12)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+}
+
+/// The engine's audit port over the database.
+pub struct DbAudit(pub Arc<Db>);
+
+impl crate::engine::AuditLog for DbAudit {
+    fn append(&self, line: &str) -> Result<(), String> {
+        let r = self.0.append_audit(line);
+        if let Err(e) = &r {
+            tracing::error!(code = "audit_write_failed", error = %e, "audit_write_failed: the recall was answered but its audit record was not stored");
+        }
+        r
+    }
+}

@@ -1,0 +1,252 @@
+//! The §21.8 HTTP routes of `lid serve` (axum): one handler per route, each
+//! authenticating the caller, checking scope (§21.4.5), then calling [`Service`] on the
+//! blocking pool (engine calls and SQLite are synchronous).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::apierror::ApiError;
+use crate::auth::{self, Principal};
+use crate::service::{Actor, Service};
+
+/// The OpenAPI description of every route.
+pub static OPENAPI: &str = include_str!("openapi.json");
+
+/// Request bodies larger than this are refused (413).
+pub const BODY_LIMIT: usize = 8 << 20;
+
+type Shared = Arc<Service>;
+
+pub fn router(svc: Shared) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/openapi.json", get(openapi))
+        .route("/v1/agents/{id}/boot-stub", get(boot_stub))
+        .route("/v1/agents/{id}/instruction-manifest", get(get_manifest).put(put_manifest))
+        .route("/v1/agents/{id}/instruction-manifest/coverage", get(coverage))
+        .route("/v1/agents/{id}/instruction-manifest/cosignatures", post(cosign))
+        .route("/v1/agents/{id}/recall-instruction", post(recall))
+        .route("/v1/agents/{id}/heartbeat", post(heartbeat))
+        .route("/v1/agents/{id}/units/{name}", put(put_unit))
+        .route("/v1/instruction/audit", post(submit_audit))
+        .route("/v1/keys", post(create_key).get(list_keys))
+        .route("/v1/keys/{key_id}", delete(revoke_key))
+        .route("/v1/org-manifest", put(put_org))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(svc)
+}
+
+/// Run `f` on the blocking pool; a panic or cancellation becomes a 500, never a crash.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| Err(ApiError::new(500, "internal", format!("the request handler failed: {e}"))))
+}
+
+fn bearer(h: &HeaderMap) -> Option<String> {
+    h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+fn who(svc: &Service, h: &Option<String>) -> Result<Principal, ApiError> {
+    auth::authenticate(&svc.db, h.as_deref())
+}
+
+fn json_body(b: &Bytes) -> Result<Value, ApiError> {
+    if b.is_empty() {
+        return Err(ApiError::invalid_json("the body is empty"));
+    }
+    let v: Value = serde_json::from_slice(b).map_err(ApiError::invalid_json)?;
+    if !v.is_object() {
+        return Err(ApiError::invalid_json("expected a JSON object"));
+    }
+    Ok(v)
+}
+
+fn raw_json(s: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], s).into_response()
+}
+
+async fn healthz(State(svc): State<Shared>) -> Response {
+    Json(json!({"status": "ok", "engine": svc.info})).into_response()
+}
+
+async fn openapi() -> Response {
+    raw_json(OPENAPI.to_string())
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(404, "route_not_found", "no such route; GET /openapi.json lists them")
+}
+
+#[derive(Deserialize)]
+struct ProfileQuery {
+    profile: Option<String>,
+}
+
+async fn boot_stub(State(svc): State<Shared>, Path(id): Path<String>, Query(q): Query<ProfileQuery>, h: HeaderMap) -> Result<Response, ApiError> {
+    let key = bearer(&h);
+    let (body, mv, tokens, sv) = blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_read(&svc.db, &id)?;
+        svc.boot_stub(&id, q.profile.as_deref()).map_err(|e| if e.code == "manifest_not_found" { ApiError::new(404, "boot_stub_not_found", format!("no boot stub for agent {id:?}: {}", e.message)) } else { e })
+    })
+    .await?;
+    let mut r = (StatusCode::OK, body).into_response();
+    let hs = r.headers_mut();
+    hs.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8"));
+    for (k, v) in [("x-stub-version", sv.to_string()), ("x-manifest-version", mv), ("x-token-count", tokens.to_string())] {
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            hs.insert(k, v);
+        }
+    }
+    Ok(r)
+}
+
+async fn get_manifest(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
+    let key = bearer(&h);
+    blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_read(&svc.db, &id)?;
+        svc.get_manifest(&id, p.is_admin())
+    })
+    .await
+    .map(Json)
+}
+
+async fn put_manifest(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
+    let key = bearer(&h);
+    blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_admin()?;
+        svc.publish(&id, &json_body(&body)?, &Actor::from(&p))
+    })
+    .await
+    .map(Json)
+}
+
+async fn cosign(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let key = bearer(&h);
+    let v = blocking(move || {
+        let p = who(&svc, &key)?;
+        svc.cosign(&id, &json_body(&body)?, &p)
+    })
+    .await?;
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+async fn coverage(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
+    let key = bearer(&h);
+    blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_read(&svc.db, &id)?;
+        svc.coverage(&id, p.is_admin())
+    })
+    .await
+    .map(Json)
+}
+
+async fn recall(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let key = bearer(&h);
+    let out = blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_read(&svc.db, &id)?;
+        let body = std::str::from_utf8(&body).map_err(ApiError::invalid_json)?;
+        svc.recall(&id, body)
+    })
+    .await?;
+    Ok(raw_json(out))
+}
+
+async fn heartbeat(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let key = bearer(&h);
+    let markdown = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.starts_with("text/markdown"));
+    let v = blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_self(&id)?;
+        svc.heartbeat(&id, &json_body(&body)?)
+    })
+    .await?;
+    if markdown {
+        return Ok(([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], v["context"].as_str().unwrap_or_default().to_string()).into_response());
+    }
+    Ok(Json(v).into_response())
+}
+
+async fn put_unit(State(svc): State<Shared>, Path((id, name)): Path<(String, String)>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let key = bearer(&h);
+    let v = blocking(move || {
+        let p = who(&svc, &key)?;
+        auth::check_agent_id(&id)?;
+        svc.write_unit(&id, &name, &json_body(&body)?, &p)
+    })
+    .await?;
+    let status = if v["unchanged"].as_bool().unwrap_or(false) { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, Json(v)).into_response())
+}
+
+async fn submit_audit(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> Result<StatusCode, ApiError> {
+    let key = bearer(&h);
+    blocking(move || {
+        let p = who(&svc, &key)?;
+        svc.submit_audit(&p, &json_body(&body)?)
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn create_key(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let key = bearer(&h);
+    let v = blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_admin()?;
+        let req: auth::NewKey = serde_json::from_value(json_body(&body)?).map_err(ApiError::invalid_json)?;
+        let (info, secret) = auth::create_key(&svc.db, &req)?;
+        Ok(json!({"key": secret, "info": info}))
+    })
+    .await?;
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+async fn list_keys(State(svc): State<Shared>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
+    let key = bearer(&h);
+    blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_admin()?;
+        Ok(json!({"keys": auth::list_keys(&svc.db)?}))
+    })
+    .await
+    .map(Json)
+}
+
+async fn revoke_key(State(svc): State<Shared>, Path(key_id): Path<String>, h: HeaderMap) -> Result<StatusCode, ApiError> {
+    let key = bearer(&h);
+    blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_admin()?;
+        if auth::revoke_key(&svc.db, &key_id)? {
+            Ok(StatusCode::NO_CONTENT)
+        } else {
+            Err(ApiError::new(404, "key_not_found", format!("no live key {key_id:?}")))
+        }
+    })
+    .await
+}
+
+async fn put_org(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
+    let key = bearer(&h);
+    blocking(move || {
+        let p = who(&svc, &key)?;
+        p.require_admin()?;
+        let n = auth::load_org_manifest(&svc.db, &json_body(&body)?)?;
+        Ok(json!({"supervision_pairs": n}))
+    })
+    .await
+    .map(Json)
+}

@@ -1,0 +1,189 @@
+//! `lid serve`: start the HTTP service on an embedded SQLite file, with pooled component
+//! instances; `--demo` publishes the example agent and prints keys and a signed trigger.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+
+use crate::apierror::ApiError;
+use crate::db::Db;
+use crate::engine::{Runtime, RuntimeOptions};
+use crate::service::{Actor, Service};
+use crate::trigger::TriggerKey;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// The SQLite database (created and migrated if missing)
+    #[arg(long, default_value = "lid.db")]
+    pub db: PathBuf,
+    /// Listen address (port 0 picks a free port; the address is printed)
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: String,
+    /// Publish examples/demo-agent and print an admin key, an agent key and a signed trigger
+    #[arg(long)]
+    pub demo: bool,
+    /// Environment variable holding the HS256 secret that signs heartbeat triggers
+    #[arg(long, default_value = "LID_HEARTBEAT_SECRET")]
+    pub heartbeat_secret_env: String,
+    /// File holding an Ed25519 public key (base64url, 32 bytes) for EdDSA triggers instead
+    #[arg(long)]
+    pub heartbeat_public_key: Option<PathBuf>,
+    /// Registered wake reasons (repeatable; default: lid's built-in enum)
+    #[arg(long = "wake-reason")]
+    pub wake_reasons: Vec<String>,
+    /// Org manifest JSON declaring supervisors (§21.4.5)
+    #[arg(long)]
+    pub org_manifest: Option<PathBuf>,
+    /// Wall-clock limit of one engine call, in ms (epoch interruption)
+    #[arg(long, default_value_t = 10_000)]
+    pub call_timeout_ms: u64,
+    /// Memory limit of one engine instance, in MiB
+    #[arg(long, default_value_t = 512)]
+    pub memory_mib: usize,
+}
+
+/// The example agent `--demo` publishes.
+pub fn demo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("examples").join("demo-agent")
+}
+
+fn runtime(timeout_ms: u64, memory_mib: usize) -> Result<Arc<Runtime>> {
+    let opts = RuntimeOptions { pooling: true, call_timeout: Duration::from_millis(timeout_ms.max(1)), memory_limit: memory_mib.max(16) << 20, ..RuntimeOptions::default() };
+    Ok(Arc::new(Runtime::new(opts).context("starting the lid engine component")?))
+}
+
+/// A service over `db` (for commands that share the routes' code paths).
+pub fn service(db: Arc<Db>, wake_reasons: Vec<String>, trigger_key: Option<TriggerKey>) -> Result<Service> {
+    let rt = runtime(60_000, 1024)?;
+    Service::new(db, rt, (!wake_reasons.is_empty()).then_some(wake_reasons), trigger_key)
+}
+
+/// The actor of command-line publishes: the local operator, with every capability.
+pub fn cli_actor() -> Actor {
+    let user = std::env::var("USER").unwrap_or_else(|_| "operator".into());
+    Actor { key_id: "cli".into(), entity_uri: format!("cli:{user}"), is_admin: true, instruction_write: true }
+}
+
+/// Publish an agent directory: its manifest plus every `units/<name>.md` of a `fact_uri`
+/// entry, as one `PUT /v1/agents/{id}/instruction-manifest` body.
+pub fn publish_dir(svc: &Service, dir: &Path, skip_coverage_gate: bool, approvals: &[String]) -> Result<Value, ApiError> {
+    let bad = |m: String| ApiError::bad_request("invalid_request", m);
+    let path = if dir.is_dir() { dir.join("manifest.json") } else { dir.to_path_buf() };
+    let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let text = std::fs::read_to_string(&path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
+    let m: Value = serde_json::from_str(&text).map_err(|e| ApiError::invalid_json(format!("{}: {e}", path.display())))?;
+    let agent = m["agent_id"].as_str().ok_or_else(|| bad(format!("{} has no agent_id", path.display())))?.to_string();
+    let mut units = serde_json::Map::new();
+    for e in m["entries"].as_array().into_iter().flatten() {
+        let (Some(name), Some(_)) = (e["name"].as_str(), e["fact_uri"].as_str()) else { continue };
+        if name.contains(['/', '\\']) || name.starts_with('.') {
+            return Err(bad(format!("entry name {name:?} cannot name a unit file")));
+        }
+        let f = root.join("units").join(format!("{name}.md"));
+        let content = std::fs::read_to_string(&f).map_err(|e| bad(format!("cannot read {}: {e}", f.display())))?;
+        units.insert(name.to_string(), Value::String(content));
+    }
+    let body = json!({
+        "version": m["manifest_version"],
+        "deployment": m["deployment"],
+        "agent_role": m["agent_role"],
+        "heartbeat_contract": m["heartbeat_contract"],
+        "entries": m["entries"],
+        "units": units,
+        "skip_coverage_gate": skip_coverage_gate,
+        "approvals": crate::cli::approvals_json(approvals).map_err(|e| bad(e.to_string()))?,
+    });
+    svc.publish(&agent, &body, &cli_actor())
+}
+
+fn trigger_key(args: &ServeArgs, demo_secret: Option<&str>) -> Result<Option<TriggerKey>> {
+    if let Some(p) = &args.heartbeat_public_key {
+        let x = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        return Ok(Some(TriggerKey::eddsa(&x).with_context(|| format!("{} is not a base64url Ed25519 public key", p.display()))?));
+    }
+    if let Ok(s) = std::env::var(&args.heartbeat_secret_env) {
+        if !s.is_empty() {
+            return Ok(Some(TriggerKey::hs256(s.as_bytes())));
+        }
+    }
+    Ok(demo_secret.map(|s| TriggerKey::hs256(s.as_bytes())))
+}
+
+/// Sign a demo trigger (HS256) so the printed curl calls work as they are.
+pub fn sign_trigger(secret: &str, agent: &str, wake_reason: &str, heartbeat_id: &str, ttl_s: u64) -> Result<String> {
+    let exp = crate::db::now_ms() as u64 / 1000 + ttl_s;
+    let claims = json!({"sub": agent, "wake_reason": wake_reason, "heartbeat_id": heartbeat_id, "exp": exp});
+    Ok(jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), &claims, &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()))?)
+}
+
+pub fn run(args: &ServeArgs) -> Result<i32> {
+    let db = Db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+    let demo_secret = (args.demo && std::env::var(&args.heartbeat_secret_env).map(|s| s.is_empty()).unwrap_or(true)).then(|| crate::db::random_hex(24));
+    let key = trigger_key(args, demo_secret.as_deref())?;
+    let rt = runtime(args.call_timeout_ms, args.memory_mib)?;
+    let svc = Arc::new(Service::new(db.clone(), rt, (!args.wake_reasons.is_empty()).then(|| args.wake_reasons.clone()), key)?);
+    if let Some(p) = &args.org_manifest {
+        let org: Value = serde_json::from_str(&std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?)?;
+        crate::auth::load_org_manifest(&db, &org).map_err(anyhow::Error::new)?;
+    }
+    let mut demo_lines = Vec::new();
+    if args.demo {
+        demo_lines = demo(&svc, demo_secret.as_deref())?;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
+        let addr = listener.local_addr()?;
+        // The first stdout line names the address (tests read it when --addr has port 0).
+        println!("lid serve listening on http://{addr} (db {})", args.db.display());
+        for l in &demo_lines {
+            println!("{}", l.replace("{base}", &format!("http://{addr}")));
+        }
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let app = crate::http::router(svc);
+        axum::serve(listener, app).with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(0)
+}
+
+/// `--demo`: publish the example agent (once), create keys, sign a trigger; returns the
+/// lines to print (with `{base}` for the URL).
+fn demo(svc: &Service, secret: Option<&str>) -> Result<Vec<String>> {
+    let dir = demo_dir();
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
+    let agent = m["agent_id"].as_str().unwrap_or("release-engineer").to_string();
+    match publish_dir(svc, &dir, false, &["guarantee-load".to_string()]) {
+        Ok(_) => {}
+        Err(e) if e.code == "manifest_version_conflict" => {}
+        Err(e) => return Err(anyhow::Error::new(e).context("publishing the demo agent")),
+    }
+    let admin = crate::auth::create_key(&svc.db, &crate::auth::NewKey { role: "admin".into(), agent_id: None, capabilities: Some(vec!["admin".into(), "read".into(), "instruction:write".into()]), entity_uri: Some("admin:demo".into()), label: Some("demo admin".into()) }).map_err(anyhow::Error::new)?;
+    let agent_key = crate::auth::create_key(&svc.db, &crate::auth::NewKey { role: "agent".into(), agent_id: Some(agent.clone()), capabilities: None, entity_uri: None, label: Some("demo agent".into()) }).map_err(anyhow::Error::new)?;
+    let mut lines = vec![
+        format!("demo agent: {agent} (from {})", dir.display()),
+        format!("admin key:  {}", admin.1),
+        format!("agent key:  {}", agent_key.1),
+    ];
+    let trigger = match secret {
+        Some(s) => {
+            let t = sign_trigger(s, &agent, "issue_assigned", &format!("run_demo_{}", crate::db::random_hex(4)), 24 * 3600)?;
+            lines.push(format!("heartbeat secret (HS256, set LID_HEARTBEAT_SECRET to keep it): {s}"));
+            t
+        }
+        None => "<a trigger signed with your LID_HEARTBEAT_SECRET>".into(),
+    };
+    let k = &agent_key.1;
+    lines.push("try:".into());
+    lines.push(format!("  curl -s -H 'Authorization: Bearer {k}' -d '{{\"trigger\":\"{trigger}\"}}' {{base}}/v1/agents/{agent}/heartbeat"));
+    lines.push(format!("  curl -s -H 'Authorization: Bearer {k}' -d '{{\"intent\":\"production is broken after the deploy\"}}' {{base}}/v1/agents/{agent}/recall-instruction"));
+    lines.push(format!("  curl -s -H 'Authorization: Bearer {k}' -d '{{\"audit_token\":\"<audit_token from the recall>\",\"used_chunks\":[\"rollback-procedure\"],\"missed_chunks\":[]}}' {{base}}/v1/instruction/audit"));
+    Ok(lines)
+}

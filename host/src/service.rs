@@ -1,0 +1,668 @@
+//! The operations of `lid serve` (§21.8), independent of HTTP: the HTTP routes
+//! ([`crate::http`]) and the CLI (`lid publish`, `lid audit report`) call these, so a
+//! publish from the command line takes exactly the route's code path.
+//!
+//! Every engine step runs in the component ([`Runtime`]), with the agent's facts served
+//! from a database [`Snapshot`](crate::db::Snapshot) and audit records appended to
+//! `instruction_audit`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rusqlite::{params, OptionalExtension};
+use serde_json::{json, Value};
+
+use crate::apierror::ApiError;
+use crate::auth::Principal;
+use crate::db::{insert_event, insert_fact, iso, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, FactWrite, NewFact, SnapshotFacts};
+use crate::engine::{NoAudit, Runtime, Storage};
+use crate::trigger::TriggerKey;
+
+/// Adapter profiles rendered at publish (§21.1.3); any other name is served as generic.
+pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assistants"];
+/// Audit tokens expire after 24 h (§21.5.2).
+pub const AUDIT_TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
+/// The rolling audit window (§21.5.3).
+pub const AUDIT_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
+/// Re-certification deadline after a coverage-gate bypass (S10).
+pub const RECERTIFY_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// Shared state of the service.
+pub struct Service {
+    pub db: Arc<Db>,
+    pub rt: Arc<Runtime>,
+    /// The registered wake-reason enum (`None`: the engine's built-in one).
+    pub wake_reasons: Option<Vec<String>>,
+    pub trigger_key: Option<TriggerKey>,
+    /// `ranker_version`, `stub_version`, … from the engine.
+    pub info: Value,
+}
+
+/// Who performs a publish or a write, as recorded in provenance.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    pub key_id: String,
+    pub entity_uri: String,
+    pub is_admin: bool,
+    pub instruction_write: bool,
+}
+
+impl From<&Principal> for Actor {
+    fn from(p: &Principal) -> Self {
+        Actor { key_id: p.key_id.clone(), entity_uri: p.entity_uri.clone(), is_admin: p.is_admin(), instruction_write: p.has(crate::auth::CAP_INSTRUCTION_WRITE) }
+    }
+}
+
+fn engine<T>(r: anyhow::Result<Result<T, crate::engine::EngineFailure>>) -> Result<T, ApiError> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(f)) => Err(f.into()),
+        Err(e) => Err(ApiError::engine(e)),
+    }
+}
+
+fn parse_json(s: &str) -> Result<Value, ApiError> {
+    serde_json::from_str(s).map_err(|e| ApiError::new(500, "engine_failed", format!("the engine returned invalid JSON: {e}")))
+}
+
+/// `instruction:{d}/{a}/{unit}/{version}` → (unit key, unit name).
+fn split_fact_uri(uri: &str) -> Option<(String, String, String)> {
+    let rest = uri.strip_prefix("instruction:")?;
+    let mut parts = rest.split('/');
+    let (d, a, u, v) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((format!("instruction:{d}/{a}/{u}"), u.to_string(), v.to_string()))
+}
+
+impl Service {
+    pub fn new(db: Arc<Db>, rt: Arc<Runtime>, wake_reasons: Option<Vec<String>>, trigger_key: Option<TriggerKey>) -> anyhow::Result<Self> {
+        let info: Value = serde_json::from_str(&rt.info()?)?;
+        Ok(Service { db, rt, wake_reasons, trigger_key, info })
+    }
+
+    pub fn ranker_version(&self) -> String {
+        self.info["ranker_version"].as_str().unwrap_or_default().to_string()
+    }
+
+    fn stub_version(&self) -> i64 {
+        self.info["stub_version"].as_i64().unwrap_or(1)
+    }
+
+    fn snapshot(&self, agent: &str) -> Result<Arc<crate::db::Snapshot>, ApiError> {
+        self.db.snapshot(agent).map_err(ApiError::backend)?.ok_or_else(|| ApiError::manifest_not_found(agent))
+    }
+
+    fn context(&self, heartbeat_id: &str, session_start: Option<u64>, lift: &[String]) -> String {
+        let now = now_ms() as u64;
+        json!({"now_ms": now, "entropy": random_hex(10), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now), "lift_units": lift}).to_string()
+    }
+
+    // ---- reads ---------------------------------------------------------------------
+
+    /// §21.8.2: the current manifest, with the ranker ("embedding model") version.
+    pub fn get_manifest(&self, agent: &str, admin: bool) -> Result<Value, ApiError> {
+        let s = self.snapshot(agent)?;
+        let m: Value = serde_json::from_str(&s.manifest_json).map_err(|e| ApiError::backend(DbError::Corrupt(e.to_string())))?;
+        let mut out = json!({
+            "agent_id": agent,
+            "deployment": m["deployment"],
+            "agent_role": m["agent_role"],
+            "manifest_version": s.version,
+            "fact_uri": s.fact_uri,
+            "token_count": s.token_count,
+            "entries": m["entries"],
+            "last_updated_at": iso(s.created_at),
+            "embedding_model_version": self.ranker_version(),
+        });
+        if admin {
+            out["provenance"] = s.provenance.clone();
+        }
+        Ok(out)
+    }
+
+    /// §21.8.1: the boot stub for `profile` (unknown: generic), from the `boot_stubs`
+    /// cache; rendered and stored when the cache has none for the current manifest.
+    /// Returns (markdown, manifest version, token count, stub version).
+    pub fn boot_stub(&self, agent: &str, profile: Option<&str>) -> Result<(String, String, i64, i64), ApiError> {
+        let profile = profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic");
+        let s = self.snapshot(agent)?;
+        let sv = self.stub_version();
+        let cached = self.db.read(|c| {
+            let mut st = c.prepare_cached("SELECT body, token_count FROM boot_stubs WHERE agent_id = ?1 AND adapter_profile = ?2 AND manifest_version = ?3 AND stub_version = ?4")?;
+            Ok(st.query_row(params![agent, profile, s.version, sv], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).optional()?)
+        })?;
+        if let Some((body, tokens)) = cached {
+            return Ok((body, s.version.clone(), tokens, sv));
+        }
+        let st = Storage { facts: s.facts.clone(), audit: Arc::new(NoAudit) };
+        let stub = parse_json(&engine(self.rt.render_stub(&st, &s.manifest_json, Some(profile)))?)?;
+        let body = stub["text"].as_str().unwrap_or_default().to_string();
+        let tokens = stub["total_tokens"].as_i64().unwrap_or(0);
+        let version = s.version.clone();
+        self.db.write(|tx| {
+            // Only if the manifest is still the one rendered (a publish may have raced us).
+            let current: Option<String> = tx.query_row("SELECT version FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL", params![agent], |r| r.get(0)).optional()?;
+            if current.as_deref() == Some(version.as_str()) {
+                tx.execute(
+                    "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![agent, profile, sv, body, tokens, now_ms(), version],
+                )?;
+            }
+            Ok::<_, DbError>(())
+        })?;
+        Ok((body, s.version.clone(), tokens, sv))
+    }
+
+    /// §21.8.4 / §21.3: recall for `agent`; the engine appends the audit record before
+    /// answering. `body` is the request JSON, passed to the engine as is.
+    pub fn recall(&self, agent: &str, body: &str) -> Result<String, ApiError> {
+        let req: Value = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
+        if !req.is_object() {
+            return Err(ApiError::invalid_json("expected a JSON object"));
+        }
+        let s = self.snapshot(agent)?;
+        let heartbeat_id = req.get("heartbeat_id").and_then(Value::as_str).unwrap_or("").to_string();
+        let ctx = self.context(&heartbeat_id, None, &s.lift_units);
+        let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
+        engine(self.rt.recall(&st, &s.manifest_json, body, &ctx))
+    }
+
+    /// Heartbeat (ours): verify the signed trigger, then the boot stub followed by the
+    /// task-type preloads for its wake reason (§21.1.5), audited as `task_type_preload`.
+    /// Any `wake_reason` outside the signed trigger is ignored (S1).
+    pub fn heartbeat(&self, agent: &str, body: &Value) -> Result<Value, ApiError> {
+        let Some(key) = &self.trigger_key else {
+            return Err(ApiError::new(503, "heartbeat_not_configured", "this server has no heartbeat signing key: start it with --heartbeat-secret-env or --heartbeat-public-key"));
+        };
+        let token = body.get("trigger").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::new(401, "heartbeat_trigger_invalid", "send the control plane's signed trigger as {\"trigger\": \"<JWT>\"}; unsigned wake reasons are not accepted (S1)")
+        })?;
+        let t = key.verify(token, agent)?;
+        let profile = body.get("profile").and_then(Value::as_str);
+        let (stub, version, stub_tokens, _) = self.boot_stub(agent, profile)?;
+        let s = self.snapshot(agent)?;
+        let ctx = self.context(&t.heartbeat_id, t.session_start, &s.lift_units);
+        let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
+        let p = parse_json(&engine(self.rt.preload(&st, &s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx))?)?;
+        let mut context = stub.clone();
+        for u in p["units"].as_array().into_iter().flatten() {
+            context.push_str(&format!("\n\n<!-- preload: {} {} ({}) -->\n", u["name"].as_str().unwrap_or(""), u["version"].as_str().unwrap_or(""), u["source"].as_str().unwrap_or("")));
+            context.push_str(u["content"].as_str().unwrap_or("").trim_end());
+            context.push('\n');
+        }
+        Ok(json!({
+            "agent_id": agent,
+            "heartbeat_id": t.heartbeat_id,
+            "wake_reason": t.wake_reason,
+            "manifest_version": version,
+            "boot_stub": {"text": stub, "token_count": stub_tokens, "profile": profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic")},
+            "preloads": p,
+            "audit_token": p["audit_token"],
+            "context": context,
+        }))
+    }
+
+    /// §21.5.2: close an audit record with usage feedback. Idempotent.
+    pub fn submit_audit(&self, who: &Principal, body: &Value) -> Result<(), ApiError> {
+        let token = body.get("audit_token").and_then(Value::as_str).unwrap_or("");
+        let list = |k: &str| -> Result<Vec<String>, ApiError> {
+            match body.get(k) {
+                None | Some(Value::Null) => Ok(vec![]),
+                Some(Value::Array(a)) if a.len() <= 512 => a.iter().map(|v| v.as_str().map(str::to_string).ok_or_else(|| ApiError::bad_request("invalid_request", format!("`{k}` must be an array of unit names")))).collect(),
+                Some(_) => Err(ApiError::bad_request("invalid_request", format!("`{k}` must be an array of at most 512 unit names"))),
+            }
+        };
+        let (used, missed) = (list("used_chunks")?, list("missed_chunks")?);
+        if !token.starts_with("audi_") {
+            return Err(ApiError::bad_request("audit_token_invalid", "`audit_token` must be the `audi_…` token of a recall_instruction response"));
+        }
+        let row = self.db.read(|c| {
+            Ok(c.query_row("SELECT agent_id, created_at, audit_closed, used_chunks, missed_chunks FROM instruction_audit WHERE audit_token = ?1", params![token], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
+            })
+            .optional()?)
+        })?;
+        let Some((agent, created, closed, used0, missed0)) = row else {
+            return Err(ApiError::bad_request("audit_token_invalid", "this audit token is not recognised: submit the token from a recall_instruction response"));
+        };
+        who.require_self(&agent)?;
+        let now = now_ms();
+        if now - created > AUDIT_TOKEN_TTL_MS {
+            return Err(ApiError::bad_request("audit_token_expired", "this audit token is older than 24 hours (§21.5.2); feedback must be sent at heartbeat end"));
+        }
+        let (used_json, missed_json) = (json!(used).to_string(), json!(missed).to_string());
+        if closed.is_some() {
+            // §21.5.2: a repeated identical submission is a silent success and changes nothing.
+            return if used0 == used_json && missed0 == missed_json {
+                Ok(())
+            } else {
+                Err(ApiError::bad_request("audit_token_invalid", "this audit record is already closed with different feedback; audit records are append-only"))
+            };
+        }
+        let changed = self.db.write(|tx| {
+            Ok::<_, DbError>(tx.execute(
+                "UPDATE instruction_audit SET used_chunks = ?1, missed_chunks = ?2, audit_closed = ?3 WHERE audit_token = ?4 AND audit_closed IS NULL",
+                params![used_json, missed_json, now, token],
+            )?)
+        })?;
+        if changed == 0 {
+            // Closed concurrently: identical feedback is still a success.
+            return self.submit_audit(who, body);
+        }
+        Ok(())
+    }
+
+    /// §21.8.6: per-unit coverage from the publish-time probe run, plus the audit log's
+    /// rolling 7 days. `coverage_status` only for admins (S11).
+    pub fn coverage(&self, agent: &str, admin: bool) -> Result<Value, ApiError> {
+        let s = self.snapshot(agent)?;
+        let rows = self.db.read(|c| {
+            let mut st = c.prepare_cached("SELECT unit, coverage_pct, hit_at_10, probe_count, evaluated_at FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2")?;
+            let rows = st.query_map(params![agent, s.version], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?, r.get::<_, f64>(2)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?)))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        if rows.is_empty() {
+            return Err(ApiError::new(404, "coverage_not_found", format!("no coverage report has been generated for agent {agent:?} version {}; publish the manifest again to run the probes", s.version)));
+        }
+        let by_unit: BTreeMap<String, (f64, f64, i64, i64)> = rows.into_iter().map(|(u, a, b, c, d)| (u, (a, b, c, d))).collect();
+        let since = now_ms() - AUDIT_WINDOW_MS;
+        let audit = self.db.audit_rows(agent, since)?;
+        let mut counts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+        for r in &audit {
+            for (i, list) in [&r.loaded_chunks, &r.used_chunks, &r.missed_chunks].into_iter().enumerate() {
+                for u in list {
+                    counts.entry(u.as_str()).or_default()[i] += 1;
+                }
+            }
+        }
+        let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
+        let mut units = Vec::new();
+        let mut evaluated_at = 0;
+        for e in m["entries"].as_array().into_iter().flatten() {
+            let name = e["name"].as_str().unwrap_or_default();
+            let c = counts.get(name).copied().unwrap_or_default();
+            let mut u = json!({"name": name, "audit_7d": {"loaded": c[0], "used": c[1], "missed": c[2]}});
+            match by_unit.get(name) {
+                Some((pct, h10, n, at)) => {
+                    evaluated_at = evaluated_at.max(*at);
+                    u["coverage_pct"] = json!(pct);
+                    u["hit_at_10"] = json!(h10);
+                    u["probe_count"] = json!(n);
+                    u["last_evaluated_at"] = json!(iso(*at));
+                    if admin {
+                        u["coverage_status"] = json!(if *h10 >= 0.4 { "ok" } else { "coverage_critical" });
+                    }
+                }
+                None => {
+                    if admin {
+                        u["coverage_status"] = json!("not_evaluated");
+                    }
+                }
+            }
+            units.push(u);
+        }
+        let metrics = self.audit_metrics(&audit, 3)?;
+        let mut out = json!({
+            "agent_id": agent,
+            "manifest_version": s.version,
+            "embedding_model_version": self.ranker_version(),
+            "evaluated_at": iso(evaluated_at),
+            "units": units,
+            "audit_7d": {"events": metrics["events"], "closed_events": metrics["closed_events"], "recall_at_3": metrics["recall_at_k"], "hit_at_3": metrics["hit_at_k"], "miss_rate": metrics["miss_rate"]},
+        });
+        if admin {
+            out["audit_7d"]["alert"] = metrics["alert"].clone();
+        }
+        Ok(out)
+    }
+
+    /// §21.5.3 metrics (through the engine) over audit rows.
+    pub fn audit_metrics(&self, rows: &[crate::db::AuditRow], k: u32) -> Result<Value, ApiError> {
+        let st = Storage { facts: Arc::new(crate::engine::NoFacts), audit: Arc::new(NoAudit) };
+        let recs = serde_json::to_string(rows).map_err(|e| ApiError::new(500, "engine_failed", e.to_string()))?;
+        parse_json(&engine(self.rt.audit_metrics(&st, &recs, k))?)
+    }
+
+    // ---- writes ----------------------------------------------------------------------
+
+    /// The current manifest's (deployment, version), if any.
+    fn current(&self, agent: &str) -> Result<Option<(String, String)>, ApiError> {
+        match self.db.snapshot(agent).map_err(ApiError::backend)? {
+            None => Ok(None),
+            Some(s) => {
+                let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
+                Ok(Some((m["deployment"].as_str().unwrap_or_default().to_string(), s.version.clone())))
+            }
+        }
+    }
+
+    /// `PUT /v1/agents/{id}/units/{name}`: a new immutable version of one unit's content.
+    /// Instruction-typed content needs `instruction:write` (Spec-13); a denial is audited.
+    pub fn write_unit(&self, agent: &str, name: &str, body: &Value, who: &Principal) -> Result<Value, ApiError> {
+        let interpret_as = body.get("interpret_as").and_then(Value::as_str).unwrap_or("instruction");
+        if !["instruction", "content"].contains(&interpret_as) {
+            return Err(ApiError::bad_request("invalid_request", "`interpret_as` must be \"instruction\" or \"content\""));
+        }
+        let check = if interpret_as == "instruction" { who.require_instruction_write(agent) } else { who.require_self(agent) };
+        if let Err(e) = check {
+            let detail = json!({"unit": name, "interpret_as": interpret_as, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
+            let _ = self.db.write(|tx| insert_event(tx, Some(agent), "capability_denied", &detail, now_ms()).map(|_| ()));
+            return Err(e);
+        }
+        let content = body.get("content").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request("invalid_request", "send the unit text as {\"content\": \"…\"}"))?;
+        let (deployment, _) = match (self.current(agent)?, body.get("deployment").and_then(Value::as_str)) {
+            (Some(c), _) => c,
+            (None, Some(d)) => (d.to_string(), String::new()),
+            (None, None) => return Err(ApiError::bad_request("invalid_request", format!("agent {agent:?} has no manifest yet: pass `deployment` with the first unit"))),
+        };
+        let unit_key = format!("instruction:{deployment}/{agent}/{name}");
+        let version = match body.get("version").and_then(Value::as_str) {
+            Some(v) => v.to_string(),
+            None => {
+                let latest: Option<String> = self.db.read(|c| {
+                    Ok(c.query_row("SELECT version FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", params![unit_key], |r| r.get(0))
+                        .optional()?)
+                })?;
+                match latest.as_deref().map(|v| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())) {
+                    None => "v1".to_string(),
+                    Some(Some(n)) => format!("v{}", n + 1),
+                    Some(None) => return Err(ApiError::bad_request("invalid_request", format!("the latest version {latest:?} is not of the form vN: pass `version` explicitly"))),
+                }
+            }
+        };
+        let uri = format!("{unit_key}/{version}");
+        if split_fact_uri(&uri).is_none() || !crate::auth::check_agent_id(name).is_ok() || version.eq_ignore_ascii_case("latest") {
+            return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
+        }
+        let fact = self.new_fact(agent, name, &uri, &unit_key, &version, content, interpret_as, &who.entity_uri, json!({"written_by_key": who.key_id}))?;
+        let now = now_ms();
+        let w = self.db.write(|tx| {
+            let r = insert_fact(tx, &fact, now)?;
+            if r == Ok(FactWrite::Inserted) {
+                // The stub embeds always-applicable units: a new version invalidates it.
+                tx.execute("DELETE FROM boot_stubs WHERE agent_id = ?1", params![agent])?;
+                insert_event(tx, Some(agent), "instruction_write", &json!({"uri": uri, "interpret_as": interpret_as, "entity_uri": who.entity_uri}), now)?;
+            }
+            Ok::<_, DbError>(r)
+        })?;
+        match w {
+            Ok(w) => Ok(json!({"uri": uri, "version": version, "sha256": fact.sha256(), "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": w == FactWrite::Unchanged})),
+            Err(_) => Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version"))),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn new_fact(&self, agent: &str, name: &str, uri: &str, unit_key: &str, version: &str, content: &str, interpret_as: &str, author: &str, provenance: Value) -> Result<NewFact, ApiError> {
+        let st = Storage { facts: Arc::new(crate::engine::NoFacts), audit: Arc::new(NoAudit) };
+        let tokens = self.rt.count_tokens(&st, content).map_err(ApiError::engine)?;
+        Ok(NewFact {
+            uri: uri.to_string(),
+            unit_key: unit_key.to_string(),
+            agent_id: agent.to_string(),
+            unit_name: name.to_string(),
+            version: version.to_string(),
+            content: content.to_string(),
+            interpret_as: interpret_as.to_string(),
+            tokens: tokens as i64,
+            authored_by: author.to_string(),
+            authored_at: iso(now_ms()),
+            source_trust: 0.9,
+            provenance,
+        })
+    }
+
+    /// `POST /v1/agents/{id}/instruction-manifest/cosignatures`: a second admin co-signs a
+    /// coverage-gate bypass for one exact manifest (S7).
+    pub fn cosign(&self, agent: &str, body: &Value, who: &Principal) -> Result<Value, ApiError> {
+        who.require_admin()?;
+        let version = body.get("version").and_then(Value::as_str).unwrap_or_default();
+        let digest = body.get("manifest_sha256").and_then(Value::as_str).unwrap_or_default();
+        if version.is_empty() || digest.len() != 64 {
+            return Err(ApiError::bad_request("invalid_request", "send {\"version\", \"manifest_sha256\"}: the digest is in the `cosignature_required` error of the publish"));
+        }
+        self.db.write(|tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO publish_cosignatures (agent_id, version, manifest_sha256, entity_uri, key_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![agent, version, digest, who.entity_uri, who.key_id, now_ms()],
+            )?;
+            Ok::<_, DbError>(())
+        })?;
+        Ok(json!({"agent_id": agent, "version": version, "manifest_sha256": digest, "cosigned_by": who.entity_uri}))
+    }
+
+    /// `PUT /v1/agents/{id}/instruction-manifest` (§21.8.3), and `lid publish`: validate,
+    /// run the coverage gate, render the stubs, then in one transaction write the unit
+    /// facts and the manifest fact, supersede the previous `instruction_manifests` row,
+    /// replace the stub cache and store the coverage report.
+    pub fn publish(&self, agent: &str, body: &Value, who: &Actor) -> Result<Value, ApiError> {
+        if !who.is_admin {
+            return Err(ApiError::new(403, "admin_required", "only an admin API key may publish a manifest (§21.8.3)"));
+        }
+        crate::auth::check_agent_id(agent)?;
+        let Some(obj) = body.as_object() else {
+            return Err(ApiError::invalid_json("expected a JSON object with `version` and `entries`"));
+        };
+        if let Some(a) = obj.get("agent_id").and_then(Value::as_str) {
+            if a != agent {
+                return Err(ApiError::bad_request("invalid_request", format!("the body is for agent {a:?} but the route is for {agent:?}")));
+            }
+        }
+        let current = self.current(agent)?;
+        let version = obj.get("version").or_else(|| obj.get("manifest_version")).and_then(Value::as_str).unwrap_or_default().to_string();
+        if version.is_empty() {
+            return Err(ApiError::bad_request("invalid_request", "the manifest needs a `version` (e.g. \"v2\")"));
+        }
+        let deployment = match (obj.get("deployment").and_then(Value::as_str), &current) {
+            (Some(d), _) => d.to_string(),
+            (None, Some((d, _))) => d.clone(),
+            (None, None) => return Err(ApiError::bad_request("invalid_request", "the first manifest of an agent needs `deployment`")),
+        };
+        let exists = self.db.read(|c| Ok(c.query_row("SELECT 1 FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, version], |_| Ok(())).optional()?))?;
+        if exists.is_some() {
+            return Err(ApiError::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version")));
+        }
+        let now = now_ms();
+        let mut manifest = json!({
+            "agent_id": agent,
+            "deployment": deployment,
+            "agent_role": obj.get("agent_role").cloned().unwrap_or(json!("")),
+            "manifest_version": version,
+            "published_at": iso(now),
+            "entries": obj.get("entries").cloned().unwrap_or(Value::Null),
+        });
+        if let Some(h) = obj.get("heartbeat_contract").filter(|v| !v.is_null()) {
+            manifest["heartbeat_contract"] = h.clone();
+        }
+        let manifest_json = manifest.to_string();
+        let approvals = obj.get("approvals").cloned().unwrap_or(json!({}));
+        let skip = obj.get("skip_coverage_gate").and_then(Value::as_bool).unwrap_or(false);
+
+        // 1. Validation (§21.2, §21.9), with approvals enforced and versions monotonic.
+        let vopts = json!({"wake_reasons": self.wake_reasons, "approvals": approvals, "previous_version": current.as_ref().map(|c| c.1.clone())});
+        let empty = Storage { facts: Arc::new(crate::engine::NoFacts), audit: Arc::new(NoAudit) };
+        let report = parse_json(&self.rt.validate_manifest(&empty, &manifest_json, &vopts.to_string()).map_err(ApiError::engine)?)?;
+        if !report["ok"].as_bool().unwrap_or(false) {
+            let errors = report["errors"].as_array().cloned().unwrap_or_default();
+            let code = errors.first().and_then(|e| e["code"].as_str()).unwrap_or("manifest_invalid").to_string();
+            let status = if code == "manifest_version_conflict" { 409 } else { 400 };
+            let summary = errors.iter().map(|e| format!("{}{}: {}", e["code"].as_str().unwrap_or(""), e["entry"].as_str().map(|n| format!(" [{n}]")).unwrap_or_default(), e["message"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("; ");
+            return Err(ApiError::new(status, &code, format!("manifest rejected ({} problem(s)): {summary}", errors.len())).with_details(json!({"errors": errors, "warnings": report["warnings"], "token_count": report["token_count"]})));
+        }
+        let token_count = report["token_count"].as_i64().unwrap_or(0);
+        let entries = manifest["entries"].as_array().cloned().unwrap_or_default();
+
+        // 2. Unit contents sent with the manifest become new fact versions (Spec-13 gate).
+        let base = match self.db.snapshot(agent).map_err(ApiError::backend)? {
+            Some(s) => s.facts.clone(),
+            None => Arc::new(SnapshotFacts::empty(self.db.clone())),
+        };
+        let mut staged: Vec<NewFact> = Vec::new();
+        let mut overlay = BTreeMap::new();
+        if let Some(units) = obj.get("units").and_then(Value::as_object) {
+            if !units.is_empty() && !who.instruction_write {
+                let _ = self.db.write(|tx| insert_event(tx, Some(agent), "capability_denied", &json!({"action": "publish_units", "entity_uri": who.entity_uri, "key_id": who.key_id}), now).map(|_| ()));
+                return Err(ApiError::new(403, "instruction_write_required", "publishing unit contents writes instruction facts and needs the `instruction:write` capability (Spec-13); admin authority alone is not enough"));
+            }
+            for (name, content) in units {
+                let Some(content) = content.as_str() else {
+                    return Err(ApiError::bad_request("invalid_request", format!("`units.{name}` must be the unit's markdown text")));
+                };
+                let entry = entries.iter().find(|e| e["name"].as_str() == Some(name.as_str()));
+                let Some(uri) = entry.and_then(|e| e["fact_uri"].as_str()) else {
+                    return Err(ApiError::bad_request("manifest_entry_invalid", format!("`units.{name}` has no manifest entry with a fact_uri to store it under")));
+                };
+                let Some((unit_key, unit_name, v)) = split_fact_uri(uri) else {
+                    return Err(ApiError::bad_request("manifest_entry_invalid", format!("entry {name:?} has an invalid fact_uri {uri:?}")));
+                };
+                let fact = self.new_fact(agent, &unit_name, uri, &unit_key, &v, content, "instruction", &who.entity_uri, json!({"published_with": version}))?;
+                if let Some(existing) = base.raw(uri) {
+                    let same = serde_json::from_slice::<Value>(existing).ok().and_then(|f| f["sha256"].as_str().map(|h| h == fact.sha256())).unwrap_or(false);
+                    if !same {
+                        return Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; facts are immutable (§21.4.2): bump the unit's version in its fact_uri")));
+                    }
+                    continue;
+                }
+                overlay.insert(uri.to_string(), fact.engine_json(None));
+                let mut versions: Vec<String> = base.raw(&unit_key).and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+                versions.push(v.clone());
+                overlay.insert(unit_key.clone(), serde_json::to_vec(&versions).unwrap_or_default());
+                staged.push(fact);
+            }
+        }
+        let facts = Arc::new(base.overlay(overlay));
+        let st = Storage { facts: facts.clone(), audit: Arc::new(NoAudit) };
+
+        // 3. The coverage gate (§21.8.3, Approach A).
+        let cov = parse_json(&engine(self.rt.coverage(&st, &manifest_json, "{}"))?)?;
+        let cov_units = cov["units"].as_array().cloned().unwrap_or_default();
+        let failing: Vec<Value> = cov_units.iter().filter(|u| !u["passed"].as_bool().unwrap_or(false)).map(|u| json!({"unit": u["unit"], "coverage_pct": u["coverage_pct"], "failed_paraphrases": u["failed"]})).collect();
+        let digest = sha256_hex(json!(entries).to_string().as_bytes());
+        let mut provenance = json!({
+            "published_by": who.entity_uri,
+            "key_id": who.key_id,
+            "published_at": iso(now),
+            "manifest_sha256": digest,
+            "embedding_model_version": self.ranker_version(),
+            "approvals": {"approved_by": who.entity_uri, "granted": approvals},
+        });
+        if !failing.is_empty() {
+            if !skip {
+                return Err(ApiError::bad_request(
+                    "manifest_coverage_failure",
+                    format!(
+                        "{} unit(s) failed the paraphrase coverage gate (top-3 for ≥80% of paraphrases): {}; add trigger intents or keywords in the wording agents use, or publish with skip_coverage_gate",
+                        failing.len(),
+                        failing.iter().map(|f| format!("{} ({:.0}%)", f["unit"].as_str().unwrap_or(""), f["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0)).collect::<Vec<_>>().join(", ")
+                    ),
+                )
+                .with_details(json!({"failing_units": failing})));
+            }
+            let guaranteed = entries.iter().any(|e| e["guarantee_load"].as_bool().unwrap_or(false));
+            let mut signers: Vec<String> = vec![who.entity_uri.clone()];
+            if guaranteed {
+                let cos: Vec<String> = self.db.read(|c| {
+                    let mut st = c.prepare("SELECT entity_uri FROM publish_cosignatures WHERE agent_id = ?1 AND version = ?2 AND manifest_sha256 = ?3 ORDER BY entity_uri")?;
+                    let rows = st.query_map(params![agent, version, digest], |r| r.get::<_, String>(0))?;
+                    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                })?;
+                signers.extend(cos.into_iter().filter(|e| *e != who.entity_uri));
+                signers.sort();
+                signers.dedup();
+                if signers.len() < 2 {
+                    return Err(ApiError::new(
+                        403,
+                        "cosignature_required",
+                        "skipping the coverage gate on a manifest with guarantee_load entries needs co-signatures of two distinct admins (S7): a second admin must POST the digest below to /v1/agents/{id}/instruction-manifest/cosignatures, then publish again",
+                    )
+                    .with_details(json!({"version": version, "manifest_sha256": digest, "failing_units": failing})));
+                }
+            }
+            provenance["coverage_gate"] = json!({
+                "skipped": true,
+                "would_have_failed": failing.iter().map(|f| json!({"unit": f["unit"], "coverage_pct": f["coverage_pct"]})).collect::<Vec<_>>(),
+                "cosigned_by": signers,
+                "recertify_by": iso(now + RECERTIFY_MS),
+            });
+        } else {
+            provenance["coverage_gate"] = json!({"skipped": skip, "passed": true});
+        }
+
+        // 4. The stubs for every profile (a stub over 500 body tokens fails the publish).
+        let mut stubs = Vec::new();
+        for p in PROFILES {
+            let s = parse_json(&engine(self.rt.render_stub(&st, &manifest_json, Some(p)))?)?;
+            stubs.push((p.to_string(), s["text"].as_str().unwrap_or_default().to_string(), s["total_tokens"].as_i64().unwrap_or(0)));
+        }
+
+        // 5. One transaction: facts, manifest fact, registry row, stub cache, coverage.
+        let manifest_uri = format!("instruction:{deployment}/{agent}/manifest/{version}");
+        let mfact = NewFact {
+            uri: manifest_uri.clone(),
+            unit_key: format!("instruction:{deployment}/{agent}/manifest"),
+            agent_id: agent.to_string(),
+            unit_name: "manifest".into(),
+            version: version.clone(),
+            content: manifest_json.clone(),
+            interpret_as: "instruction".into(),
+            tokens: token_count,
+            authored_by: who.entity_uri.clone(),
+            authored_at: iso(now),
+            source_trust: 1.0,
+            provenance: provenance.clone(),
+        };
+        let sv = self.stub_version();
+        let written: Vec<String> = staged.iter().map(|f| f.uri.clone()).collect();
+        self.db.write(|tx| {
+            for f in &staged {
+                if let Err(h) = insert_fact(tx, f, now)? {
+                    return Err(ApiError::new(409, "fact_version_conflict", format!("{} was written concurrently with other content (sha256 {h})", f.uri)));
+                }
+            }
+            if let Err(_h) = insert_fact(tx, &mfact, now)? {
+                return Err(ApiError::new(409, "manifest_version_conflict", format!("{manifest_uri} already exists; versions are immutable")));
+            }
+            tx.execute("UPDATE instruction_manifests SET superseded_at = ?1 WHERE agent_id = ?2 AND superseded_at IS NULL", params![now, agent]).map_err(DbError::from)?;
+            tx.execute(
+                "INSERT INTO instruction_manifests (id, agent_id, version, fact_uri, token_count, body, created_at, superseded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL)",
+                params![crate::db::uuid4(), agent, version, manifest_uri, token_count, json!(entries).to_string(), now],
+            )
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
+                    ApiError::new(409, "manifest_version_conflict", format!("version {version:?} is already published; versions are immutable"))
+                }
+                e => ApiError::storage(e.into()),
+            })?;
+            tx.execute("DELETE FROM boot_stubs WHERE agent_id = ?1", params![agent]).map_err(DbError::from)?;
+            for (p, text, tokens) in &stubs {
+                tx.execute(
+                    "INSERT INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![agent, p, sv, text, tokens, now, version],
+                )
+                .map_err(DbError::from)?;
+            }
+            for u in &cov_units {
+                tx.execute(
+                    "INSERT OR REPLACE INTO coverage_reports (agent_id, manifest_version, unit, coverage_pct, hit_at_10, probe_count, evaluated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![agent, version, u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0), u["hit_at_10"].as_f64().unwrap_or(0.0), u["paraphrases"].as_i64().unwrap_or(0), now],
+                )
+                .map_err(DbError::from)?;
+            }
+            if skip && !failing.is_empty() {
+                insert_event(tx, Some(agent), "coverage_gate_bypassed", &json!({"version": version, "provenance": provenance["coverage_gate"]}), now)?;
+            }
+            Ok::<_, ApiError>(())
+        })?;
+        Ok(json!({
+            "agent_id": agent,
+            "manifest_version": version,
+            "fact_uri": manifest_uri,
+            "token_count": token_count,
+            "coverage_report": cov_units.iter().map(|u| json!({"unit": u["unit"], "coverage_pct": u["coverage_pct"], "passed": u["passed"], "hit_at_10": u["hit_at_10"]})).collect::<Vec<_>>(),
+            "units_written": written,
+            "warnings": report["warnings"],
+            "provenance": provenance,
+        }))
+    }
+}

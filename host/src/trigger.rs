@@ -1,0 +1,54 @@
+//! Signed heartbeat triggers (S1): the control plane wakes an agent with a JWT (HS256 or
+//! EdDSA) carrying `sub` (the agent id), `wake_reason`, `heartbeat_id` and `exp`. The wake
+//! reason that selects task-type preloads (§21.1.5) comes from a verified trigger only.
+
+use jsonwebtoken::{decode, Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+
+use crate::apierror::ApiError;
+
+/// The verified claims of a trigger.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Trigger {
+    pub sub: String,
+    pub wake_reason: String,
+    pub heartbeat_id: String,
+    #[serde(default)]
+    pub session_start: Option<u64>,
+    pub exp: u64,
+}
+
+/// How triggers are verified: a shared HS256 secret or an Ed25519 public key.
+pub struct TriggerKey {
+    key: DecodingKey,
+    alg: Algorithm,
+}
+
+impl TriggerKey {
+    pub fn hs256(secret: &[u8]) -> Self {
+        TriggerKey { key: DecodingKey::from_secret(secret), alg: Algorithm::HS256 }
+    }
+
+    /// An Ed25519 public key as base64url (32 bytes, the JWK `x`).
+    pub fn eddsa(public_x_b64url: &str) -> anyhow::Result<Self> {
+        Ok(TriggerKey { key: DecodingKey::from_ed_components(public_x_b64url.trim())?, alg: Algorithm::EdDSA })
+    }
+
+    /// Verify `token` for `agent`: signature, algorithm, expiry, subject, claims.
+    pub fn verify(&self, token: &str, agent: &str) -> Result<Trigger, ApiError> {
+        let mut v = Validation::new(self.alg);
+        v.validate_aud = false;
+        v.leeway = 5;
+        v.set_required_spec_claims(&["exp", "sub"]);
+        let t = decode::<Trigger>(token.trim(), &self.key, &v)
+            .map_err(|e| ApiError::new(401, "heartbeat_trigger_invalid", format!("the heartbeat trigger is not a valid signed trigger ({e}); it must be a {:?} JWT from the control plane", self.alg)))?
+            .claims;
+        if t.sub != agent {
+            return Err(ApiError::new(401, "heartbeat_trigger_invalid", format!("the trigger was issued for agent {:?}, not {agent:?}", t.sub)));
+        }
+        if t.wake_reason.trim().is_empty() || t.heartbeat_id.trim().is_empty() {
+            return Err(ApiError::new(401, "heartbeat_trigger_invalid", "the trigger must carry a non-empty `wake_reason` and `heartbeat_id`"));
+        }
+        Ok(t)
+    }
+}
