@@ -43,6 +43,10 @@ pub struct ServeArgs {
     /// Memory limit of one engine instance, in MiB
     #[arg(long, default_value_t = 512)]
     pub memory_mib: usize,
+    /// Exit when standard input closes (lets a supervising process, such as a test
+    /// harness, take the server down with it)
+    #[arg(long)]
+    pub exit_with_stdin: bool,
 }
 
 /// The example agent `--demo` publishes.
@@ -128,6 +132,13 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     if let Some(p) = &args.org_manifest {
         let org: Value = serde_json::from_str(&std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?)?;
         crate::auth::load_org_manifest(&db, &org).map_err(anyhow::Error::new)?;
+    }
+    if args.exit_with_stdin {
+        std::thread::spawn(|| {
+            let mut sink = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+            std::process::exit(0);
+        });
     }
     let mut demo_lines = Vec::new();
     if args.demo {

@@ -1,5 +1,7 @@
 //! Shared helpers for lid's cross-cutting tests.
 
+pub mod http;
+
 use std::path::PathBuf;
 
 /// The repository root.

@@ -174,13 +174,13 @@ fn preloads_follow_section_21_1_5() {
     m["entries"][2]["fact_uri"] = Value::Null;
     m["entries"][2]["path"] = json!("units/release-checklist.md");
     let st2 = Storage { facts: Arc::new(empty), audit: Arc::new(NoAudit) };
-    let e = rt.preload(&st2, &m.to_string(), "routine_fired", 0).unwrap().unwrap_err();
+    let e = rt.preload(&st2, &m.to_string(), "routine_fired", 0, "").unwrap().unwrap_err();
     assert_eq!(e.code, "preload_unit_unavailable");
-    let fb: Value = serde_json::from_str(&rt.preload(&st2, &m.to_string(), "manual", 0).unwrap().unwrap()).unwrap();
+    let fb: Value = serde_json::from_str(&rt.preload(&st2, &m.to_string(), "manual", 0, "").unwrap().unwrap()).unwrap();
     assert_eq!(fb["units"][0]["source"], "fallback_path");
     assert_eq!(fb["units"][0]["content"], "fallback text");
     m["entries"][1]["fact_uri"] = json!("instruction:demo/release-engineer/triage-incoming/v1");
-    let warn: Value = serde_json::from_str(&rt.preload(&st2, &m.to_string(), "issue_assigned", 0).unwrap().unwrap()).unwrap();
+    let warn: Value = serde_json::from_str(&rt.preload(&st2, &m.to_string(), "issue_assigned", 0, "").unwrap().unwrap()).unwrap();
     assert_eq!(warn["units"], json!([]));
     assert_eq!(warn["warnings"][0]["code"], "preload_unit_unavailable");
 }

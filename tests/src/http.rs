@@ -1,0 +1,260 @@
+//! HTTP test plumbing: a small blocking client, and a `lid serve` started on a free
+//! loopback port with a temporary database (or any host named by `LID_CONTRACT_BASE_URL`).
+//!
+//! The contract suite needs, from whatever host it runs against: a base URL, two admin
+//! keys with `instruction:write` (distinct entity URIs, for co-signatures) and the HS256
+//! secret heartbeat triggers are signed with. For `lid serve` this module creates them;
+//! another host passes them in `LID_CONTRACT_BASE_URL`, `LID_CONTRACT_ADMIN_KEY`,
+//! `LID_CONTRACT_ADMIN2_KEY` and `LID_CONTRACT_TRIGGER_SECRET`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+/// One HTTP response.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): status {} body {:?}", self.status, &self.body[..self.body.len().min(300)]))
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    /// The error code of an error response.
+    pub fn code(&self) -> String {
+        self.json()["error"]["code"].as_str().unwrap_or_default().to_string()
+    }
+}
+
+/// A blocking client for one base URL.
+#[derive(Clone)]
+pub struct Client {
+    pub base: String,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    pub fn new(base: &str) -> Self {
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        Client { base: base.trim_end_matches('/').to_string(), agent }
+    }
+
+    /// `method` `path` with an optional bearer key and body (sent as JSON when given).
+    pub fn req(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>) -> Resp {
+        self.req_with(method, path, key, body, &[])
+    }
+
+    pub fn req_with(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>, headers: &[(&str, &str)]) -> Resp {
+        self.try_req_with(method, path, key, body, headers).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// As [`Client::req_with`], with transport failures (refused, reset) as `Err`.
+    pub fn try_req_with(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>, headers: &[(&str, &str)]) -> Result<Resp, String> {
+        let url = format!("{}{}", self.base, path);
+        let auth = key.map(|k| format!("Bearer {k}"));
+        macro_rules! hdrs {
+            ($r:expr) => {{
+                let mut r = $r;
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                for (k, v) in headers {
+                    r = r.header(*k, *v);
+                }
+                r
+            }};
+        }
+        let res = match method {
+            "GET" => hdrs!(self.agent.get(&url)).call(),
+            "DELETE" => hdrs!(self.agent.delete(&url)).call(),
+            "POST" => hdrs!(self.agent.post(&url)).header("Content-Type", "application/json").send(body.unwrap_or("")),
+            "PUT" => hdrs!(self.agent.put(&url)).header("Content-Type", "application/json").send(body.unwrap_or("")),
+            m => panic!("unsupported method {m}"),
+        };
+        let mut r = res.map_err(|e| format!("{method} {url}: {e}"))?;
+        let status = r.status().as_u16();
+        let headers = r.headers().iter().map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string())).collect();
+        let body = r.body_mut().with_config().limit(64 << 20).read_to_string().map_err(|e| format!("{method} {url}: reading the body: {e}"))?;
+        Ok(Resp { status, headers, body })
+    }
+
+    pub fn get(&self, path: &str, key: Option<&str>) -> Resp {
+        self.req("GET", path, key, None)
+    }
+    pub fn post(&self, path: &str, key: Option<&str>, body: &Value) -> Resp {
+        self.req("POST", path, key, Some(&body.to_string()))
+    }
+    pub fn put(&self, path: &str, key: Option<&str>, body: &Value) -> Resp {
+        self.req("PUT", path, key, Some(&body.to_string()))
+    }
+}
+
+/// A `lid serve` process on a temporary database, killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub dir: PathBuf,
+    pub db: PathBuf,
+    pub log: Arc<Mutex<String>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `lid` binary of this build (`target/<profile>/lid`).
+pub fn lid_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let bin = dir.join("lid");
+    assert!(bin.exists(), "{} is missing: build the workspace first (cargo build --release --workspace)", bin.display());
+    bin
+}
+
+/// A fresh temporary directory.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let mut b = [0u8; 6];
+    let _ = getrandom_fill(&mut b);
+    let d = std::env::temp_dir().join(format!("lid-{tag}-{}-{}", std::process::id(), b.iter().map(|x| format!("{x:02x}")).collect::<String>()));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn getrandom_fill(b: &mut [u8]) -> std::io::Result<()> {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")?.read_exact(b)
+}
+
+/// Run `lid` with `args`; panics with its stderr on failure; returns stdout.
+pub fn lid(args: &[&str]) -> String {
+    let out = Command::new(lid_bin()).args(args).output().expect("run lid");
+    assert!(out.status.success(), "lid {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Create a key in `db` with the CLI; returns the secret.
+pub fn create_key(db: &Path, role: &str, agent: Option<&str>, caps: &[&str], entity: &str) -> String {
+    let mut args = vec!["keys", "create", "--json", "--db", db.to_str().unwrap_or_default(), "--role", role, "--entity-uri", entity];
+    if let Some(a) = agent {
+        args.extend(["--agent", a]);
+    }
+    for c in caps {
+        args.extend(["--cap", c]);
+    }
+    let v: Value = serde_json::from_str(&lid(&args)).expect("keys create --json");
+    v["key"].as_str().expect("key").to_string()
+}
+
+impl Server {
+    /// Start `lid serve` on `db` (in `dir`) with extra args; waits for its address line.
+    pub fn start(dir: &Path, db: &Path, secret: &str, extra: &[&str]) -> Server {
+        let mut cmd = Command::new(lid_bin());
+        cmd.args(["serve", "--db", db.to_str().unwrap_or_default(), "--addr", "127.0.0.1:0", "--exit-with-stdin"])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .env("LID_HEARTBEAT_SECRET", secret)
+            .env("LID_CACHE_DIR", dir.join("cache"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn lid serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        let base = first.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("lid serve did not start: {first:?}")).to_string();
+        let log = Arc::new(Mutex::new(String::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if let Ok(mut g) = log.lock() {
+                        g.push_str(&l);
+                        g.push('\n');
+                    }
+                }
+            });
+        }
+        std::thread::spawn(move || for _ in lines.by_ref() {});
+        Server { child, base, dir: dir.to_path_buf(), db: db.to_path_buf(), log }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::new(&self.base)
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().map(|g| g.clone()).unwrap_or_default()
+    }
+}
+
+/// What the contract suite needs of a host.
+pub struct Target {
+    pub client: Client,
+    pub admin: String,
+    pub admin2: String,
+    pub secret: String,
+    /// Kept alive while the suite runs (when this process started the server).
+    pub _server: Option<Server>,
+}
+
+/// The host under test: `LID_CONTRACT_BASE_URL` (with its keys), else a fresh `lid serve`.
+pub fn contract_target() -> Target {
+    if let Ok(base) = std::env::var("LID_CONTRACT_BASE_URL") {
+        let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} must be set with LID_CONTRACT_BASE_URL"));
+        return Target { client: Client::new(&base), admin: var("LID_CONTRACT_ADMIN_KEY"), admin2: var("LID_CONTRACT_ADMIN2_KEY"), secret: var("LID_CONTRACT_TRIGGER_SECRET"), _server: None };
+    }
+    let dir = temp_dir("contract");
+    let db = dir.join("lid.db");
+    let caps = ["admin", "read", "instruction:write"];
+    let admin = create_key(&db, "admin", None, &caps, "admin:alice");
+    let admin2 = create_key(&db, "admin", None, &caps, "admin:bob");
+    let secret = "contract-suite-trigger-secret-0123456789".to_string();
+    let server = Server::start(&dir, &db, &secret, &[]);
+    Target { client: server.client(), admin, admin2, secret, _server: Some(server) }
+}
+
+/// A unique agent id for one test.
+pub fn agent_id(tag: &str) -> String {
+    let mut b = [0u8; 4];
+    let _ = getrandom_fill(&mut b);
+    format!("{tag}-{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+}
+
+/// The demo agent's manifest re-targeted at `agent` (entries, units), as a publish body.
+pub fn demo_publish_body(agent: &str, version: &str) -> Value {
+    let dir = crate::root().join("examples").join("demo-agent");
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).expect("demo manifest")).expect("demo manifest json");
+    let mut entries = m["entries"].as_array().cloned().unwrap_or_default();
+    let mut units = serde_json::Map::new();
+    for e in entries.iter_mut() {
+        let name = e["name"].as_str().unwrap_or_default().to_string();
+        e["fact_uri"] = json!(format!("instruction:demo/{agent}/{name}/v1"));
+        let content = std::fs::read_to_string(dir.join("units").join(format!("{name}.md"))).expect("unit file");
+        units.insert(name, Value::String(content));
+    }
+    json!({
+        "version": version, "deployment": "demo", "agent_role": m["agent_role"], "entries": entries, "units": units,
+        "approvals": {"guarantee_load": true, "task_types": [], "force_position": []},
+    })
+}
+
+/// Sign an HS256 heartbeat trigger.
+pub fn sign_trigger(secret: &str, claims: &Value) -> String {
+    jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), claims, &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes())).expect("sign")
+}
+
+/// Unix seconds now.
+pub fn now_s() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}

@@ -1,0 +1,451 @@
+//! The HTTP contract suite (§21.8, §21.9, S1, S7, S9, S11, Spec-13), written once against a
+//! base URL: by default it starts the real `lid serve` on a free loopback port with a
+//! temporary SQLite database; set `LID_CONTRACT_BASE_URL` (and the keys, see
+//! `lid_tests::http`) to run the very same tests against another host.
+
+use std::sync::OnceLock;
+
+use lid_tests::http::{agent_id, contract_target, demo_publish_body, now_s, sign_trigger, Client, Target};
+use serde_json::{json, Value};
+
+fn target() -> &'static Target {
+    static T: OnceLock<Target> = OnceLock::new();
+    T.get_or_init(contract_target)
+}
+
+fn c() -> &'static Client {
+    &target().client
+}
+
+fn admin() -> Option<&'static str> {
+    Some(target().admin.as_str())
+}
+
+/// Publish the demo agent as `agent` (v1) and return its agent key.
+fn setup_agent(tag: &str) -> (String, String) {
+    let agent = agent_id(tag);
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &demo_publish_body(&agent, "v1"));
+    assert_eq!(r.status, 200, "publish: {}", r.body);
+    (agent.clone(), new_key("agent", Some(&agent), None))
+}
+
+fn new_key(role: &str, agent: Option<&str>, caps: Option<Vec<&str>>) -> String {
+    let mut body = json!({"role": role, "agent_id": agent});
+    if let Some(caps) = caps {
+        body["capabilities"] = json!(caps);
+    }
+    let r = c().post("/v1/keys", admin(), &body);
+    assert_eq!(r.status, 201, "create key: {}", r.body);
+    r.json()["key"].as_str().unwrap().to_string()
+}
+
+fn recall(agent: &str, key: &str, intent: &str) -> Value {
+    let r = c().post(&format!("/v1/agents/{agent}/recall-instruction"), Some(key), &json!({"intent": intent}));
+    assert_eq!(r.status, 200, "recall: {}", r.body);
+    r.json()
+}
+
+#[test]
+fn healthz_openapi_and_unknown_routes() {
+    let h = c().get("/healthz", None);
+    assert_eq!(h.status, 200);
+    assert!(h.json()["engine"]["ranker_version"].as_str().unwrap().starts_with("lid-rank"));
+    let o = c().get("/openapi.json", None);
+    assert_eq!(o.status, 200);
+    let doc = o.json();
+    for p in [
+        "/v1/agents/{id}/boot-stub",
+        "/v1/agents/{id}/instruction-manifest",
+        "/v1/agents/{id}/instruction-manifest/coverage",
+        "/v1/agents/{id}/recall-instruction",
+        "/v1/agents/{id}/heartbeat",
+        "/v1/agents/{id}/units/{name}",
+        "/v1/instruction/audit",
+        "/healthz",
+    ] {
+        assert!(doc["paths"].get(p).is_some(), "openapi lacks {p}");
+    }
+    let nf = c().get("/v1/nothing-here", admin());
+    assert_eq!((nf.status, nf.code().as_str()), (404, "route_not_found"));
+}
+
+#[test]
+fn publish_get_manifest_and_boot_stub() {
+    let (agent, key) = setup_agent("pub");
+    let m = c().get(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&key));
+    assert_eq!(m.status, 200, "{}", m.body);
+    let m = m.json();
+    assert_eq!(m["manifest_version"], "v1");
+    assert_eq!(m["fact_uri"], format!("instruction:demo/{agent}/manifest/v1"));
+    assert!(m["token_count"].as_u64().unwrap() > 100 && m["token_count"].as_u64().unwrap() <= 1000);
+    assert!(m["embedding_model_version"].as_str().unwrap().starts_with("lid-rank"));
+    assert_eq!(m["entries"].as_array().unwrap().len(), 7);
+    assert!(m.get("provenance").is_none(), "provenance is for admins only");
+    let ma = c().get(&format!("/v1/agents/{agent}/instruction-manifest"), admin()).json();
+    assert_eq!(ma["provenance"]["approvals"]["granted"]["guarantee_load"], true);
+
+    let s = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
+    assert_eq!(s.status, 200);
+    assert!(s.header("content-type").unwrap().starts_with("text/markdown"));
+    assert_eq!(s.header("x-manifest-version"), Some("v1"));
+    assert_eq!(s.header("x-stub-version"), Some("1"));
+    let tokens: u64 = s.header("x-token-count").unwrap().parse().unwrap();
+    assert!(tokens > 50 && tokens < 700, "{tokens}");
+    assert!(s.body.contains("recall_instruction"));
+    // Unknown profiles are generic (§21.8.1), byte for byte.
+    let unknown = c().get(&format!("/v1/agents/{agent}/boot-stub?profile=no-such-profile"), Some(&key));
+    assert_eq!(unknown.status, 200);
+    assert_eq!(unknown.body, s.body);
+    let oa = c().get(&format!("/v1/agents/{agent}/boot-stub?profile=openai-assistants"), Some(&key));
+    assert!(oa.body.contains("adapter_profile: \"openai-assistants\""), "{}", &oa.body[..300]);
+
+    // Versions are immutable (409) and monotonic.
+    let again = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &demo_publish_body(&agent, "v1"));
+    assert_eq!((again.status, again.code().as_str()), (409, "manifest_version_conflict"));
+    let v2 = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &demo_publish_body(&agent, "v2"));
+    assert_eq!(v2.status, 200, "{}", v2.body);
+    let older = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &demo_publish_body(&agent, "v0"));
+    assert_eq!((older.status, older.code().as_str()), (409, "manifest_version_conflict"), "{}", older.body);
+    let unknown_agent = c().get("/v1/agents/nobody-here/instruction-manifest", admin());
+    assert_eq!((unknown_agent.status, unknown_agent.code().as_str()), (404, "manifest_not_found"));
+    let no_stub = c().get("/v1/agents/nobody-here/boot-stub", admin());
+    assert_eq!((no_stub.status, no_stub.code().as_str()), (404, "boot_stub_not_found"));
+}
+
+#[test]
+fn a_new_manifest_regenerates_the_stub() {
+    let (agent, key) = setup_agent("stale");
+    let before = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
+    assert_eq!(before.header("x-manifest-version"), Some("v1"));
+    // v2 changes the always-applicable unit: the stub must show the new text at once.
+    let mut body = demo_publish_body(&agent, "v2");
+    let entries = body["entries"].as_array_mut().unwrap();
+    let ground = entries.iter_mut().find(|e| e["name"] == "ground-rules").unwrap();
+    ground["fact_uri"] = json!(format!("instruction:demo/{agent}/ground-rules/v2"));
+    body["units"]["ground-rules"] = json!("## Ground rules\n\n- Never deploy on a Friday afternoon.\n- Never print secrets.\n- Escalate to the on-call lead when unsure.\n");
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let after = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
+    assert_eq!(after.header("x-manifest-version"), Some("v2"));
+    assert!(after.body.contains("Friday afternoon"), "stale stub delivered:\n{}", after.body);
+    assert!(!before.body.contains("Friday afternoon"));
+}
+
+#[test]
+fn invalid_manifests_report_every_problem_with_codes() {
+    let agent = agent_id("bad");
+    let mut body = demo_publish_body(&agent, "v1");
+    let entries = body["entries"].as_array_mut().unwrap();
+    entries[1]["path"] = json!("units/x.md"); // both fact_uri and path
+    entries[2]["required_by_task_types"] = json!(["no_such_wake_reason"]);
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
+    assert_eq!(r.status, 400, "{}", r.body);
+    let codes: Vec<String> = r.json()["error"]["details"]["errors"].as_array().unwrap().iter().map(|e| e["code"].as_str().unwrap().to_string()).collect();
+    assert!(codes.contains(&"manifest_entry_invalid".to_string()), "{codes:?}");
+    assert!(codes.contains(&"task_type_unknown".to_string()), "{codes:?}");
+
+    // Too large: descriptions and intents padded past 1000 tokens.
+    let mut big = demo_publish_body(&agent, "v1");
+    for e in big["entries"].as_array_mut().unwrap() {
+        e["load_triggers"]["intents"] = json!((0..12).map(|i| format!("a long trigger intent number {i} about releases and deploys and rollbacks")).collect::<Vec<_>>());
+    }
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &big);
+    assert_eq!((r.status, r.code().as_str()), (400, "manifest_too_large"), "{}", r.body);
+
+    // More than 5 guaranteed units.
+    let mut g = demo_publish_body(&agent, "v1");
+    for e in g["entries"].as_array_mut().unwrap() {
+        e["guarantee_load"] = json!(true);
+    }
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &g);
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"]["details"]["errors"].as_array().unwrap().iter().any(|e| e["code"] == "guarantee_cap_exceeded"), "{}", r.body);
+
+    // > 2 task types without approval; guarantee_load without approval.
+    let mut t = demo_publish_body(&agent, "v1");
+    t["approvals"] = json!({});
+    t["entries"][1]["required_by_task_types"] = json!(["issue_assigned", "manual", "routine_fired"]);
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &t);
+    assert_eq!(r.status, 400);
+    let codes: Vec<String> = r.json()["error"]["details"]["errors"].as_array().unwrap().iter().map(|e| e["code"].as_str().unwrap().to_string()).collect();
+    assert!(codes.contains(&"task_types_approval_required".to_string()), "{codes:?}");
+
+    // Not JSON at all.
+    let r = c().req("PUT", &format!("/v1/agents/{agent}/instruction-manifest"), admin(), Some("{not json"));
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_json"));
+    // Nothing was published by any of these.
+    let m = c().get(&format!("/v1/agents/{agent}/instruction-manifest"), admin());
+    assert_eq!(m.status, 404);
+}
+
+/// Four units share one trigger intent: each paraphrase has 3 top-3 slots for 4 units, so
+/// 5 paraphrases leave at least 5 misses among 4 units: one of them must fall below 80%.
+fn weak_body(agent: &str, version: &str, guaranteed: bool) -> Value {
+    let mut body = demo_publish_body(agent, version);
+    // Room under the 1000-token cap for the twins.
+    body["units"].as_object_mut().unwrap().retain(|k, _| k != "writing-status-updates" && k != "dependency-upgrades");
+    let entries = body["entries"].as_array_mut().unwrap();
+    entries.retain(|e| e["name"] != "writing-status-updates" && e["name"] != "dependency-upgrades");
+    if !guaranteed {
+        for e in entries.iter_mut() {
+            e["guarantee_load"] = json!(false);
+        }
+    }
+    const TWINS: [&str; 4] = ["twin-a", "twin-b", "twin-c", "twin-d"];
+    for n in TWINS {
+        entries.push(json!({
+            "name": n, "description": "Archive old build artifacts.", "required_by_task_types": [], "guarantee_load": false,
+            "load_triggers": {"intents": ["archive the old build artifacts"], "keywords": [], "task_types": []},
+            "fact_uri": format!("instruction:demo/{agent}/{n}/v1"), "path": null,
+        }));
+    }
+    for n in TWINS {
+        body["units"][n] = json!("Archive old build artifacts to cold storage.");
+    }
+    body
+}
+
+#[test]
+fn coverage_gate_rejects_weak_units_and_bypass_is_recorded() {
+    let agent = agent_id("gate");
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &weak_body(&agent, "v1", false));
+    assert_eq!((r.status, r.code().as_str()), (400, "manifest_coverage_failure"), "{}", r.body);
+    let failing = &r.json()["error"]["details"]["failing_units"];
+    assert!(failing.as_array().unwrap().iter().any(|f| f["unit"].as_str().unwrap().starts_with("twin-") && f["coverage_pct"].as_f64().unwrap() < 0.8), "{failing}");
+
+    // Single-admin bypass: allowed without guaranteed units, and recorded.
+    let mut skip = weak_body(&agent, "v1", false);
+    skip["skip_coverage_gate"] = json!(true);
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &skip);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let gate = &r.json()["provenance"]["coverage_gate"];
+    assert_eq!(gate["skipped"], true);
+    assert!(gate["would_have_failed"].as_array().unwrap().iter().any(|f| f["unit"].as_str().unwrap().starts_with("twin-")), "{gate}");
+    assert!(gate["recertify_by"].is_string());
+    let m = c().get(&format!("/v1/agents/{agent}/instruction-manifest"), admin()).json();
+    assert_eq!(m["provenance"]["coverage_gate"]["skipped"], true);
+}
+
+#[test]
+fn bypass_with_guaranteed_units_needs_two_admins() {
+    let agent = agent_id("cosign");
+    let mut body = weak_body(&agent, "v1", true);
+    body["skip_coverage_gate"] = json!(true);
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
+    assert_eq!((r.status, r.code().as_str()), (403, "cosignature_required"), "{}", r.body);
+    let digest = r.json()["error"]["details"]["manifest_sha256"].as_str().unwrap().to_string();
+    // The same admin co-signing does not count.
+    let own = c().post(&format!("/v1/agents/{agent}/instruction-manifest/cosignatures"), admin(), &json!({"version": "v1", "manifest_sha256": digest}));
+    assert_eq!(own.status, 201);
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
+    assert_eq!(r.code(), "cosignature_required");
+    // A second, distinct admin does.
+    let other = c().post(&format!("/v1/agents/{agent}/instruction-manifest/cosignatures"), Some(&target().admin2), &json!({"version": "v1", "manifest_sha256": digest}));
+    assert_eq!(other.status, 201, "{}", other.body);
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let signers = r.json()["provenance"]["coverage_gate"]["cosigned_by"].as_array().unwrap().len();
+    assert_eq!(signers, 2);
+}
+
+#[test]
+fn recall_answers_audits_and_takes_feedback_once() {
+    let (agent, key) = setup_agent("recall");
+    let r = recall(&agent, &key, "production is broken after the deploy, how do I roll back?");
+    let names: Vec<&str> = r["chunks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"rollback-procedure"), "{names:?}");
+    assert!(r["audit_token"].as_str().unwrap().starts_with("audi_"));
+    for k in ["total_tokens", "truncated", "missed_hints", "omitted"] {
+        assert!(r.get(k).is_some(), "response lacks {k}");
+    }
+    let path = format!("/v1/agents/{agent}/recall-instruction");
+    let empty = c().post(&path, Some(&key), &json!({"intent": "  "}));
+    assert_eq!((empty.status, empty.code().as_str()), (400, "intent_required"));
+    let missing = c().post(&path, Some(&key), &json!({}));
+    assert_eq!((missing.status, missing.code().as_str()), (400, "intent_required"));
+    let bad = c().req("POST", &path, Some(&key), Some("[1,2"));
+    assert_eq!((bad.status, bad.code().as_str()), (400, "invalid_json"));
+    let nf = c().post("/v1/agents/nobody-here/recall-instruction", admin(), &json!({"intent": "x"}));
+    assert_eq!((nf.status, nf.code().as_str()), (404, "manifest_not_found"));
+
+    // Feedback: 204, an identical resubmission 204, a different one refused.
+    let token = r["audit_token"].as_str().unwrap();
+    let fb = json!({"audit_token": token, "used_chunks": ["rollback-procedure"], "missed_chunks": []});
+    assert_eq!(c().post("/v1/instruction/audit", Some(&key), &fb).status, 204);
+    assert_eq!(c().post("/v1/instruction/audit", Some(&key), &fb).status, 204);
+    let diff = c().post("/v1/instruction/audit", Some(&key), &json!({"audit_token": token, "used_chunks": ["code-review"]}));
+    assert_eq!((diff.status, diff.code().as_str()), (400, "audit_token_invalid"));
+    let unknown = c().post("/v1/instruction/audit", Some(&key), &json!({"audit_token": "audi_01JZZZZZZZZZZZZZZZZZZZZZZZ", "used_chunks": []}));
+    assert_eq!((unknown.status, unknown.code().as_str()), (400, "audit_token_invalid"));
+    let garbage = c().post("/v1/instruction/audit", Some(&key), &json!({"audit_token": "nope"}));
+    assert_eq!((garbage.status, garbage.code().as_str()), (400, "audit_token_invalid"));
+
+    // The feedback reached the audit log: the coverage report counts it.
+    let cov = c().get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), Some(&key)).json();
+    let rb = cov["units"].as_array().unwrap().iter().find(|u| u["name"] == "rollback-procedure").unwrap().clone();
+    assert_eq!(rb["audit_7d"]["used"], 1, "{rb}");
+    assert!(rb["audit_7d"]["loaded"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn recall_is_deterministic_apart_from_the_audit_token() {
+    let (agent, key) = setup_agent("det");
+    let strip = |mut v: Value| {
+        v["audit_token"] = Value::Null;
+        v
+    };
+    let a = strip(recall(&agent, &key, "review this pull request"));
+    let b = strip(recall(&agent, &key, "review this pull request"));
+    assert_eq!(a.to_string(), b.to_string());
+}
+
+#[test]
+fn heartbeat_needs_a_signed_trigger_and_preloads_its_wake_reason() {
+    let (agent, key) = setup_agent("hb");
+    let secret = &target().secret;
+    let path = format!("/v1/agents/{agent}/heartbeat");
+    let claims = json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_1", "exp": now_s() + 600});
+    let trigger = sign_trigger(secret, &claims);
+    // A wake reason outside the signed trigger is ignored (S1).
+    let r = c().post(&path, Some(&key), &json!({"trigger": trigger, "wake_reason": "manual"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["wake_reason"], "issue_assigned");
+    assert_eq!(v["heartbeat_id"], "run_1");
+    let units: Vec<&str> = v["preloads"]["units"].as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    assert!(units.contains(&"triage-incoming"), "{units:?}");
+    assert!(v["boot_stub"]["text"].as_str().unwrap().contains("recall_instruction"));
+    let ctx = v["context"].as_str().unwrap();
+    assert!(ctx.find("recall_instruction").unwrap() < ctx.find("preload: triage-incoming").unwrap(), "stub first, then preloads");
+    // The preload was audited: its token takes feedback.
+    let tok = v["audit_token"].as_str().unwrap();
+    assert_eq!(c().post("/v1/instruction/audit", Some(&key), &json!({"audit_token": tok, "used_chunks": ["triage-incoming"]})).status, 204);
+    // Markdown rendering of the same.
+    let md = c().req_with("POST", &path, Some(&key), Some(&json!({"trigger": trigger}).to_string()), &[("Accept", "text/markdown")]);
+    assert!(md.header("content-type").unwrap().starts_with("text/markdown"));
+    assert!(md.body.contains("preload: triage-incoming"));
+
+    // Unsigned, tampered, wrongly signed, expired, for another agent: all refused.
+    let unsigned = c().post(&path, Some(&key), &json!({"wake_reason": "issue_assigned"}));
+    assert_eq!((unsigned.status, unsigned.code().as_str()), (401, "heartbeat_trigger_invalid"));
+    let mut parts: Vec<String> = trigger.split('.').map(str::to_string).collect();
+    use base64::Engine;
+    let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"sub": agent, "wake_reason": "manual", "heartbeat_id": "run_1", "exp": now_s() + 600}).to_string());
+    parts[1] = forged;
+    let tampered = c().post(&path, Some(&key), &json!({"trigger": parts.join(".")}));
+    assert_eq!((tampered.status, tampered.code().as_str()), (401, "heartbeat_trigger_invalid"));
+    let wrong = sign_trigger("not-the-secret", &claims);
+    assert_eq!(c().post(&path, Some(&key), &json!({"trigger": wrong})).status, 401);
+    let expired = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_2", "exp": now_s() - 3600}));
+    assert_eq!(c().post(&path, Some(&key), &json!({"trigger": expired})).status, 401);
+    let other = sign_trigger(secret, &json!({"sub": "someone-else", "wake_reason": "issue_assigned", "heartbeat_id": "run_3", "exp": now_s() + 600}));
+    assert_eq!(c().post(&path, Some(&key), &json!({"trigger": other})).status, 401);
+}
+
+#[test]
+fn unit_writes_need_instruction_write() {
+    let (agent, key) = setup_agent("write");
+    let path = format!("/v1/agents/{agent}/units/code-review");
+    let body = json!({"content": "## Code review\n\nReview every pull request within one working day; block on missing tests.\n"});
+    // General authority is not enough (Spec-13): an admin key without instruction:write.
+    let plain_admin = new_key("admin", None, Some(vec!["admin", "read"]));
+    let r = c().put(&path, Some(&plain_admin), &body);
+    assert_eq!((r.status, r.code().as_str()), (403, "instruction_write_required"), "{}", r.body);
+    let r = c().put(&path, Some(&key), &body);
+    assert_eq!((r.status, r.code().as_str()), (403, "instruction_write_required"));
+    // With the capability: a new immutable version, served by recall at once.
+    let r = c().put(&path, admin(), &body);
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["version"], "v2");
+    let again = c().put(&path, admin(), &json!({"content": body["content"], "version": "v2"}));
+    assert_eq!(again.status, 200, "same content is idempotent: {}", again.body);
+    let clash = c().put(&path, admin(), &json!({"content": "other text", "version": "v2"}));
+    assert_eq!((clash.status, clash.code().as_str()), (409, "fact_version_conflict"));
+    let r = recall(&agent, &key, "how should I review a pull request");
+    let chunk = r["chunks"].as_array().unwrap().iter().find(|c| c["name"] == "code-review").expect("code-review recalled").clone();
+    assert_eq!(chunk["version"], "v2");
+    assert!(chunk["content"].as_str().unwrap().contains("within one working day"));
+    // An agent key that holds instruction:write may write its own units, not a peer's.
+    let writer = new_key("agent", Some(&agent), Some(vec!["read", "instruction:write"]));
+    assert_eq!(c().put(&path, Some(&writer), &json!({"content": "v3 text for code review"})).status, 201);
+    let (peer, _) = setup_agent("writepeer");
+    let r = c().put(&format!("/v1/agents/{peer}/units/code-review"), Some(&writer), &json!({"content": "x"}));
+    assert_eq!((r.status, r.code().as_str()), (403, "instruction_scope_denied"));
+}
+
+#[test]
+fn coverage_report_hides_status_labels_from_agents() {
+    let (agent, key) = setup_agent("cov");
+    let a = c().get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), Some(&key));
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = a.json();
+    assert_eq!(a["manifest_version"], "v1");
+    for u in a["units"].as_array().unwrap() {
+        assert!(u["coverage_pct"].is_number() && u["hit_at_10"].is_number() && u["probe_count"].as_u64().unwrap() >= 5, "{u}");
+        assert!(u.get("coverage_status").is_none(), "S11: agents get raw numbers only: {u}");
+    }
+    let ad = c().get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), admin()).json();
+    assert!(ad["units"].as_array().unwrap().iter().all(|u| ["ok", "coverage_critical", "not_evaluated"].contains(&u["coverage_status"].as_str().unwrap_or(""))));
+}
+
+#[test]
+fn access_matrix_every_route_every_caller() {
+    let (agent, own) = setup_agent("own");
+    let (peer, peer_key) = setup_agent("peer");
+    let (boss, boss_key) = setup_agent("boss");
+    let org = c().put("/v1/org-manifest", admin(), &json!({"agents": [{"agent_id": boss, "supervises": [agent]}]}));
+    assert_eq!(org.status, 200, "{}", org.body);
+    let _ = peer;
+    let bad = "lid_agent_0000000000000000000000000000000000000000";
+    let trigger = sign_trigger(&target().secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_m", "exp": now_s() + 600}));
+    let token = recall(&agent, &own, "triage a new ticket")["audit_token"].as_str().unwrap().to_string();
+
+    // (method, path, body, expected status for [admin, own, peer, supervisor]); no key → 401
+    // api_key_required, bad key → 401 api_key_invalid everywhere.
+    let a = agent.as_str();
+    type Row = (&'static str, String, Option<Value>, [u16; 4]);
+    let rows: Vec<Row> = vec![
+        ("GET", format!("/v1/agents/{a}/boot-stub"), None, [200, 200, 403, 200]),
+        ("GET", format!("/v1/agents/{a}/instruction-manifest"), None, [200, 200, 403, 200]),
+        ("PUT", format!("/v1/agents/{a}/instruction-manifest"), Some(demo_publish_body(a, "v9")), [200, 403, 403, 403]),
+        ("POST", format!("/v1/agents/{a}/recall-instruction"), Some(json!({"intent": "cut a release"})), [200, 200, 403, 200]),
+        ("GET", format!("/v1/agents/{a}/instruction-manifest/coverage"), None, [200, 200, 403, 200]),
+        ("POST", format!("/v1/agents/{a}/heartbeat"), Some(json!({"trigger": trigger})), [200, 200, 403, 403]),
+        ("PUT", format!("/v1/agents/{a}/units/release-checklist"), Some(json!({"content": "## Release\n\nTag, build, publish, announce."})), [201, 403, 403, 403]),
+        ("POST", "/v1/instruction/audit".to_string(), Some(json!({"audit_token": token, "used_chunks": []})), [204, 204, 403, 403]),
+        ("GET", "/v1/keys".to_string(), None, [200, 403, 403, 403]),
+        ("POST", format!("/v1/agents/{a}/instruction-manifest/cosignatures"), Some(json!({"version": "v9", "manifest_sha256": "0".repeat(64)})), [201, 403, 403, 403]),
+    ];
+    // Order: peer and supervisor first (no side effects), then own, then admin.
+    for (method, path, body, expect) in &rows {
+        let body = body.as_ref().map(Value::to_string);
+        for (i, key) in [(2, Some(peer_key.as_str())), (3, Some(boss_key.as_str())), (1, Some(own.as_str())), (0, admin())] {
+            let r = c().req(method, path, key, body.as_deref());
+            assert_eq!(r.status, expect[i], "{method} {path} as caller #{i}: {}", r.body);
+            if r.status == 403 {
+                assert!(["instruction_scope_denied", "admin_required", "instruction_write_required"].contains(&r.code().as_str()), "{method} {path}: {}", r.body);
+            }
+        }
+        let none = c().req(method, path, None, body.as_deref());
+        assert_eq!((none.status, none.code().as_str()), (401, "api_key_required"), "{method} {path} without a key");
+        let badr = c().req(method, path, Some(bad), body.as_deref());
+        assert_eq!((badr.status, badr.code().as_str()), (401, "api_key_invalid"), "{method} {path} with a bad key");
+    }
+    // Scope errors say which code: a peer reading is instruction_scope_denied (§21.4.5).
+    let r = c().post(&format!("/v1/agents/{a}/recall-instruction"), Some(&peer_key), &json!({"intent": "x"}));
+    assert_eq!(r.code(), "instruction_scope_denied");
+}
+
+#[test]
+fn revoked_keys_stop_working() {
+    let (agent, _) = setup_agent("revoke");
+    let r = c().post("/v1/keys", admin(), &json!({"role": "agent", "agent_id": agent}));
+    let v = r.json();
+    let (key, id) = (v["key"].as_str().unwrap().to_string(), v["info"]["id"].as_str().unwrap().to_string());
+    assert_eq!(c().get(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&key)).status, 200);
+    assert_eq!(c().req("DELETE", &format!("/v1/keys/{id}"), admin(), None).status, 204);
+    let after = c().get(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&key));
+    assert_eq!((after.status, after.code().as_str()), (401, "api_key_invalid"));
+    let bad_role = c().post("/v1/keys", admin(), &json!({"role": "root"}));
+    assert_eq!((bad_role.status, bad_role.code().as_str()), (400, "invalid_request"));
+}

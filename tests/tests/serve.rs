@@ -1,0 +1,220 @@
+//! `lid serve` on its real SQLite file: crash safety under SIGKILL, storage faults, a
+//! runaway engine call, audit-token expiry and the CLI paths that share the routes' code.
+
+use lid_tests::http::{create_key, demo_publish_body, lid, temp_dir, Server};
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+const SECRET: &str = "serve-tests-trigger-secret-0123456789";
+const CAPS: [&str; 3] = ["admin", "read", "instruction:write"];
+
+fn fresh(tag: &str, extra: &[&str]) -> (Server, String) {
+    let dir = temp_dir(tag);
+    let db = dir.join("lid.db");
+    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
+    (Server::start(&dir, &db, SECRET, extra), admin)
+}
+
+/// Every manifest row is complete: its manifest fact, every unit fact it names, its stubs
+/// and its coverage rows exist; exactly one row per agent is current.
+fn assert_consistent(db: &std::path::Path) -> usize {
+    let c = Connection::open(db).unwrap();
+    let mut st = c.prepare("SELECT agent_id, version, fact_uri, body, superseded_at FROM instruction_manifests").unwrap();
+    let rows: Vec<(String, String, String, String, Option<i64>)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).unwrap().map(Result::unwrap).collect();
+    for (agent, version, uri, body, _) in &rows {
+        let n: i64 = c.query_row("SELECT count(*) FROM instruction_facts WHERE uri = ?1", [uri], |r| r.get(0)).unwrap();
+        assert_eq!(n, 1, "{agent} {version}: manifest fact {uri} missing");
+        let entries: Vec<Value> = serde_json::from_str(body).unwrap();
+        for e in &entries {
+            if let Some(u) = e["fact_uri"].as_str() {
+                let n: i64 = c.query_row("SELECT count(*) FROM instruction_facts WHERE uri = ?1", [u], |r| r.get(0)).unwrap();
+                assert_eq!(n, 1, "{agent} {version}: unit fact {u} missing (partial publish)");
+            }
+        }
+        let cov: i64 = c.query_row("SELECT count(*) FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2", [agent, version], |r| r.get(0)).unwrap();
+        assert_eq!(cov as usize, entries.len(), "{agent} {version}: coverage rows missing");
+    }
+    let agents: Vec<String> = rows.iter().map(|r| r.0.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    for a in agents {
+        let cur: i64 = c.query_row("SELECT count(*) FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL", [&a], |r| r.get(0)).unwrap();
+        assert_eq!(cur, 1, "{a}: exactly one current manifest");
+        let stale: i64 = c
+            .query_row("SELECT count(*) FROM boot_stubs s JOIN instruction_manifests m ON m.agent_id = s.agent_id AND m.superseded_at IS NULL WHERE s.agent_id = ?1 AND s.manifest_version != m.version", [&a], |r| r.get(0))
+            .unwrap();
+        assert_eq!(stale, 0, "{a}: a cached stub belongs to a superseded manifest");
+    }
+    rows.len()
+}
+
+#[test]
+fn sigkill_during_publishes_leaves_no_partial_manifest() {
+    let (mut server, admin) = fresh("crash", &[]);
+    let client = server.client();
+    let agent = "crash-agent";
+    assert_eq!(client.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    // A stream of publishes, each with a new version of two units, from another thread;
+    // the server is killed while they are in flight.
+    let base = server.base.clone();
+    let key = admin.clone();
+    let writer = std::thread::spawn(move || {
+        let c = lid_tests::http::Client::new(&base);
+        let mut ok = 0;
+        for v in 2..400 {
+            let mut body = demo_publish_body(agent, &format!("v{v}"));
+            for name in ["code-review", "release-checklist"] {
+                for e in body["entries"].as_array_mut().unwrap() {
+                    if e["name"] == name {
+                        e["fact_uri"] = json!(format!("instruction:demo/{agent}/{name}/v{v}"));
+                    }
+                }
+                body["units"][name] = json!(format!("## {name}\n\nRevision {v}: follow the {name} steps in order and note the result.\n"));
+            }
+            let r = c.try_req_with("PUT", &format!("/v1/agents/{agent}/instruction-manifest"), Some(&key), Some(&body.to_string()), &[]);
+            match r {
+                Ok(r) if r.status == 200 => ok += 1,
+                _ => break,
+            }
+        }
+        ok
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    server.child.kill().unwrap(); // SIGKILL
+    server.child.wait().unwrap();
+    let published = writer.join().unwrap_or(0);
+    assert!(published >= 1, "the publish stream should have made progress before the kill");
+    let rows = assert_consistent(&server.db);
+    assert!(rows >= 2, "{rows}");
+    // The server restarts cleanly on the same file and serves the last complete version.
+    let again = Server::start(&server.dir, &server.db, SECRET, &[]);
+    let m = again.client().get(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin));
+    assert_eq!(m.status, 200, "{}", m.body);
+    let v = m.json()["manifest_version"].as_str().unwrap().to_string();
+    assert_eq!(v, format!("v{}", rows), "current version is the last complete publish");
+    let next = rows + 1;
+    let r = again.client().put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, &format!("v{next}")));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_consistent(&server.db);
+}
+
+#[test]
+fn unreadable_facts_give_503_and_unwritable_audit_still_answers() {
+    let (server, admin) = fresh("faults", &[]);
+    let c = server.client();
+    let agent = "fault-agent";
+    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    let path = format!("/v1/agents/{agent}/recall-instruction");
+    assert_eq!(c.post(&path, Some(&admin), &json!({"intent": "roll back the deploy"})).status, 200);
+
+    // The audit table refuses writes: recall still answers 200 and logs audit_write_failed.
+    let ext = Connection::open(&server.db).unwrap();
+    ext.execute_batch("CREATE TRIGGER block_audit BEFORE INSERT ON instruction_audit BEGIN SELECT RAISE(ABORT, 'audit store is read-only'); END;").unwrap();
+    let r = c.post(&path, Some(&admin), &json!({"intent": "roll back the deploy"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let warnings = r.json()["warnings"].to_string();
+    assert!(warnings.contains("audit_write_failed"), "{warnings}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(server.log_text().contains("audit_write_failed"), "server log: {}", server.log_text());
+    ext.execute_batch("DROP TRIGGER block_audit;").unwrap();
+
+    // The fact store cannot be read: 503 recall_backend_unavailable, retryable.
+    ext.execute_batch("ALTER TABLE instruction_facts RENAME TO instruction_facts_away;").unwrap();
+    let r = c.post(&path, Some(&admin), &json!({"intent": "roll back the deploy"}));
+    assert_eq!((r.status, r.code().as_str()), (503, "recall_backend_unavailable"), "{}", r.body);
+    assert_eq!(r.json()["error"]["details"]["retryable"], true);
+    ext.execute_batch("ALTER TABLE instruction_facts_away RENAME TO instruction_facts;").unwrap();
+    assert_eq!(c.post(&path, Some(&admin), &json!({"intent": "roll back the deploy"})).status, 200, "recovers once the store is back");
+}
+
+#[test]
+fn a_runaway_engine_call_is_interrupted_and_the_server_keeps_serving() {
+    let (server, admin) = fresh("runaway", &["--call-timeout-ms", "150"]);
+    let c = server.client();
+    let agent = "runaway-agent";
+    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    // Counting the tokens of 7 MB of varied text takes the engine far beyond 150 ms.
+    let huge: String = (0..700_000).map(|i| format!("w{i:x} ")).collect::<String>().chars().take(7_000_000).collect();
+    let t = std::time::Instant::now();
+    let r = c.put(&format!("/v1/agents/{agent}/units/code-review"), Some(&admin), &json!({"content": huge}));
+    assert_eq!((r.status, r.code().as_str()), (503, "engine_interrupted"), "{}", &r.body[..r.body.len().min(300)]);
+    assert!(t.elapsed().as_secs() < 20);
+    // Nothing was written, and the server still answers.
+    let n: i64 = Connection::open(&server.db).unwrap().query_row("SELECT count(*) FROM instruction_facts WHERE unit_name = 'code-review'", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(c.get("/healthz", None).status, 200);
+    let ok = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "review a pull request"}));
+    assert_eq!(ok.status, 200, "{}", ok.body);
+}
+
+#[test]
+fn audit_tokens_expire_after_24_hours() {
+    let (server, admin) = fresh("expiry", &[]);
+    let c = server.client();
+    let agent = "expiry-agent";
+    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    let r = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "cut a release"})).json();
+    let token = r["audit_token"].as_str().unwrap();
+    let ext = Connection::open(&server.db).unwrap();
+    ext.execute("UPDATE instruction_audit SET created_at = created_at - 25 * 3600 * 1000 WHERE audit_token = ?1", [token]).unwrap();
+    let e = c.post("/v1/instruction/audit", Some(&admin), &json!({"audit_token": token, "used_chunks": []}));
+    assert_eq!((e.status, e.code().as_str()), (400, "audit_token_expired"));
+    let closed: Option<i64> = ext.query_row("SELECT audit_closed FROM instruction_audit WHERE audit_token = ?1", [token], |r| r.get(0)).unwrap();
+    assert_eq!(closed, None, "an expired submission changes nothing");
+}
+
+#[test]
+fn cli_publish_keys_and_audit_report_share_the_service_paths() {
+    let dir = temp_dir("cli-serve");
+    let db = dir.join("lid.db");
+    let dbs = db.to_str().unwrap();
+    let demo = lid_tests::root().join("examples").join("demo-agent");
+    let out: Value = serde_json::from_str(&lid(&["publish", demo.to_str().unwrap(), "--db", dbs, "--approve", "guarantee-load", "--json"])).unwrap();
+    assert_eq!(out["manifest_version"], "v1");
+    assert!(out["coverage_report"].as_array().unwrap().iter().all(|u| u["passed"] == true), "{out}");
+    // The same version again is refused, as the route refuses it.
+    let again = std::process::Command::new(lid_tests::http::lid_bin()).args(["publish", demo.to_str().unwrap(), "--db", dbs, "--approve", "guarantee-load", "--json"]).output().unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stdout).contains("manifest_version_conflict"));
+    let key = create_key(&db, "agent", Some("release-engineer"), &["read"], "agent:release-engineer");
+    let listed = lid(&["keys", "list", "--db", dbs, "--json"]);
+    assert!(listed.contains("release-engineer") && !listed.contains(&key), "secrets are never listed");
+    let server = Server::start(&dir, &db, SECRET, &[]);
+    let c = server.client();
+    for intent in ["production is broken after the deploy", "cut a release", "someone assigned me a bug"] {
+        let r = c.post("/v1/agents/release-engineer/recall-instruction", Some(&key), &json!({"intent": intent}));
+        assert_eq!(r.status, 200);
+        let tok = r.json()["audit_token"].as_str().unwrap().to_string();
+        let first = r.json()["chunks"][0]["name"].as_str().unwrap().to_string();
+        assert_eq!(c.post("/v1/instruction/audit", Some(&key), &json!({"audit_token": tok, "used_chunks": [first], "missed_chunks": ["code-review"]})).status, 204);
+    }
+    let rep: Value = serde_json::from_str(&lid(&["audit", "report", "release-engineer", "--db", dbs, "--json"])).unwrap();
+    assert_eq!(rep["events"], 3);
+    assert_eq!(rep["closed_events"], 3);
+    assert!((rep["miss_rate"].as_f64().unwrap() - 0.5).abs() < 1e-9, "{rep}");
+    assert_eq!(rep["alert"], false, "fewer than 100 events never alert");
+    let text = lid(&["audit", "report", "release-engineer", "--db", dbs]);
+    assert!(text.contains("3 event(s)"), "{text}");
+}
+
+#[test]
+fn migrations_directory_matches_the_embedded_list() {
+    let dir = lid_tests::root().join("migrations");
+    let mut files: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".sql")).collect();
+    files.sort();
+    let embedded: Vec<String> = lid_host::db::MIGRATIONS.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(files, embedded, "every file in migrations/ must be listed in lid_host::db::MIGRATIONS");
+    for (name, sql) in lid_host::db::MIGRATIONS {
+        assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), *sql);
+        let code: String = sql.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n");
+        assert!(!code.to_uppercase().contains("PRAGMA"), "{name}: D1 migrations must not set PRAGMAs");
+    }
+    // The §21.7 tables have exactly the spec's columns.
+    let d = temp_dir("schema");
+    let _ = lid_host::db::Db::open(&d.join("x.db")).unwrap();
+    let c = Connection::open(d.join("x.db")).unwrap();
+    let cols = |t: &str| -> Vec<String> { c.prepare(&format!("PRAGMA table_info({t})")).unwrap().query_map([], |r| r.get::<_, String>(1)).unwrap().map(Result::unwrap).collect() };
+    assert_eq!(cols("instruction_manifests"), ["id", "agent_id", "version", "fact_uri", "token_count", "body", "created_at", "superseded_at"]);
+    assert_eq!(cols("instruction_audit"), ["id", "agent_id", "heartbeat_id", "session_start", "intent", "loaded_chunks", "used_chunks", "missed_chunks", "audit_token", "audit_closed", "created_at"]);
+    assert_eq!(cols("boot_stubs"), ["agent_id", "adapter_profile", "stub_version", "body", "token_count", "generated_at", "manifest_version"]);
+    let mode: String = c.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+}
