@@ -147,20 +147,22 @@ pub fn resolve_unit(m: &Manifest, e: &Entry, facts: &dyn Facts) -> Result<Option
     Ok(None)
 }
 
-/// Key prefix of cached ranker indexes in the fact store (`lid-index:v1:{sha256}`).
-pub const INDEX_PREFIX: &str = "lid-index:v1:";
+/// Key prefix of cached ranker indexes in the fact store (`lid-index:v2:{sha256}`).
+pub const INDEX_PREFIX: &str = "lid-index:v2:";
 
 /// What is cached per corpus: the ranker's index and each unit's exact token count,
 /// both derived only from the units' text and metadata.
 #[derive(serde::Deserialize)]
 struct CachedIndex {
     index: crate::rank::index::Index,
+    #[serde(with = "crate::rank::index::flat")]
     tokens: Vec<u32>,
 }
 
 #[derive(serde::Serialize)]
 struct CachedIndexRef<'a> {
     index: &'a crate::rank::index::Index,
+    #[serde(with = "crate::rank::index::flat")]
     tokens: &'a [u32],
 }
 

@@ -113,6 +113,24 @@ impl Db {
         &self.path
     }
 
+    /// Move WAL checkpoints off the request path: the writer stops checkpointing on
+    /// commit and a background thread checkpoints (PASSIVE: never blocks writers) every
+    /// `every`. Used by the long-running service.
+    pub fn checkpoint_in_background(self: &Arc<Self>, every: std::time::Duration) -> DbResult<()> {
+        self.writer.lock().map_err(|_| DbError::Poisoned)?.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let c = open_conn(&self.path, false)?;
+        std::thread::Builder::new()
+            .name("lid-checkpoint".into())
+            .spawn(move || loop {
+                std::thread::sleep(every);
+                if let Err(e) = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!(error = %e, "WAL checkpoint failed; will retry");
+                }
+            })
+            .map_err(|e| DbError::Corrupt(format!("cannot start the checkpoint thread: {e}")))?;
+        Ok(())
+    }
+
     /// Run `f` on a pooled read-only connection.
     pub fn read<R>(&self, f: impl FnOnce(&Connection) -> DbResult<R>) -> DbResult<R> {
         let conn = self.readers.lock().map_err(|_| DbError::Poisoned)?.pop();

@@ -125,6 +125,7 @@ pub fn sign_trigger(secret: &str, agent: &str, wake_reason: &str, heartbeat_id: 
 
 pub fn run(args: &ServeArgs) -> Result<i32> {
     let db = Db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+    db.checkpoint_in_background(Duration::from_millis(500))?;
     let demo_secret = (args.demo && std::env::var(&args.heartbeat_secret_env).map(|s| s.is_empty()).unwrap_or(true)).then(|| crate::db::random_hex(24));
     let key = trigger_key(args, demo_secret.as_deref())?;
     let rt = runtime(args.call_timeout_ms, args.memory_mib)?;

@@ -55,6 +55,130 @@ pub const FIELD_B: [f32; NF] = [0.3, 0.5, 0.5, 0.3, 0.75];
 /// BM25 term-frequency saturation.
 pub const K1: f32 = 1.2;
 
+/// Fixed-size little-endian records, so the index's numeric arrays serialise as one byte
+/// string each (postcard writes them with one copy and reads them with one tight loop,
+/// instead of a varint and a visitor call per number).
+pub trait Flat: Sized + Copy {
+    const SIZE: usize;
+    fn put(&self, out: &mut Vec<u8>);
+    /// Decode from exactly `SIZE` bytes.
+    fn get(b: &[u8]) -> Self;
+}
+
+#[inline(always)]
+fn le4(b: &[u8], at: usize) -> [u8; 4] {
+    // Plain byte loads: `copy_from_slice` is an out-of-line call at opt-level "s".
+    [b[at], b[at + 1], b[at + 2], b[at + 3]]
+}
+
+impl Flat for u8 {
+    const SIZE: usize = 1;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.push(*self);
+    }
+    #[inline(always)]
+    fn get(b: &[u8]) -> Self {
+        b[0]
+    }
+}
+
+impl Flat for u32 {
+    const SIZE: usize = 4;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    #[inline(always)]
+    fn get(b: &[u8]) -> Self {
+        u32::from_le_bytes(le4(b, 0))
+    }
+}
+
+impl Flat for u64 {
+    const SIZE: usize = 8;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    #[inline(always)]
+    fn get(b: &[u8]) -> Self {
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+}
+
+impl Flat for (u32, f32) {
+    const SIZE: usize = 8;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0.to_le_bytes());
+        out.extend_from_slice(&self.1.to_le_bytes());
+    }
+    #[inline(always)]
+    fn get(b: &[u8]) -> Self {
+        (u32::from_le_bytes(le4(b, 0)), f32::from_le_bytes(le4(b, 4)))
+    }
+}
+
+impl Flat for Posting {
+    const SIZE: usize = 8;
+    fn put(&self, out: &mut Vec<u8>) {
+        (self.doc, self.w).put(out)
+    }
+    #[inline(always)]
+    fn get(b: &[u8]) -> Self {
+        let (doc, w) = <(u32, f32)>::get(b);
+        Posting { doc, w }
+    }
+}
+
+impl Flat for [u32; NF] {
+    const SIZE: usize = 4 * NF;
+    fn put(&self, out: &mut Vec<u8>) {
+        for x in self {
+            x.put(out);
+        }
+    }
+    #[inline(always)]
+    fn get(b: &[u8]) -> Self {
+        let mut a = [0u32; NF];
+        for (i, x) in a.iter_mut().enumerate() {
+            *x = u32::from_le_bytes(le4(b, 4 * i));
+        }
+        a
+    }
+}
+
+/// `#[serde(with = "flat")]` for `Vec<T: Flat>`: one byte string on the wire.
+pub mod flat {
+    use super::Flat;
+    use serde::de::{Error, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<T: Flat, S: Serializer>(v: &[T], s: S) -> Result<S::Ok, S::Error> {
+        let mut out = Vec::with_capacity(v.len() * T::SIZE);
+        for x in v {
+            x.put(&mut out);
+        }
+        s.serialize_bytes(&out)
+    }
+
+    struct V<T>(std::marker::PhantomData<T>);
+
+    impl<T: Flat> Visitor<'_> for V<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a byte string of {}-byte records", T::SIZE)
+        }
+        fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<Vec<T>, E> {
+            if b.len() % T::SIZE != 0 {
+                return Err(E::custom("flat array length is not a multiple of its record size"));
+            }
+            Ok(b.chunks_exact(T::SIZE).map(T::get).collect())
+        }
+    }
+
+    pub fn deserialize<'de, T: Flat, D: Deserializer<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+        d.deserialize_bytes(V(std::marker::PhantomData))
+    }
+}
+
 /// Saturating map of a BM25F pseudo term frequency into [0, 1).
 pub fn sat(w: f32) -> f32 {
     if w <= 0.0 {
@@ -90,18 +214,23 @@ pub struct Index {
     /// `term_blob[term_start[t]..term_start[t + 1]]` (so a stem's id is found by binary
     /// search, and a cached index decodes without one allocation per term).
     pub term_blob: String,
+    #[serde(with = "flat")]
     pub term_start: Vec<u32>,
     /// Term id `t` -> postings `posting_list[posting_start[t]..posting_start[t + 1]]`,
     /// ordered by doc (flat, so a cached index decodes with two allocations, not one per term).
+    #[serde(with = "flat")]
     pub posting_start: Vec<u32>,
+    #[serde(with = "flat")]
     pub posting_list: Vec<Posting>,
     /// Concept id -> (doc, strength in [0, 1]), ordered by doc.
     pub concepts: Csr<(u32, f32)>,
     /// Packed padded character trigram -> term ids (alphabetic terms of 4+ chars).
     pub trigrams: Csr<u32>,
     /// Term id -> number of distinct trigrams (0 for terms not fuzzy-matched).
+    #[serde(with = "flat")]
     pub term_grams: Vec<u8>,
     /// Per doc: field lengths in words.
+    #[serde(with = "flat")]
     pub field_len: Vec<[u32; NF]>,
     pub avg_len: [f32; NF],
     /// Per doc: linked units (doc, strength), undirected, strongest first.
@@ -114,10 +243,14 @@ pub struct Index {
 
 /// A compressed sparse map: sorted keys, each with a slice of values.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(bound(serialize = "T: Flat", deserialize = "T: Flat"))]
 pub struct Csr<T> {
+    #[serde(with = "flat")]
     pub keys: Vec<u64>,
     /// `offsets[i]..offsets[i + 1]` are the values of `keys[i]`.
+    #[serde(with = "flat")]
     pub offsets: Vec<u32>,
+    #[serde(with = "flat")]
     pub values: Vec<T>,
 }
 
