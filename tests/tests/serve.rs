@@ -127,12 +127,31 @@ fn unreadable_facts_give_503_and_unwritable_audit_still_answers() {
 
 #[test]
 fn a_runaway_engine_call_is_interrupted_and_the_server_keeps_serving() {
-    let (server, admin) = fresh("runaway", &["--call-timeout-ms", "150"]);
+    // Published before the server starts (the CLI's calls have a generous limit), so the
+    // server's own 20 ms limit only meets requests.
+    let dir = temp_dir("runaway");
+    let db = dir.join("lid.db");
+    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
+    let demo = lid_tests::root().join("examples").join("demo-agent");
+    lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
+    let server = Server::start(&dir, &db, SECRET, &["--call-timeout-ms", "20"]);
     let c = server.client();
-    let agent = "runaway-agent";
-    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
-    // Counting the tokens of 7 MB of varied text takes the engine far beyond 150 ms.
-    let huge: String = (0..700_000).map(|i| format!("w{i:x} ")).collect::<String>().chars().take(7_000_000).collect();
+    let agent = "release-engineer";
+    assert_eq!(c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "review a pull request"})).status, 200);
+    // Counting the tokens of 7 MB of irregular text (random letters, digits, accents and
+    // CJK, so BPE merges are long) takes the engine far beyond 20 ms.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let alphabet: Vec<char> = "abcdefghijklmnopqrstuvwxyzéüß中文字0123456789".chars().collect();
+    let mut huge = String::with_capacity(7_100_000);
+    while huge.len() < 7_000_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        huge.push(alphabet[(x % alphabet.len() as u64) as usize]);
+        if x % 9 == 0 {
+            huge.push(' ');
+        }
+    }
     let t = std::time::Instant::now();
     let r = c.put(&format!("/v1/agents/{agent}/units/code-review"), Some(&admin), &json!({"content": huge}));
     assert_eq!((r.status, r.code().as_str()), (503, "engine_interrupted"), "{}", &r.body[..r.body.len().min(300)]);
