@@ -87,13 +87,6 @@ pub struct AgentDir {
     pub missing: Vec<String>,
 }
 
-fn split_uri(uri: &str) -> Option<(String, String)> {
-    // instruction:{d}/{a}/{unit}/{version} -> (unit key, version)
-    let rest = uri.strip_prefix("instruction:")?;
-    let (key, version) = rest.rsplit_once('/')?;
-    Some((format!("instruction:{key}"), version.to_string()))
-}
-
 /// Load `dir` (or a `manifest.json` path inside it).
 pub fn load(dir: &Path) -> Result<AgentDir> {
     let (root, manifest_path) = if dir.is_file() {
@@ -122,7 +115,7 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
             let inside = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
             match inside.then(|| std::fs::read_to_string(&file).ok()).flatten() {
                 Some(content) => {
-                    let (key, version) = split_uri(uri).unwrap_or_default();
+                    let (key, _, version) = crate::db::split_fact_uri(uri).unwrap_or_default();
                     let fact = json!({
                         "uri": uri, "content": content, "version": version, "interpret_as": "instruction",
                         "authored_by": format!("file:{}", file.display()), "authored_at": authored_at,

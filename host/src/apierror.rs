@@ -64,7 +64,7 @@ impl ApiError {
     pub fn engine(e: anyhow::Error) -> Self {
         let msg = format!("{e:#}");
         tracing::error!(error = %msg, "engine call failed");
-        if msg.contains("time limit") {
+        if e.downcast_ref::<crate::engine::Interrupted>().is_some() {
             Self::new(503, "engine_interrupted", format!("the engine call ran past its time limit and was stopped; the request was not applied ({msg})")).with_details(json!({"retryable": false}))
         } else {
             Self::new(500, "engine_failed", format!("the engine component failed; nothing was written ({msg})"))

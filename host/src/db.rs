@@ -69,6 +69,17 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     crate::engine::hex(&sha2::Sha256::digest(bytes))
 }
 
+/// `instruction:{d}/{a}/{unit}/{version}` → (unit key, unit name, version).
+pub fn split_fact_uri(uri: &str) -> Option<(String, String, String)> {
+    let rest = uri.strip_prefix("instruction:")?;
+    let mut parts = rest.split('/');
+    let (d, a, u, v) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((format!("instruction:{d}/{a}/{u}"), u.to_string(), v.to_string()))
+}
+
 /// The database: a writer and a pool of readers over one file.
 pub struct Db {
     path: PathBuf,
@@ -162,13 +173,7 @@ impl Db {
     /// rowid); `None` when the agent has no manifest. Reads the facts table, so an
     /// unreadable fact store fails here.
     pub fn current_head(&self, agent: &str) -> DbResult<Option<(String, i64)>> {
-        self.read(|c| {
-            let mut st = c.prepare_cached(
-                "SELECT m.id, (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1)
-                 FROM instruction_manifests m WHERE m.agent_id = ?1 AND m.superseded_at IS NULL",
-            )?;
-            Ok(st.query_row(params![agent], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).optional()?)
-        })
+        self.read(|c| head(c, agent))
     }
 
     /// The agent's current snapshot (manifest + every fact of the agent), cached per
@@ -189,10 +194,10 @@ impl Db {
 
     fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64) -> DbResult<Snapshot> {
         self.read(|c| {
-            let (version, fact_uri, token_count, created_at, body): (String, String, i64, i64, String) = c.query_row(
-                "SELECT version, fact_uri, token_count, created_at, body FROM instruction_manifests WHERE id = ?1",
+            let (version, fact_uri, token_count, created_at): (String, String, i64, i64) = c.query_row(
+                "SELECT version, fact_uri, token_count, created_at FROM instruction_manifests WHERE id = ?1",
                 params![manifest_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
             let mut map = BTreeMap::new();
             let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -213,15 +218,22 @@ impl Db {
                     manifest_json = Some(content.clone());
                     provenance = serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or(Value::Null);
                 }
-                let fact = json!({
-                    "uri": uri, "content": content, "version": version,
-                    "interpret_as": r.get::<_, String>(4)?, "valid_until": r.get::<_, Option<String>>(5)?,
-                    "authored_by": r.get::<_, String>(6)?, "authored_at": r.get::<_, String>(7)?,
-                    "source_trust": r.get::<_, f64>(8)?, "derived_from": r.get::<_, Option<String>>(9)?,
-                    "tokens": r.get::<_, i64>(10)?, "sha256": r.get::<_, String>(11)?,
-                });
+                let fact = EngineFact {
+                    uri: &uri,
+                    content: &content,
+                    version: &version,
+                    interpret_as: &r.get::<_, String>(4)?,
+                    valid_until: r.get::<_, Option<String>>(5)?.as_deref(),
+                    authored_by: &r.get::<_, String>(6)?,
+                    authored_at: &r.get::<_, String>(7)?,
+                    source_trust: r.get(8)?,
+                    derived_from: r.get::<_, Option<String>>(9)?.as_deref(),
+                    tokens: r.get(10)?,
+                    sha256: &r.get::<_, String>(11)?,
+                }
+                .to_json();
                 versions.entry(unit_key).or_default().push(version);
-                map.insert(uri, serde_json::to_vec(&fact).map_err(|e| DbError::Corrupt(e.to_string()))?);
+                map.insert(uri, fact);
             }
             for (k, vs) in versions {
                 map.insert(k, serde_json::to_vec(&vs).map_err(|e| DbError::Corrupt(e.to_string()))?);
@@ -232,7 +244,6 @@ impl Db {
             for u in cov.query_map(params![agent, version], |r| r.get::<_, String>(0))? {
                 lift.push(u?);
             }
-            let _ = body;
             Ok(Snapshot {
                 agent_id: agent.to_string(),
                 manifest_id: manifest_id.to_string(),
@@ -272,6 +283,16 @@ impl Db {
         })
         .map_err(|e| e.to_string())
     }
+}
+
+/// (current manifest row id, newest fact rowid) of `agent` on connection `c` (a
+/// transaction too): what a [`Snapshot`] was built from.
+pub fn head(c: &Connection, agent: &str) -> DbResult<Option<(String, i64)>> {
+    let mut st = c.prepare_cached(
+        "SELECT m.id, (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1)
+         FROM instruction_manifests m WHERE m.agent_id = ?1 AND m.superseded_at IS NULL",
+    )?;
+    Ok(st.query_row(params![agent], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).optional()?)
 }
 
 /// Apply every migration not yet recorded in `lid_migrations`.
@@ -347,6 +368,30 @@ impl FactSource for SnapshotFacts {
     }
 }
 
+/// A fact as the component reads it from the `wasi:keyvalue` bucket (the JSON shape
+/// documented in `wit/lid.wit`).
+#[derive(serde::Serialize)]
+struct EngineFact<'a> {
+    uri: &'a str,
+    content: &'a str,
+    version: &'a str,
+    interpret_as: &'a str,
+    valid_until: Option<&'a str>,
+    authored_by: &'a str,
+    authored_at: &'a str,
+    source_trust: f64,
+    derived_from: Option<&'a str>,
+    tokens: i64,
+    sha256: &'a str,
+}
+
+impl EngineFact<'_> {
+    fn to_json(&self) -> Vec<u8> {
+        // Plain strings and numbers: serialisation cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
 /// A fact row to insert (one version of a unit, or a manifest).
 #[derive(Debug, Clone)]
 pub struct NewFact {
@@ -369,16 +414,22 @@ impl NewFact {
         sha256_hex(self.content.as_bytes())
     }
 
-    /// The JSON the engine reads for this fact (as [`Db::snapshot`] builds it).
+    /// The JSON the engine reads for this fact once stored (as [`Db::snapshot`] serves it).
     pub fn engine_json(&self, derived_from: Option<&str>) -> Vec<u8> {
-        serde_json::to_vec(&json!({
-            "uri": self.uri, "content": self.content, "version": self.version,
-            "interpret_as": self.interpret_as, "valid_until": null,
-            "authored_by": self.authored_by, "authored_at": self.authored_at,
-            "source_trust": self.source_trust, "derived_from": derived_from,
-            "tokens": self.tokens, "sha256": self.sha256(),
-        }))
-        .unwrap_or_default()
+        EngineFact {
+            uri: &self.uri,
+            content: &self.content,
+            version: &self.version,
+            interpret_as: &self.interpret_as,
+            valid_until: None,
+            authored_by: &self.authored_by,
+            authored_at: &self.authored_at,
+            source_trust: self.source_trust,
+            derived_from,
+            tokens: self.tokens,
+            sha256: &self.sha256(),
+        }
+        .to_json()
     }
 }
 

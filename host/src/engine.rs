@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
 use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
@@ -166,6 +166,11 @@ impl From<WitError> for EngineFailure {
     }
 }
 
+/// A guest call ran past its deadline and was stopped by epoch interruption.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the engine call exceeded its {0:?} time limit and was interrupted")]
+pub struct Interrupted(pub Duration);
+
 /// Options for building a [`Runtime`].
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
@@ -279,7 +284,7 @@ impl Runtime {
         let lid = self.pre.instantiate(&mut store)?;
         f(&lid, &mut store).map_err(|e| {
             if matches!(e.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt)) {
-                anyhow!("the engine call exceeded its {:?} time limit and was interrupted", self.opts.call_timeout)
+                anyhow::Error::new(Interrupted(self.opts.call_timeout))
             } else {
                 anyhow::Error::from(e)
             }

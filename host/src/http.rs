@@ -45,17 +45,17 @@ pub fn router(svc: Shared) -> Router {
         .with_state(svc)
 }
 
-/// Run `f` on the blocking pool; a panic or cancellation becomes a 500, never a crash.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| Err(ApiError::new(500, "internal", format!("the request handler failed: {e}"))))
+/// Authenticate the caller, then run `f` on the blocking pool (engine calls and SQLite
+/// are synchronous); a panic there becomes a 500 `internal_error`, never a crash.
+async fn as_caller<T: Send + 'static>(svc: Shared, h: &HeaderMap, f: impl FnOnce(&Service, Principal) -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
+    let key = bearer(h);
+    tokio::task::spawn_blocking(move || f(&svc, auth::authenticate(&svc.db, key.as_deref())?))
+        .await
+        .unwrap_or_else(|e| Err(ApiError::new(500, "internal_error", format!("the request handler failed and nothing was applied: {e}"))))
 }
 
 fn bearer(h: &HeaderMap) -> Option<String> {
     h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_string)
-}
-
-fn who(svc: &Service, h: &Option<String>) -> Result<Principal, ApiError> {
-    auth::authenticate(&svc.db, h.as_deref())
 }
 
 fn json_body(b: &Bytes) -> Result<Value, ApiError> {
@@ -91,9 +91,7 @@ struct ProfileQuery {
 }
 
 async fn boot_stub(State(svc): State<Shared>, Path(id): Path<String>, Query(q): Query<ProfileQuery>, h: HeaderMap) -> Result<Response, ApiError> {
-    let key = bearer(&h);
-    let (body, mv, tokens, sv) = blocking(move || {
-        let p = who(&svc, &key)?;
+    let (body, mv, tokens, sv) = as_caller(svc, &h, move |svc, p| {
         p.require_read(&svc.db, &id)?;
         svc.boot_stub(&id, q.profile.as_deref()).map_err(|e| if e.code == "manifest_not_found" { ApiError::new(404, "boot_stub_not_found", format!("no boot stub for agent {id:?}: {}", e.message)) } else { e })
     })
@@ -110,9 +108,7 @@ async fn boot_stub(State(svc): State<Shared>, Path(id): Path<String>, Query(q): 
 }
 
 async fn get_manifest(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
-    let key = bearer(&h);
-    blocking(move || {
-        let p = who(&svc, &key)?;
+    as_caller(svc, &h, move |svc, p| {
         p.require_read(&svc.db, &id)?;
         svc.get_manifest(&id, p.is_admin())
     })
@@ -121,9 +117,7 @@ async fn get_manifest(State(svc): State<Shared>, Path(id): Path<String>, h: Head
 }
 
 async fn put_manifest(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
-    let key = bearer(&h);
-    blocking(move || {
-        let p = who(&svc, &key)?;
+    as_caller(svc, &h, move |svc, p| {
         p.require_admin()?;
         svc.publish(&id, &json_body(&body)?, &Actor::from(&p))
     })
@@ -132,9 +126,7 @@ async fn put_manifest(State(svc): State<Shared>, Path(id): Path<String>, h: Head
 }
 
 async fn cosign(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
-    let key = bearer(&h);
-    let v = blocking(move || {
-        let p = who(&svc, &key)?;
+    let v = as_caller(svc, &h, move |svc, p| {
         svc.cosign(&id, &json_body(&body)?, &p)
     })
     .await?;
@@ -142,9 +134,7 @@ async fn cosign(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap,
 }
 
 async fn coverage(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
-    let key = bearer(&h);
-    blocking(move || {
-        let p = who(&svc, &key)?;
+    as_caller(svc, &h, move |svc, p| {
         p.require_read(&svc.db, &id)?;
         svc.coverage(&id, p.is_admin())
     })
@@ -153,21 +143,18 @@ async fn coverage(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMa
 }
 
 async fn recall(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
-    let key = bearer(&h);
     // Recall is short (well under a millisecond for an agent's manifest) and the hottest
     // route: it runs on the worker thread itself, bounded by the engine's epoch deadline,
     // rather than paying a hand-off to the blocking pool.
-    let p = who(&svc, &key)?;
+    let p = auth::authenticate(&svc.db, bearer(&h).as_deref())?;
     p.require_read(&svc.db, &id)?;
     let body = std::str::from_utf8(&body).map_err(ApiError::invalid_json)?;
     Ok(raw_json(svc.recall(&id, body)?))
 }
 
 async fn heartbeat(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
-    let key = bearer(&h);
     let markdown = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.starts_with("text/markdown"));
-    let v = blocking(move || {
-        let p = who(&svc, &key)?;
+    let v = as_caller(svc, &h, move |svc, p| {
         p.require_self(&id)?;
         svc.heartbeat(&id, &json_body(&body)?)
     })
@@ -179,9 +166,7 @@ async fn heartbeat(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderM
 }
 
 async fn put_unit(State(svc): State<Shared>, Path((id, name)): Path<(String, String)>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
-    let key = bearer(&h);
-    let v = blocking(move || {
-        let p = who(&svc, &key)?;
+    let v = as_caller(svc, &h, move |svc, p| {
         auth::check_agent_id(&id)?;
         svc.write_unit(&id, &name, &json_body(&body)?, &p)
     })
@@ -191,9 +176,7 @@ async fn put_unit(State(svc): State<Shared>, Path((id, name)): Path<(String, Str
 }
 
 async fn submit_audit(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> Result<StatusCode, ApiError> {
-    let key = bearer(&h);
-    blocking(move || {
-        let p = who(&svc, &key)?;
+    as_caller(svc, &h, move |svc, p| {
         svc.submit_audit(&p, &json_body(&body)?)
     })
     .await?;
@@ -201,9 +184,7 @@ async fn submit_audit(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> R
 }
 
 async fn create_key(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
-    let key = bearer(&h);
-    let v = blocking(move || {
-        let p = who(&svc, &key)?;
+    let v = as_caller(svc, &h, move |svc, p| {
         p.require_admin()?;
         let req: auth::NewKey = serde_json::from_value(json_body(&body)?).map_err(ApiError::invalid_json)?;
         let (info, secret) = auth::create_key(&svc.db, &req)?;
@@ -214,9 +195,7 @@ async fn create_key(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> Res
 }
 
 async fn list_keys(State(svc): State<Shared>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
-    let key = bearer(&h);
-    blocking(move || {
-        let p = who(&svc, &key)?;
+    as_caller(svc, &h, move |svc, p| {
         p.require_admin()?;
         Ok(json!({"keys": auth::list_keys(&svc.db)?}))
     })
@@ -225,9 +204,7 @@ async fn list_keys(State(svc): State<Shared>, h: HeaderMap) -> Result<Json<Value
 }
 
 async fn revoke_key(State(svc): State<Shared>, Path(key_id): Path<String>, h: HeaderMap) -> Result<StatusCode, ApiError> {
-    let key = bearer(&h);
-    blocking(move || {
-        let p = who(&svc, &key)?;
+    as_caller(svc, &h, move |svc, p| {
         p.require_admin()?;
         if auth::revoke_key(&svc.db, &key_id)? {
             Ok(StatusCode::NO_CONTENT)
@@ -239,9 +216,7 @@ async fn revoke_key(State(svc): State<Shared>, Path(key_id): Path<String>, h: He
 }
 
 async fn put_org(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
-    let key = bearer(&h);
-    blocking(move || {
-        let p = who(&svc, &key)?;
+    as_caller(svc, &h, move |svc, p| {
         p.require_admin()?;
         let n = auth::load_org_manifest(&svc.db, &json_body(&body)?)?;
         Ok(json!({"supervision_pairs": n}))

@@ -65,15 +65,10 @@ fn parse_json(s: &str) -> Result<Value, ApiError> {
     serde_json::from_str(s).map_err(|e| ApiError::new(500, "engine_failed", format!("the engine returned invalid JSON: {e}")))
 }
 
-/// `instruction:{d}/{a}/{unit}/{version}` → (unit key, unit name).
-fn split_fact_uri(uri: &str) -> Option<(String, String, String)> {
-    let rest = uri.strip_prefix("instruction:")?;
-    let mut parts = rest.split('/');
-    let (d, a, u, v) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
-    Some((format!("instruction:{d}/{a}/{u}"), u.to_string(), v.to_string()))
+/// A snapshot's (deployment, manifest version).
+fn current_of(s: &crate::db::Snapshot) -> (String, String) {
+    let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
+    (m["deployment"].as_str().unwrap_or_default().to_string(), s.version.clone())
 }
 
 impl Service {
@@ -126,8 +121,13 @@ impl Service {
     /// cache; rendered and stored when the cache has none for the current manifest.
     /// Returns (markdown, manifest version, token count, stub version).
     pub fn boot_stub(&self, agent: &str, profile: Option<&str>) -> Result<(String, String, i64, i64), ApiError> {
+        self.stub_of(&*self.snapshot(agent)?, profile)
+    }
+
+    /// [`Service::boot_stub`] for an already loaded snapshot.
+    fn stub_of(&self, s: &crate::db::Snapshot, profile: Option<&str>) -> Result<(String, String, i64, i64), ApiError> {
+        let agent = s.agent_id.as_str();
         let profile = profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic");
-        let s = self.snapshot(agent)?;
         let sv = self.stub_version();
         let cached = self.db.read(|c| {
             let mut st = c.prepare_cached("SELECT body, token_count FROM boot_stubs WHERE agent_id = ?1 AND adapter_profile = ?2 AND manifest_version = ?3 AND stub_version = ?4")?;
@@ -140,14 +140,14 @@ impl Service {
         let stub = parse_json(&engine(self.rt.render_stub(&st, &s.manifest_json, Some(profile)))?)?;
         let body = stub["text"].as_str().unwrap_or_default().to_string();
         let tokens = stub["total_tokens"].as_i64().unwrap_or(0);
-        let version = s.version.clone();
         self.db.write(|tx| {
-            // Only if the manifest is still the one rendered (a publish may have raced us).
-            let current: Option<String> = tx.query_row("SELECT version FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL", params![agent], |r| r.get(0)).optional()?;
-            if current.as_deref() == Some(version.as_str()) {
+            // Cache it only if nothing changed since the snapshot: a publish or a unit write
+            // that raced this render has already invalidated the cache, and a stale stub
+            // must never be stored over it.
+            if crate::db::head(tx, agent)? == Some((s.manifest_id.clone(), s.generation)) {
                 tx.execute(
                     "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![agent, profile, sv, body, tokens, now_ms(), version],
+                    params![agent, profile, sv, body, tokens, now_ms(), s.version],
                 )?;
             }
             Ok::<_, DbError>(())
@@ -181,8 +181,8 @@ impl Service {
         })?;
         let t = key.verify(token, agent)?;
         let profile = body.get("profile").and_then(Value::as_str);
-        let (stub, version, stub_tokens, _) = self.boot_stub(agent, profile)?;
         let s = self.snapshot(agent)?;
+        let (stub, version, stub_tokens, _) = self.stub_of(&s, profile)?;
         let ctx = self.context(&t.heartbeat_id, t.session_start, &s.lift_units);
         let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
         let p = parse_json(&engine(self.rt.preload(&st, &s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx))?)?;
@@ -329,13 +329,7 @@ impl Service {
 
     /// The current manifest's (deployment, version), if any.
     fn current(&self, agent: &str) -> Result<Option<(String, String)>, ApiError> {
-        match self.db.snapshot(agent).map_err(ApiError::backend)? {
-            None => Ok(None),
-            Some(s) => {
-                let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
-                Ok(Some((m["deployment"].as_str().unwrap_or_default().to_string(), s.version.clone())))
-            }
-        }
+        Ok(self.db.snapshot(agent).map_err(ApiError::backend)?.map(|s| current_of(&s)))
     }
 
     /// `PUT /v1/agents/{id}/units/{name}`: a new immutable version of one unit's content.
@@ -373,7 +367,7 @@ impl Service {
             }
         };
         let uri = format!("{unit_key}/{version}");
-        if split_fact_uri(&uri).is_none() || !crate::auth::check_agent_id(name).is_ok() || version.eq_ignore_ascii_case("latest") {
+        if crate::db::split_fact_uri(&uri).is_none() || crate::auth::check_agent_id(name).is_err() || version.eq_ignore_ascii_case("latest") {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
         }
         let fact = self.new_fact(agent, name, &uri, &unit_key, &version, content, interpret_as, &who.entity_uri, json!({"written_by_key": who.key_id}))?;
@@ -449,7 +443,8 @@ impl Service {
                 return Err(ApiError::bad_request("invalid_request", format!("the body is for agent {a:?} but the route is for {agent:?}")));
             }
         }
-        let current = self.current(agent)?;
+        let snapshot = self.db.snapshot(agent).map_err(ApiError::backend)?;
+        let current = snapshot.as_deref().map(current_of);
         let version = obj.get("version").or_else(|| obj.get("manifest_version")).and_then(Value::as_str).unwrap_or_default().to_string();
         if version.is_empty() {
             return Err(ApiError::bad_request("invalid_request", "the manifest needs a `version` (e.g. \"v2\")"));
@@ -494,7 +489,7 @@ impl Service {
         let entries = manifest["entries"].as_array().cloned().unwrap_or_default();
 
         // 2. Unit contents sent with the manifest become new fact versions (Spec-13 gate).
-        let base = match self.db.snapshot(agent).map_err(ApiError::backend)? {
+        let base = match &snapshot {
             Some(s) => s.facts.clone(),
             None => Arc::new(SnapshotFacts::empty(self.db.clone())),
         };
@@ -513,7 +508,7 @@ impl Service {
                 let Some(uri) = entry.and_then(|e| e["fact_uri"].as_str()) else {
                     return Err(ApiError::bad_request("manifest_entry_invalid", format!("`units.{name}` has no manifest entry with a fact_uri to store it under")));
                 };
-                let Some((unit_key, unit_name, v)) = split_fact_uri(uri) else {
+                let Some((unit_key, unit_name, v)) = crate::db::split_fact_uri(uri) else {
                     return Err(ApiError::bad_request("manifest_entry_invalid", format!("entry {name:?} has an invalid fact_uri {uri:?}")));
                 };
                 let fact = self.new_fact(agent, &unit_name, uri, &unit_key, &v, content, "instruction", &who.entity_uri, json!({"published_with": version}))?;

@@ -167,7 +167,7 @@ pub mod flat {
             write!(f, "a byte string of {}-byte records", T::SIZE)
         }
         fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<Vec<T>, E> {
-            if b.len() % T::SIZE != 0 {
+            if !b.len().is_multiple_of(T::SIZE) {
                 return Err(E::custom("flat array length is not a multiple of its record size"));
             }
             Ok(b.chunks_exact(T::SIZE).map(T::get).collect())
