@@ -1,0 +1,192 @@
+// The preview page: every figure comes from lid-preview (lid-core compiled to wasm),
+// called in this page; nothing is sent to a server.
+import init, * as lid from './lid_preview.js';
+
+const $ = (id) => document.getElementById(id);
+const units = new Map(); // name -> markdown
+let profile = 'generic';
+let stubs = [];
+let timer = null;
+
+const esc = (s) => String(s ?? '').replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+const unitsJson = () => JSON.stringify(Object.fromEntries(units));
+const parse = (s) => { try { return JSON.parse(s); } catch { return null; } };
+
+function meter(el, value, cap) {
+  const pct = Math.min(100, (100 * value) / cap);
+  el.style.width = pct + '%';
+  el.className = value > cap ? 'over' : value > 0.9 * cap ? 'near' : '';
+}
+
+function renderUnits() {
+  const ul = $('units');
+  ul.innerHTML = '';
+  for (const [name, text] of [...units.entries()].sort()) {
+    const li = document.createElement('li');
+    li.innerHTML = `<span>${esc(name)}.md <span class="muted">· ${lid.count_tokens(text)} tokens</span></span>`;
+    const b = document.createElement('button');
+    b.textContent = 'remove';
+    b.onclick = () => { units.delete(name); renderUnits(); schedule(); };
+    li.appendChild(b);
+    ul.appendChild(li);
+  }
+  $('unit-count').textContent = units.size ? `(${units.size})` : '';
+}
+
+function renderValidation(manifest) {
+  const r = parse(lid.validate(manifest, ''));
+  const tbody = $('problems').querySelector('tbody');
+  tbody.innerHTML = '';
+  const rows = [...(r.errors || []).map((p) => ['error', p]), ...(r.warnings || []).map((p) => ['warning', p])];
+  for (const [kind, p] of rows) {
+    const tr = document.createElement('tr');
+    tr.className = kind;
+    tr.innerHTML = `<td class="code">${esc(p.code)}</td><td class="entry">${esc(p.entry ?? '—')}</td><td>${esc(p.field ?? '')}</td><td>${esc(p.message)}</td>`;
+    tbody.appendChild(tr);
+  }
+  $('problems').classList.toggle('has-rows', rows.length > 0);
+  const st = $('validation-status');
+  const n = (r.errors || []).length;
+  st.textContent = r.ok ? (r.warnings?.length ? `valid · ${r.warnings.length} warning(s)` : 'valid') : `${n} error${n === 1 ? '' : 's'}`;
+  st.className = 'badge ' + (r.ok ? (r.warnings?.length ? 'warn' : 'ok') : 'bad');
+  $('manifest-tokens').textContent = `${r.token_count} / ${r.token_cap}`;
+  meter($('manifest-meter'), r.token_count, r.token_cap || 1000);
+  const et = $('entry-tokens').querySelector('tbody');
+  et.innerHTML = '';
+  for (const e of r.entry_tokens || []) {
+    const tr = document.createElement('tr');
+    const has = units.has(e.name);
+    tr.innerHTML = `<td class="code">${esc(e.name)}</td><td class="num">${e.tokens}</td><td>${has ? '✓ ' + lid.count_tokens(units.get(e.name)) + ' tokens' : '<span class="muted">no unit file</span>'}</td>`;
+    et.appendChild(tr);
+  }
+  return r;
+}
+
+function renderStubs(manifest) {
+  stubs = parse(lid.stubs(manifest, unitsJson()));
+  const tabs = $('stub-tabs');
+  tabs.innerHTML = '';
+  if (!Array.isArray(stubs)) {
+    $('stub-text').textContent = stubs?.error ? `${stubs.error.code}: ${stubs.error.message}` : '';
+    $('stub-tokens').textContent = '—';
+    return;
+  }
+  for (const s of stubs) {
+    const b = document.createElement('button');
+    b.textContent = s.profile;
+    b.className = s.profile === profile ? 'active' : '';
+    b.onclick = () => { profile = s.profile; renderStubs(manifest); };
+    tabs.appendChild(b);
+  }
+  const s = stubs.find((x) => x.profile === profile) || stubs[0];
+  if (s.error) {
+    $('stub-text').textContent = `${s.error.code}: ${s.error.message}`;
+    $('stub-tokens').textContent = s.error.details?.body_tokens ? `${s.error.details.body_tokens} / 500` : '—';
+    meter($('stub-meter'), s.error.details?.body_tokens || 0, 500);
+  } else {
+    $('stub-text').textContent = s.text;
+    $('stub-tokens').textContent = `${s.body_tokens} / 500`;
+    meter($('stub-meter'), s.body_tokens, 500);
+  }
+}
+
+function renderCoverage(manifest) {
+  const c = parse(lid.coverage(manifest, unitsJson()));
+  const tbody = $('coverage').querySelector('tbody');
+  tbody.innerHTML = '';
+  const st = $('coverage-status');
+  if (!c || c.error) {
+    st.textContent = c?.error?.code || '—';
+    st.className = 'badge bad';
+    return;
+  }
+  st.textContent = c.passed ? 'passes' : `fails: ${c.failing_units.length} unit(s)`;
+  st.className = 'badge ' + (c.passed ? 'ok' : 'bad');
+  for (const u of c.units) {
+    const tr = document.createElement('tr');
+    const failed = (u.failed || []).map((f) => `<li>“${esc(f.paraphrase)}” → rank ${f.rank || '—'}</li>`).join('');
+    tr.innerHTML = `<td class="code">${u.passed ? '✓' : '✗'} ${esc(u.unit)}</td><td class="num">${Math.round(u.coverage_pct * 100)}%</td><td class="num">${u.paraphrases}</td><td>${failed ? `<ul class="failed">${failed}</ul>` : '<span class="muted">none</span>'}</td>`;
+    tbody.appendChild(tr);
+  }
+}
+
+function renderRecall(manifest) {
+  const intent = $('intent').value;
+  const tbody = $('ranked').querySelector('tbody');
+  tbody.innerHTML = '';
+  if (!intent.trim()) { $('recall-note').textContent = 'Type an intent to see what recall_instruction would rank.'; return; }
+  const r = parse(lid.rank(manifest, unitsJson(), intent));
+  if (!r || r.error) { $('recall-note').textContent = r?.error ? `${r.error.code}: ${r.error.message}` : ''; return; }
+  r.ranked.forEach((u, i) => {
+    const tr = document.createElement('tr');
+    tr.innerHTML = `<td>${i + 1}</td><td class="code">${esc(u.name)}</td><td><div class="score"><div class="bar" style="width:${Math.round(u.score * 120)}px"></div>${u.score.toFixed(3)}</div></td><td class="num">${u.lexical.toFixed(3)}</td><td class="num">${u.semantic.toFixed(3)}</td><td class="num">${u.graph.toFixed(3)}</td>`;
+    tbody.appendChild(tr);
+  });
+  $('recall-note').textContent = r.unavailable.length ? `Not ranked (no unit file): ${r.unavailable.join(', ')}` : '';
+}
+
+function update() {
+  const manifest = $('manifest').value;
+  if (!manifest.trim()) return;
+  if (parse(manifest) === null) {
+    renderValidation(manifest); // reports invalid_json with its message
+    return;
+  }
+  const r = renderValidation(manifest);
+  // Stubs, coverage and recall need a manifest that parses as one (even with entry errors).
+  if (r.errors?.some((e) => e.code === 'invalid_json')) return;
+  renderStubs(manifest);
+  renderRecall(manifest);
+  renderCoverage(manifest);
+}
+
+function schedule() {
+  clearTimeout(timer);
+  timer = setTimeout(update, 200);
+}
+
+async function addFiles(files) {
+  for (const f of files) {
+    const text = await f.text();
+    const name = f.name.replace(/\.(md|markdown|txt)$/i, '');
+    if (/\.json$/i.test(f.name)) $('manifest').value = text;
+    else units.set(name, text);
+  }
+  renderUnits();
+  schedule();
+}
+
+async function loadDemo() {
+  const m = await (await fetch('demo/manifest.json')).text();
+  const j = JSON.parse(m);
+  units.clear();
+  for (const e of j.entries) {
+    const r = await fetch(`demo/units/${e.name}.md`);
+    if (r.ok) units.set(e.name, await r.text());
+  }
+  $('manifest').value = m;
+  renderUnits();
+  update();
+}
+
+await init();
+const info = parse(lid.info());
+$('engine').textContent = `engine ${info.engine} · ranker ${info.ranker_version} · stub schema v${info.stub_version} · running in this page`;
+$('manifest').addEventListener('input', schedule);
+$('intent').addEventListener('input', () => renderRecall($('manifest').value));
+$('files').addEventListener('change', (e) => addFiles(e.target.files));
+$('load-demo').addEventListener('click', loadDemo);
+$('add-unit').addEventListener('click', () => {
+  const n = $('unit-name').value.trim();
+  if (!n) return;
+  units.set(n, $('unit-text').value);
+  $('unit-name').value = '';
+  $('unit-text').value = '';
+  renderUnits();
+  schedule();
+});
+const drop = $('drop');
+drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
+drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+drop.addEventListener('drop', (e) => { e.preventDefault(); drop.classList.remove('over'); addFiles(e.dataTransfer.files); });
+document.body.dataset.ready = '1';

@@ -1,0 +1,297 @@
+//! Who may do what on the worker (§21.4.4–5, S9, Spec-13), as `lid serve` decides it
+//! (`host/src/auth.rs`): API keys stored hashed in D1 (`api_keys`), their capabilities,
+//! supervision from the org manifest (`org_supervisors`), and the checks every route makes.
+//!
+//! The worker has no CLI to mint the first key: bootstrap admin keys come from the
+//! `LID_ADMIN_KEYS` secret (`entity_uri=secret` pairs, comma separated), each with the
+//! `admin`, `read` and `instruction:write` capabilities; more keys are created over HTTP.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::args;
+use crate::error::{ApiError, ApiResult};
+use crate::store::Store;
+use crate::util::{now_ms, random_hex, sha256_hex};
+
+pub const CAP_READ: &str = "read";
+pub const CAP_ADMIN: &str = "admin";
+pub const CAP_INSTRUCTION_WRITE: &str = "instruction:write";
+pub const CAPABILITIES: &[&str] = &[CAP_READ, CAP_ADMIN, CAP_INSTRUCTION_WRITE];
+
+/// The caller of a request.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub key_id: String,
+    pub admin_role: bool,
+    pub agent_id: Option<String>,
+    pub capabilities: Vec<String>,
+    pub entity_uri: String,
+}
+
+/// A bootstrap admin key from the `LID_ADMIN_KEYS` secret.
+#[derive(Debug, Clone)]
+pub struct EnvKey {
+    pub entity_uri: String,
+    pub hash: String,
+}
+
+/// Parse `LID_ADMIN_KEYS`: `entity_uri=secret` (or a bare secret) per comma.
+pub fn parse_env_keys(s: &str) -> Vec<EnvKey> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .enumerate()
+        .map(|(i, p)| match p.rsplit_once('=') {
+            Some((e, k)) if !e.trim().is_empty() => EnvKey { entity_uri: e.trim().to_string(), hash: sha256_hex(k.trim().as_bytes()) },
+            _ => EnvKey { entity_uri: format!("admin:env{i}"), hash: sha256_hex(p.as_bytes()) },
+        })
+        .collect()
+}
+
+/// A key as listed (never the secret).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KeyInfo {
+    pub id: String,
+    pub role: String,
+    pub agent_id: Option<String>,
+    #[serde(deserialize_with = "caps_de")]
+    pub capabilities: Vec<String>,
+    pub entity_uri: String,
+    pub label: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// D1 returns `capabilities` as the stored JSON text.
+fn caps_de<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Value::deserialize(d)?;
+    Ok(match v {
+        Value::String(s) => serde_json::from_str(&s).unwrap_or_default(),
+        Value::Array(a) => a.into_iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        _ => vec![],
+    })
+}
+
+/// A request to create a key.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewKey {
+    pub role: String,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[serde(default)]
+    pub capabilities: Option<Vec<String>>,
+    #[serde(default)]
+    pub entity_uri: Option<String>,
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// Agent ids are path segments of URIs and routes: `[A-Za-z0-9._-]`, 1–128 chars.
+pub fn check_agent_id(a: &str) -> ApiResult<()> {
+    let ok = !a.is_empty() && a.len() <= 128 && a.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) && a != "." && a != "..";
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request("invalid_request", format!("agent id {a:?} must be 1-128 characters of letters, digits, '.', '_' or '-'")))
+    }
+}
+
+/// Resolve the `Authorization: Bearer …` header to a principal.
+pub async fn authenticate(store: &Store, env_keys: &[EnvKey], header: Option<&str>) -> ApiResult<Principal> {
+    let Some(h) = header else {
+        return Err(ApiError::new(401, "api_key_required", "send an API key as `Authorization: Bearer <key>` (create one with POST /v1/keys)"));
+    };
+    let secret = h.strip_prefix("Bearer ").map(str::trim).unwrap_or("");
+    if secret.is_empty() {
+        return Err(ApiError::new(401, "api_key_required", "the Authorization header must be `Bearer <key>`"));
+    }
+    let hash = sha256_hex(secret.as_bytes());
+    if let Some(k) = env_keys.iter().find(|k| k.hash == hash) {
+        return Ok(Principal {
+            key_id: format!("key_env_{}", &hash[..8]),
+            admin_role: true,
+            agent_id: None,
+            capabilities: vec![CAP_ADMIN.into(), CAP_INSTRUCTION_WRITE.into(), CAP_READ.into()],
+            entity_uri: k.entity_uri.clone(),
+        });
+    }
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+        role: String,
+        agent_id: Option<String>,
+        capabilities: String,
+        entity_uri: String,
+    }
+    let row: Option<Row> = store.first("SELECT id, role, agent_id, capabilities, entity_uri FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL", args![hash]).await?;
+    let Some(r) = row else {
+        return Err(ApiError::new(401, "api_key_invalid", "this API key is unknown or revoked"));
+    };
+    Ok(Principal { key_id: r.id, admin_role: r.role == "admin", agent_id: r.agent_id, capabilities: serde_json::from_str(&r.capabilities).unwrap_or_default(), entity_uri: r.entity_uri })
+}
+
+/// Whether `supervisor` is a declared supervisor of `agent` in the org manifest.
+pub async fn supervises(store: &Store, supervisor: &str, agent: &str) -> ApiResult<bool> {
+    #[derive(Deserialize)]
+    struct One {
+        #[allow(dead_code)]
+        one: i64,
+    }
+    Ok(store.first::<One>("SELECT 1 AS one FROM org_supervisors WHERE supervisor_id = ?1 AND agent_id = ?2", args![supervisor, agent]).await?.is_some())
+}
+
+impl Principal {
+    pub fn is_admin(&self) -> bool {
+        self.admin_role && self.has(CAP_ADMIN)
+    }
+
+    pub fn has(&self, cap: &str) -> bool {
+        self.capabilities.iter().any(|c| c == cap)
+    }
+
+    fn is_agent(&self, agent: &str) -> bool {
+        !self.admin_role && self.agent_id.as_deref() == Some(agent)
+    }
+
+    /// Read an agent's instructions: admin, the agent itself, or its declared supervisor.
+    pub async fn require_read(&self, store: &Store, agent: &str) -> ApiResult<()> {
+        if !self.has(CAP_READ) && !self.is_admin() {
+            return Err(ApiError::new(403, "capability_missing", "this API key lacks the `read` capability"));
+        }
+        if self.is_admin() || self.is_agent(agent) {
+            return Ok(());
+        }
+        if let Some(me) = self.agent_id.as_deref() {
+            if supervises(store, me, agent).await? {
+                return Ok(());
+            }
+        }
+        Err(ApiError::scope_denied(agent))
+    }
+
+    /// Act as the agent (heartbeats): the agent itself or an admin.
+    pub fn require_self(&self, agent: &str) -> ApiResult<()> {
+        if self.is_admin() || self.is_agent(agent) {
+            Ok(())
+        } else {
+            Err(ApiError::scope_denied(agent))
+        }
+    }
+
+    pub fn require_admin(&self) -> ApiResult<()> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::new(403, "admin_required", "only an admin API key may do this (§21.4.4: deployment administrators write instructions)"))
+        }
+    }
+
+    /// Write instruction-typed facts for `agent` (Spec-13): `instruction:write`, held by an
+    /// admin or by the agent's own key.
+    pub fn require_instruction_write(&self, agent: &str) -> ApiResult<()> {
+        if !(self.is_admin() || self.is_agent(agent)) {
+            return Err(ApiError::scope_denied(agent));
+        }
+        if !self.has(CAP_INSTRUCTION_WRITE) {
+            return Err(ApiError::new(
+                403,
+                "instruction_write_required",
+                "writing instruction facts needs the `instruction:write` capability (Spec-13); general write or admin authority is not enough: create a key with it",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Create a key; returns its info and the secret (shown once).
+pub async fn create_key(store: &Store, k: &NewKey) -> ApiResult<(KeyInfo, String)> {
+    let admin = match k.role.as_str() {
+        "admin" => true,
+        "agent" => false,
+        other => return Err(ApiError::bad_request("invalid_request", format!("`role` must be \"admin\" or \"agent\", not {other:?}"))),
+    };
+    let agent_id = k.agent_id.clone().filter(|a| !a.trim().is_empty());
+    match (admin, &agent_id) {
+        (false, None) => return Err(ApiError::bad_request("invalid_request", "an agent key needs `agent_id`: the one agent it is bound to")),
+        (true, Some(_)) => return Err(ApiError::bad_request("invalid_request", "an admin key is not bound to an agent: drop `agent_id`")),
+        _ => {}
+    }
+    if let Some(a) = &agent_id {
+        check_agent_id(a)?;
+    }
+    let mut caps = k.capabilities.clone().unwrap_or_else(|| if admin { vec![CAP_ADMIN.into(), CAP_READ.into()] } else { vec![CAP_READ.into()] });
+    for c in &caps {
+        if !CAPABILITIES.contains(&c.as_str()) {
+            return Err(ApiError::bad_request("invalid_request", format!("unknown capability {c:?}; known: {}", CAPABILITIES.join(", "))));
+        }
+    }
+    if !admin && caps.iter().any(|c| c == CAP_ADMIN) {
+        return Err(ApiError::bad_request("invalid_request", "the `admin` capability belongs to admin keys only"));
+    }
+    if admin && !caps.iter().any(|c| c == CAP_ADMIN) {
+        caps.insert(0, CAP_ADMIN.into());
+    }
+    caps.sort();
+    caps.dedup();
+    let id = format!("key_{}", random_hex(8));
+    let role = if admin { "admin" } else { "agent" };
+    let secret = format!("lid_{role}_{}", random_hex(20));
+    let entity_uri = k.entity_uri.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| match &agent_id {
+        Some(a) => format!("agent:{a}"),
+        None => format!("admin:{id}"),
+    });
+    let info = KeyInfo { id, role: role.into(), agent_id, capabilities: caps, entity_uri, label: k.label.clone().unwrap_or_default(), created_at: now_ms(), revoked_at: None };
+    store
+        .run(
+            "INSERT INTO api_keys (id, key_hash, role, agent_id, capabilities, entity_uri, label, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            args![info.id, sha256_hex(secret.as_bytes()), info.role, info.agent_id, json!(info.capabilities).to_string(), info.entity_uri, info.label, info.created_at],
+        )
+        .await?;
+    Ok((info, secret))
+}
+
+pub async fn list_keys(store: &Store) -> ApiResult<Vec<KeyInfo>> {
+    store.all("SELECT id, role, agent_id, capabilities, entity_uri, label, created_at, revoked_at FROM api_keys ORDER BY created_at, id", args![]).await
+}
+
+/// Revoke a key by id; `false` when there is no such live key.
+pub async fn revoke_key(store: &Store, id: &str) -> ApiResult<bool> {
+    Ok(store.run("UPDATE api_keys SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL", args![now_ms(), id]).await? == 1)
+}
+
+/// Replace the org manifest's supervision pairs in one batch; returns how many.
+pub async fn load_org_manifest(store: &Store, org: &Value) -> ApiResult<usize> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    if let Some(agents) = org.get("agents").and_then(Value::as_array) {
+        for a in agents {
+            let id = a.get("agent_id").and_then(Value::as_str).unwrap_or_default();
+            for r in a.get("supervises").and_then(Value::as_array).into_iter().flatten() {
+                pairs.push((id.to_string(), r.as_str().unwrap_or_default().to_string()));
+            }
+        }
+    }
+    if let Some(map) = org.get("supervisors").and_then(Value::as_object) {
+        for (boss, reports) in map {
+            for r in reports.as_array().into_iter().flatten() {
+                pairs.push((boss.clone(), r.as_str().unwrap_or_default().to_string()));
+            }
+        }
+    }
+    if org.get("agents").is_none() && org.get("supervisors").is_none() {
+        return Err(ApiError::bad_request("invalid_request", "an org manifest needs `agents: [{agent_id, supervises: [..]}]` or `supervisors: {id: [..]}`"));
+    }
+    for (s, a) in &pairs {
+        check_agent_id(s)?;
+        check_agent_id(a)?;
+        if s == a {
+            return Err(ApiError::bad_request("invalid_request", format!("agent {s:?} cannot supervise itself")));
+        }
+    }
+    let mut stmts = vec![store.stmt("DELETE FROM org_supervisors", args![])?];
+    for (s, a) in &pairs {
+        stmts.push(store.stmt("INSERT OR IGNORE INTO org_supervisors (supervisor_id, agent_id) VALUES (?1, ?2)", args![s, a])?);
+    }
+    store.batch(stmts).await?;
+    Ok(pairs.len())
+}

@@ -1,0 +1,91 @@
+//! Errors of the worker's routes: the same §21.9 codes (and lid's documented codes, see
+//! the README table), HTTP statuses, messages and JSON body as `lid serve`
+//! (`host/src/apierror.rs`): `{"error": {"code", "status", "message", "details"}}`.
+
+use serde_json::{json, Value};
+use worker::Response;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+    pub details: Value,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
+        ApiError { status, code: code.to_string(), message: message.into(), details: Value::Null }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self::new(400, code, message)
+    }
+
+    pub fn invalid_json(e: impl std::fmt::Display) -> Self {
+        Self::new(400, "invalid_json", format!("the request body is not the expected JSON: {e}"))
+    }
+
+    pub fn scope_denied(agent: &str) -> Self {
+        Self::new(
+            403,
+            "instruction_scope_denied",
+            format!("this API key may not read agent {agent:?}'s instructions (§21.4.5): use the agent's own key, a declared supervisor's key or an admin key"),
+        )
+    }
+
+    pub fn manifest_not_found(agent: &str) -> Self {
+        Self::new(404, "manifest_not_found", format!("agent {agent:?} has no instruction manifest: publish one with PUT /v1/agents/{agent}/instruction-manifest"))
+    }
+
+    /// A D1 or KV failure outside the recall path.
+    pub fn storage(e: impl std::fmt::Display) -> Self {
+        worker::console_error!("storage failure: {e}");
+        Self::new(503, "storage_unavailable", format!("the database could not be used; retry later ({e})")).with_details(json!({"retryable": true}))
+    }
+
+    /// A failure reading the facts the engine needs (§21.9 `recall_backend_unavailable`).
+    pub fn backend(e: impl std::fmt::Display) -> Self {
+        worker::console_error!("recall backend unavailable: {e}");
+        Self::new(503, "recall_backend_unavailable", format!("the instruction fact store cannot be read; retry later ({e})")).with_details(json!({"retryable": true}))
+    }
+
+    /// JSON the engine produced that does not parse (a bug, not the caller's input).
+    pub fn engine_json(e: impl std::fmt::Display) -> Self {
+        Self::new(500, "engine_failed", format!("the engine returned invalid JSON: {e}"))
+    }
+
+    pub fn body(&self) -> Value {
+        json!({"error": {"code": self.code, "status": self.status, "message": self.message, "details": self.details}})
+    }
+
+    pub fn into_response(self) -> worker::Result<Response> {
+        Ok(Response::from_json(&self.body())?.with_status(self.status))
+    }
+}
+
+impl From<lid_core::error::EngineError> for ApiError {
+    fn from(e: lid_core::error::EngineError) -> Self {
+        let b = e.body();
+        ApiError { status: b.status, code: b.code, message: b.message, details: b.details }
+    }
+}
+
+impl From<worker::Error> for ApiError {
+    fn from(e: worker::Error) -> Self {
+        ApiError::storage(e)
+    }
+}
+
+impl From<worker::KvError> for ApiError {
+    fn from(e: worker::KvError) -> Self {
+        ApiError::storage(e)
+    }
+}

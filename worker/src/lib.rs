@@ -1,0 +1,306 @@
+//! # lid-worker: lid on Cloudflare Workers (workers-rs)
+//!
+//! The same routes, JSON, status codes and error codes as `lid serve` (§21.8; README
+//! "The service"), with `lid-core` compiled for `wasm32-unknown-unknown` and linked in:
+//! facts in KV (`FACTS`), the §21.7 tables and lid's in D1 (`DB`, created by
+//! `migrations/0001_lid.sql`), bootstrap admin keys from the `LID_ADMIN_KEYS` secret, the
+//! heartbeat trigger key from `LID_HEARTBEAT_SECRET`. One handler per route; each
+//! authenticates, checks scope (§21.4.5) and calls [`service::Service`].
+//!
+//! The browser preview (`/preview/`) is static: `wrangler.toml` serves `preview/dist/`
+//! as assets, computed in the browser by `lid-preview` (this workspace's `preview/`).
+
+pub mod auth;
+pub mod error;
+pub mod jwt;
+pub mod service;
+pub mod store;
+pub mod util;
+
+use serde_json::{json, Value};
+use worker::{event, Context, Env, Headers, Request, Response, RouteContext, Router};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::service::Service;
+use crate::store::Store;
+
+/// The OpenAPI description: the very document `lid serve` serves.
+pub static OPENAPI: &str = include_str!("../../host/src/openapi.json");
+
+/// Request bodies larger than this are refused (413), as in `lid serve`.
+pub const BODY_LIMIT: usize = 8 << 20;
+
+fn service(env: &Env) -> ApiResult<Service> {
+    let store = Store { db: env.d1("DB").map_err(ApiError::storage)?, kv: env.kv("FACTS").map_err(ApiError::storage)? };
+    let text = |name: &str| env.secret(name).map(|s| s.to_string()).or_else(|_| env.var(name).map(|v| v.to_string())).ok().filter(|s| !s.trim().is_empty());
+    Ok(Service {
+        store,
+        env_keys: text("LID_ADMIN_KEYS").map(|s| auth::parse_env_keys(&s)).unwrap_or_default(),
+        heartbeat_secret: text("LID_HEARTBEAT_SECRET"),
+        wake_reasons: text("LID_WAKE_REASONS").map(|s| s.split(',').map(|w| w.trim().to_string()).filter(|w| !w.is_empty()).collect()),
+    })
+}
+
+fn reply(r: ApiResult<Response>) -> worker::Result<Response> {
+    match r {
+        Ok(r) => Ok(r),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn json_response(v: &Value, status: u16) -> ApiResult<Response> {
+    Ok(Response::from_json(v).map_err(ApiError::storage)?.with_status(status))
+}
+
+fn raw_json(s: String) -> ApiResult<Response> {
+    let h = Headers::new();
+    h.set("content-type", "application/json").map_err(ApiError::storage)?;
+    Ok(Response::ok(s).map_err(ApiError::storage)?.with_headers(h))
+}
+
+fn markdown(s: String, extra: &[(&str, String)]) -> ApiResult<Response> {
+    let h = Headers::new();
+    h.set("content-type", "text/markdown; charset=utf-8").map_err(ApiError::storage)?;
+    for (k, v) in extra {
+        h.set(k, v).map_err(ApiError::storage)?;
+    }
+    Ok(Response::ok(s).map_err(ApiError::storage)?.with_headers(h))
+}
+
+fn param(ctx: &RouteContext<()>, name: &str) -> String {
+    ctx.param(name).cloned().unwrap_or_default()
+}
+
+/// Authenticate the caller.
+async fn caller(svc: &Service, req: &Request) -> ApiResult<Principal> {
+    let h = req.headers().get("authorization").ok().flatten();
+    auth::authenticate(&svc.store, &svc.env_keys, h.as_deref()).await
+}
+
+/// The body as text (invalid UTF-8 or over the limit refused).
+async fn body_text(req: &mut Request) -> ApiResult<String> {
+    let b = req.bytes().await.map_err(ApiError::invalid_json)?;
+    if b.len() > BODY_LIMIT {
+        return Err(ApiError::new(413, "invalid_request", format!("the request body is over {BODY_LIMIT} bytes")));
+    }
+    String::from_utf8(b).map_err(ApiError::invalid_json)
+}
+
+/// The body as a JSON object.
+async fn json_body(req: &mut Request) -> ApiResult<Value> {
+    let b = body_text(req).await?;
+    if b.is_empty() {
+        return Err(ApiError::invalid_json("the body is empty"));
+    }
+    let v: Value = serde_json::from_str(&b).map_err(ApiError::invalid_json)?;
+    if !v.is_object() {
+        return Err(ApiError::invalid_json("expected a JSON object"));
+    }
+    Ok(v)
+}
+
+async fn healthz(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
+    Response::from_json(&json!({"status": "ok", "engine": service::info()}))
+}
+
+async fn openapi(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
+    reply(raw_json(OPENAPI.to_string()))
+}
+
+async fn not_found(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
+    ApiError::new(404, "route_not_found", "no such route; GET /openapi.json lists them").into_response()
+}
+
+async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        p.require_read(&svc.store, &id).await?;
+        let profile = req.url().ok().and_then(|u| u.query_pairs().find(|(k, _)| k == "profile").map(|(_, v)| v.into_owned()));
+        let (body, mv, tokens, sv) = svc.boot_stub(&id, profile.as_deref()).await.map_err(|e| {
+            if e.code == "manifest_not_found" {
+                ApiError::new(404, "boot_stub_not_found", format!("no boot stub for agent {id:?}: {}", e.message))
+            } else {
+                e
+            }
+        })?;
+        markdown(body, &[("x-stub-version", sv.to_string()), ("x-manifest-version", mv), ("x-token-count", tokens.to_string())])
+    }
+    .await)
+}
+
+async fn get_manifest(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        p.require_read(&svc.store, &id).await?;
+        json_response(&svc.get_manifest(&id, p.is_admin()).await?, 200)
+    }
+    .await)
+}
+
+async fn put_manifest(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        p.require_admin()?;
+        let body = json_body(&mut req).await?;
+        json_response(&svc.publish(&id, &body, &p).await?, 200)
+    }
+    .await)
+}
+
+async fn cosign(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        let body = json_body(&mut req).await?;
+        json_response(&svc.cosign(&id, &body, &p).await?, 201)
+    }
+    .await)
+}
+
+async fn coverage(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        p.require_read(&svc.store, &id).await?;
+        json_response(&svc.coverage(&id, p.is_admin()).await?, 200)
+    }
+    .await)
+}
+
+async fn recall(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        p.require_read(&svc.store, &id).await?;
+        let body = body_text(&mut req).await?;
+        raw_json(svc.recall(&id, &body).await?)
+    }
+    .await)
+}
+
+async fn heartbeat(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let md = req.headers().get("accept").ok().flatten().is_some_and(|a| a.starts_with("text/markdown"));
+        let p = caller(&svc, &req).await?;
+        p.require_self(&id)?;
+        let body = json_body(&mut req).await?;
+        let v = svc.heartbeat(&id, &body).await?;
+        if md {
+            return markdown(v["context"].as_str().unwrap_or_default().to_string(), &[]);
+        }
+        json_response(&v, 200)
+    }
+    .await)
+}
+
+async fn put_unit(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let (id, name) = (param(&ctx, "id"), param(&ctx, "name"));
+        let p = caller(&svc, &req).await?;
+        auth::check_agent_id(&id)?;
+        let body = json_body(&mut req).await?;
+        let v = svc.write_unit(&id, &name, &body, &p).await?;
+        let status = if v["unchanged"].as_bool().unwrap_or(false) { 200 } else { 201 };
+        json_response(&v, status)
+    }
+    .await)
+}
+
+async fn submit_audit(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let p = caller(&svc, &req).await?;
+        let body = json_body(&mut req).await?;
+        svc.submit_audit(&p, &body).await?;
+        Ok(Response::empty().map_err(ApiError::storage)?.with_status(204))
+    }
+    .await)
+}
+
+async fn create_key(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let p = caller(&svc, &req).await?;
+        p.require_admin()?;
+        let req: auth::NewKey = serde_json::from_value(json_body(&mut req).await?).map_err(ApiError::invalid_json)?;
+        let (info, secret) = auth::create_key(&svc.store, &req).await?;
+        json_response(&json!({"key": secret, "info": info}), 201)
+    }
+    .await)
+}
+
+async fn list_keys(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let p = caller(&svc, &req).await?;
+        p.require_admin()?;
+        json_response(&json!({"keys": auth::list_keys(&svc.store).await?}), 200)
+    }
+    .await)
+}
+
+async fn revoke_key(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let key_id = param(&ctx, "key_id");
+        let p = caller(&svc, &req).await?;
+        p.require_admin()?;
+        if auth::revoke_key(&svc.store, &key_id).await? {
+            Ok(Response::empty().map_err(ApiError::storage)?.with_status(204))
+        } else {
+            Err(ApiError::new(404, "key_not_found", format!("no live key {key_id:?}")))
+        }
+    }
+    .await)
+}
+
+async fn put_org(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let p = caller(&svc, &req).await?;
+        p.require_admin()?;
+        let n = auth::load_org_manifest(&svc.store, &json_body(&mut req).await?).await?;
+        json_response(&json!({"supervision_pairs": n}), 200)
+    }
+    .await)
+}
+
+/// The routes of `lid serve` (`host/src/http.rs`), one handler each.
+pub fn router() -> Router<'static, ()> {
+    Router::new()
+        .get_async("/healthz", healthz)
+        .get_async("/openapi.json", openapi)
+        .get_async("/v1/agents/:id/boot-stub", boot_stub)
+        .get_async("/v1/agents/:id/instruction-manifest", get_manifest)
+        .put_async("/v1/agents/:id/instruction-manifest", put_manifest)
+        .get_async("/v1/agents/:id/instruction-manifest/coverage", coverage)
+        .post_async("/v1/agents/:id/instruction-manifest/cosignatures", cosign)
+        .post_async("/v1/agents/:id/recall-instruction", recall)
+        .post_async("/v1/agents/:id/heartbeat", heartbeat)
+        .put_async("/v1/agents/:id/units/:name", put_unit)
+        .post_async("/v1/instruction/audit", submit_audit)
+        .post_async("/v1/keys", create_key)
+        .get_async("/v1/keys", list_keys)
+        .delete_async("/v1/keys/:key_id", revoke_key)
+        .put_async("/v1/org-manifest", put_org)
+        .or_else_any_method_async("/*rest", not_found)
+        .or_else_any_method_async("/", not_found)
+}
+
+#[event(fetch)]
+pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    router().run(req, env).await
+}

@@ -1,0 +1,734 @@
+//! The operations of the worker (§21.8), mirroring `lid serve`'s `host/src/service.rs`
+//! route for route: the same validation, coverage gate, stubs, audit and JSON. The engine
+//! is `lid-core` linked directly (compiled for `wasm32-unknown-unknown`); its synchronous
+//! storage ports are served from a [`Snapshot`](crate::store::Snapshot) read ahead from
+//! KV and D1, and audit records it appends are buffered, then written to D1 *before* the
+//! answer is returned (§21.5.1).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use lid_core::store::{AuditSink, Fact, InterpretAs};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::args;
+use crate::auth::{check_agent_id, Principal, CAP_INSTRUCTION_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{current_version, event, ledger_insert, sha_of, split_fact_uri, Snapshot, Store, WorkerFacts};
+use crate::util::{iso, now_ms, random_hex, sha256_hex, uuid4};
+
+/// Adapter profiles rendered at publish (§21.1.3); any other name is served as generic.
+pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assistants"];
+/// Audit tokens expire after 24 h (§21.5.2).
+pub const AUDIT_TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
+/// The rolling audit window (§21.5.3).
+pub const AUDIT_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
+/// Re-certification deadline after a coverage-gate bypass (S10).
+pub const RECERTIFY_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// Per-request state: the bindings and the configuration from vars/secrets.
+pub struct Service {
+    pub store: Store,
+    pub env_keys: Vec<crate::auth::EnvKey>,
+    pub heartbeat_secret: Option<String>,
+    pub wake_reasons: Option<Vec<String>>,
+}
+
+/// Audit records the engine appends during one call, written to D1 after it.
+#[derive(Default)]
+struct Buffered(RefCell<Vec<String>>);
+
+impl AuditSink for Buffered {
+    fn append(&self, record_json: &str) -> Result<(), String> {
+        self.0.borrow_mut().push(record_json.to_string());
+        Ok(())
+    }
+}
+
+/// One row of `instruction_audit` (+ its meta), as the engine writes it (§21.5.1).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct AuditRow {
+    pub id: String,
+    pub agent_id: String,
+    pub heartbeat_id: String,
+    pub session_start: i64,
+    pub intent: String,
+    #[serde(deserialize_with = "list_de")]
+    pub loaded_chunks: Vec<String>,
+    #[serde(default, deserialize_with = "list_de")]
+    pub used_chunks: Vec<String>,
+    #[serde(default, deserialize_with = "list_de")]
+    pub missed_chunks: Vec<String>,
+    pub audit_token: String,
+    #[serde(default)]
+    pub audit_closed: Option<i64>,
+    pub created_at: i64,
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub manifest_version: String,
+}
+
+/// A JSON array, or (from D1) its text.
+fn list_de<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => serde_json::from_str(&s).unwrap_or_default(),
+        Value::Array(a) => a.into_iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        _ => vec![],
+    })
+}
+
+/// The engine's identity (`GET /healthz`, `embedding_model_version`).
+pub fn info() -> Value {
+    serde_json::from_str(&lid_core::api::info()).unwrap_or(Value::Null)
+}
+
+pub fn ranker_version() -> String {
+    lid_core::rank::RANKER_VERSION.to_string()
+}
+
+fn stub_version() -> i64 {
+    lid_core::stub::STUB_VERSION as i64
+}
+
+fn parse(s: &str) -> ApiResult<Value> {
+    serde_json::from_str(s).map_err(ApiError::engine_json)
+}
+
+/// A snapshot's (deployment, manifest version).
+fn current_of(s: &Snapshot) -> (String, String) {
+    let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
+    (m["deployment"].as_str().unwrap_or_default().to_string(), s.version.clone())
+}
+
+fn context(heartbeat_id: &str, session_start: Option<u64>, lift: &[String]) -> String {
+    let now = now_ms() as u64;
+    json!({"now_ms": now, "entropy": random_hex(10), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now), "lift_units": lift}).to_string()
+}
+
+impl Service {
+    async fn snapshot(&self, agent: &str) -> ApiResult<std::rc::Rc<Snapshot>> {
+        self.store.snapshot(agent).await?.ok_or_else(|| ApiError::manifest_not_found(agent))
+    }
+
+    /// Write buffered audit records to `instruction_audit` (+ meta); the error names the
+    /// failure (`audit_write_failed` in the response's warnings, as the engine reports it).
+    async fn flush_audit(&self, audit: &Buffered) -> Result<(), String> {
+        let lines = audit.0.borrow().clone();
+        let mut stmts = Vec::new();
+        for line in lines {
+            let r: AuditRow = serde_json::from_str(&line).map_err(|e| format!("audit record is not valid JSON: {e}"))?;
+            let ins = self.store.stmt(
+                "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks, missed_chunks, audit_token, audit_closed, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10)",
+                args![r.id, r.agent_id, r.heartbeat_id, r.session_start, r.intent, json!(r.loaded_chunks).to_string(), json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at],
+            );
+            let meta = self.store.stmt(
+                "INSERT INTO instruction_audit_meta (id, source, manifest_version) VALUES (?1, ?2, ?3)",
+                args![r.id, if r.source.is_empty() { "recall_instruction".to_string() } else { r.source.clone() }, r.manifest_version],
+            );
+            stmts.push(ins.map_err(|e| e.message)?);
+            stmts.push(meta.map_err(|e| e.message)?);
+        }
+        if stmts.is_empty() {
+            return Ok(());
+        }
+        self.store.batch(stmts).await.map_err(|e| {
+            worker::console_error!("audit_write_failed: the recall was answered but its audit record was not stored: {e}");
+            e.to_string()
+        })
+    }
+
+    // ---- reads ---------------------------------------------------------------------
+
+    /// §21.8.2: the current manifest, with the ranker ("embedding model") version.
+    pub async fn get_manifest(&self, agent: &str, admin: bool) -> ApiResult<Value> {
+        let s = self.snapshot(agent).await?;
+        let m: Value = serde_json::from_str(&s.manifest_json).map_err(ApiError::backend)?;
+        let mut out = json!({
+            "agent_id": agent,
+            "deployment": m["deployment"],
+            "agent_role": m["agent_role"],
+            "manifest_version": s.version,
+            "fact_uri": s.fact_uri,
+            "token_count": s.token_count,
+            "entries": m["entries"],
+            "last_updated_at": iso(s.created_at),
+            "embedding_model_version": ranker_version(),
+        });
+        if admin {
+            out["provenance"] = s.provenance.clone();
+        }
+        Ok(out)
+    }
+
+    /// §21.8.1: the boot stub (markdown, manifest version, token count, stub version).
+    pub async fn boot_stub(&self, agent: &str, profile: Option<&str>) -> ApiResult<(String, String, i64, i64)> {
+        let s = self.snapshot(agent).await?;
+        self.stub_of(&s, profile).await
+    }
+
+    async fn stub_of(&self, s: &Snapshot, profile: Option<&str>) -> ApiResult<(String, String, i64, i64)> {
+        let agent = s.agent_id.as_str();
+        let profile = profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic");
+        let sv = stub_version();
+        #[derive(Deserialize)]
+        struct Cached {
+            body: String,
+            token_count: i64,
+        }
+        let cached: Option<Cached> = self
+            .store
+            .first("SELECT body, token_count FROM boot_stubs WHERE agent_id = ?1 AND adapter_profile = ?2 AND manifest_version = ?3 AND stub_version = ?4", args![agent, profile, s.version, sv])
+            .await?;
+        if let Some(c) = cached {
+            return Ok((c.body, s.version.clone(), c.token_count, sv));
+        }
+        let stub = parse(&lid_core::api::render_stub(&s.manifest_json, Some(profile), &s.facts)?)?;
+        let body = stub["text"].as_str().unwrap_or_default().to_string();
+        let tokens = stub["total_tokens"].as_i64().unwrap_or(0);
+        // Cache it only if nothing changed since the snapshot (one conditional statement):
+        // a racing publish or unit write has already invalidated the cache.
+        self.store
+            .run(
+                "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+                 WHERE EXISTS (SELECT 1 FROM instruction_manifests WHERE id = ?8 AND superseded_at IS NULL)
+                   AND (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1) = ?9",
+                args![agent, profile, sv, body, tokens, now_ms(), s.version, s.manifest_id, s.generation],
+            )
+            .await?;
+        Ok((body, s.version.clone(), tokens, sv))
+    }
+
+    /// §21.8.4 / §21.3: recall; the audit record is stored before the answer.
+    pub async fn recall(&self, agent: &str, body: &str) -> ApiResult<String> {
+        let req: Value = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
+        if !req.is_object() {
+            return Err(ApiError::invalid_json("expected a JSON object"));
+        }
+        let s = self.snapshot(agent).await?;
+        let heartbeat_id = req.get("heartbeat_id").and_then(Value::as_str).unwrap_or("");
+        let ctx = context(heartbeat_id, None, &s.lift_units);
+        let audit = Buffered::default();
+        let out = lid_core::api::recall(&s.manifest_json, body, &ctx, &s.facts, &audit)?;
+        match self.flush_audit(&audit).await {
+            Ok(()) => Ok(out),
+            Err(e) => {
+                let mut v = parse(&out)?;
+                if let Some(w) = v.get_mut("warnings").and_then(Value::as_array_mut) {
+                    w.push(json!(format!("audit_write_failed: {e}")));
+                }
+                Ok(v.to_string())
+            }
+        }
+    }
+
+    /// Heartbeat: verify the signed trigger (S1), then the boot stub and the §21.1.5
+    /// preloads for its wake reason, audited as `task_type_preload`.
+    pub async fn heartbeat(&self, agent: &str, body: &Value) -> ApiResult<Value> {
+        let Some(secret) = &self.heartbeat_secret else {
+            return Err(ApiError::new(503, "heartbeat_not_configured", "this worker has no heartbeat signing key: set the LID_HEARTBEAT_SECRET secret (wrangler secret put LID_HEARTBEAT_SECRET)"));
+        };
+        let token = body.get("trigger").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::new(401, "heartbeat_trigger_invalid", "send the control plane's signed trigger as {\"trigger\": \"<JWT>\"}; unsigned wake reasons are not accepted (S1)")
+        })?;
+        let t = crate::jwt::verify(secret.as_bytes(), token, agent, (now_ms() / 1000) as u64)?;
+        let profile = body.get("profile").and_then(Value::as_str);
+        let s = self.snapshot(agent).await?;
+        let (stub, version, stub_tokens, _) = self.stub_of(&s, profile).await?;
+        let ctx = context(&t.heartbeat_id, t.session_start, &s.lift_units);
+        let audit = Buffered::default();
+        let mut p = parse(&lid_core::api::preload(&s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx, &s.facts, &audit)?)?;
+        if let Err(e) = self.flush_audit(&audit).await {
+            if let Some(w) = p.get_mut("warnings").and_then(Value::as_array_mut) {
+                w.push(json!(format!("audit_write_failed: {e}")));
+            }
+        }
+        let mut context = stub.clone();
+        for u in p["units"].as_array().into_iter().flatten() {
+            context.push_str(&format!("\n\n<!-- preload: {} {} ({}) -->\n", u["name"].as_str().unwrap_or(""), u["version"].as_str().unwrap_or(""), u["source"].as_str().unwrap_or("")));
+            context.push_str(u["content"].as_str().unwrap_or("").trim_end());
+            context.push('\n');
+        }
+        Ok(json!({
+            "agent_id": agent,
+            "heartbeat_id": t.heartbeat_id,
+            "wake_reason": t.wake_reason,
+            "manifest_version": version,
+            "boot_stub": {"text": stub, "token_count": stub_tokens, "profile": profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic")},
+            "preloads": p,
+            "audit_token": p["audit_token"],
+            "context": context,
+        }))
+    }
+
+    /// §21.5.2: close an audit record with usage feedback. Idempotent.
+    pub async fn submit_audit(&self, who: &Principal, body: &Value) -> ApiResult<()> {
+        let token = body.get("audit_token").and_then(Value::as_str).unwrap_or("");
+        let list = |k: &str| -> ApiResult<Vec<String>> {
+            match body.get(k) {
+                None | Some(Value::Null) => Ok(vec![]),
+                Some(Value::Array(a)) if a.len() <= 512 => a.iter().map(|v| v.as_str().map(str::to_string).ok_or_else(|| ApiError::bad_request("invalid_request", format!("`{k}` must be an array of unit names")))).collect(),
+                Some(_) => Err(ApiError::bad_request("invalid_request", format!("`{k}` must be an array of at most 512 unit names"))),
+            }
+        };
+        let (used, missed) = (list("used_chunks")?, list("missed_chunks")?);
+        if !token.starts_with("audi_") {
+            return Err(ApiError::bad_request("audit_token_invalid", "`audit_token` must be the `audi_…` token of a recall_instruction response"));
+        }
+        #[derive(Deserialize)]
+        struct Row {
+            agent_id: String,
+            created_at: i64,
+            audit_closed: Option<i64>,
+            used_chunks: String,
+            missed_chunks: String,
+        }
+        let (used_json, missed_json) = (json!(used).to_string(), json!(missed).to_string());
+        for _ in 0..2 {
+            let row: Option<Row> = self.store.first("SELECT agent_id, created_at, audit_closed, used_chunks, missed_chunks FROM instruction_audit WHERE audit_token = ?1", args![token]).await?;
+            let Some(r) = row else {
+                return Err(ApiError::bad_request("audit_token_invalid", "this audit token is not recognised: submit the token from a recall_instruction response"));
+            };
+            who.require_self(&r.agent_id)?;
+            let now = now_ms();
+            if now - r.created_at > AUDIT_TOKEN_TTL_MS {
+                return Err(ApiError::bad_request("audit_token_expired", "this audit token is older than 24 hours (§21.5.2); feedback must be sent at heartbeat end"));
+            }
+            if r.audit_closed.is_some() {
+                // §21.5.2: a repeated identical submission is a silent success and changes nothing.
+                return if r.used_chunks == used_json && r.missed_chunks == missed_json {
+                    Ok(())
+                } else {
+                    Err(ApiError::bad_request("audit_token_invalid", "this audit record is already closed with different feedback; audit records are append-only"))
+                };
+            }
+            let changed = self
+                .store
+                .run("UPDATE instruction_audit SET used_chunks = ?1, missed_chunks = ?2, audit_closed = ?3 WHERE audit_token = ?4 AND audit_closed IS NULL", args![used_json, missed_json, now, token])
+                .await?;
+            if changed > 0 {
+                return Ok(());
+            }
+            // Closed concurrently: look again (identical feedback is still a success).
+        }
+        Err(ApiError::bad_request("audit_token_invalid", "this audit record was closed concurrently with different feedback"))
+    }
+
+    async fn audit_rows(&self, agent: &str, since: i64) -> ApiResult<Vec<AuditRow>> {
+        self.store
+            .all(
+                "SELECT a.id AS id, a.agent_id AS agent_id, a.heartbeat_id AS heartbeat_id, a.session_start AS session_start, a.intent AS intent,
+                        a.loaded_chunks AS loaded_chunks, a.used_chunks AS used_chunks, a.missed_chunks AS missed_chunks,
+                        a.audit_token AS audit_token, a.audit_closed AS audit_closed, a.created_at AS created_at,
+                        coalesce(m.source, 'recall_instruction') AS source, coalesce(m.manifest_version, '') AS manifest_version
+                 FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
+                 WHERE a.agent_id = ?1 AND a.created_at >= ?2 ORDER BY a.created_at, a.id",
+                args![agent, since],
+            )
+            .await
+    }
+
+    /// §21.8.6: per-unit coverage from the publish-time probe run plus the rolling 7-day
+    /// audit; `coverage_status` and the alert for admins only (S11).
+    pub async fn coverage(&self, agent: &str, admin: bool) -> ApiResult<Value> {
+        let s = self.snapshot(agent).await?;
+        #[derive(Deserialize)]
+        struct Row {
+            unit: String,
+            coverage_pct: f64,
+            hit_at_10: f64,
+            probe_count: i64,
+            evaluated_at: i64,
+        }
+        let rows: Vec<Row> = self
+            .store
+            .all("SELECT unit, coverage_pct, hit_at_10, probe_count, evaluated_at FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2", args![agent, s.version])
+            .await?;
+        if rows.is_empty() {
+            return Err(ApiError::new(404, "coverage_not_found", format!("no coverage report has been generated for agent {agent:?} version {}; publish the manifest again to run the probes", s.version)));
+        }
+        let by_unit: BTreeMap<String, Row> = rows.into_iter().map(|r| (r.unit.clone(), r)).collect();
+        let audit = self.audit_rows(agent, now_ms() - AUDIT_WINDOW_MS).await?;
+        let mut counts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+        for r in &audit {
+            for (i, list) in [&r.loaded_chunks, &r.used_chunks, &r.missed_chunks].into_iter().enumerate() {
+                for u in list {
+                    counts.entry(u.as_str()).or_default()[i] += 1;
+                }
+            }
+        }
+        let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
+        let mut units = Vec::new();
+        let mut evaluated_at = 0;
+        for e in m["entries"].as_array().into_iter().flatten() {
+            let name = e["name"].as_str().unwrap_or_default();
+            let c = counts.get(name).copied().unwrap_or_default();
+            let mut u = json!({"name": name, "audit_7d": {"loaded": c[0], "used": c[1], "missed": c[2]}});
+            match by_unit.get(name) {
+                Some(r) => {
+                    evaluated_at = evaluated_at.max(r.evaluated_at);
+                    u["coverage_pct"] = json!(r.coverage_pct);
+                    u["hit_at_10"] = json!(r.hit_at_10);
+                    u["probe_count"] = json!(r.probe_count);
+                    u["last_evaluated_at"] = json!(iso(r.evaluated_at));
+                    if admin {
+                        u["coverage_status"] = json!(if r.hit_at_10 >= 0.4 { "ok" } else { "coverage_critical" });
+                    }
+                }
+                None => {
+                    if admin {
+                        u["coverage_status"] = json!("not_evaluated");
+                    }
+                }
+            }
+            units.push(u);
+        }
+        let recs = serde_json::to_string(&audit).map_err(ApiError::engine_json)?;
+        let metrics = parse(&lid_core::api::audit_metrics(&recs, 3)?)?;
+        let mut out = json!({
+            "agent_id": agent,
+            "manifest_version": s.version,
+            "embedding_model_version": ranker_version(),
+            "evaluated_at": iso(evaluated_at),
+            "units": units,
+            "audit_7d": {"events": metrics["events"], "closed_events": metrics["closed_events"], "recall_at_3": metrics["recall_at_k"], "hit_at_3": metrics["hit_at_k"], "miss_rate": metrics["miss_rate"]},
+        });
+        if admin {
+            out["audit_7d"]["alert"] = metrics["alert"].clone();
+        }
+        Ok(out)
+    }
+
+    // ---- writes ----------------------------------------------------------------------
+
+    #[allow(clippy::too_many_arguments)]
+    fn new_fact(uri: &str, version: &str, content: &str, interpret_as: InterpretAs, author: &str, trust: f64) -> Fact {
+        Fact {
+            uri: uri.to_string(),
+            content: content.to_string(),
+            version: version.to_string(),
+            interpret_as,
+            valid_until: None,
+            authored_by: Some(author.to_string()),
+            authored_at: Some(iso(now_ms())),
+            source_trust: Some(trust),
+            derived_from: None,
+            tokens: Some(lid_core::api::count_tokens(content)),
+            sha256: Some(sha256_hex(content.as_bytes())),
+        }
+    }
+
+    /// `PUT /v1/agents/{id}/units/{name}`: a new immutable unit version (Spec-13 gate;
+    /// denials recorded in `service_events`). KV first, then the ledger row.
+    pub async fn write_unit(&self, agent: &str, name: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
+        let interpret_as = body.get("interpret_as").and_then(Value::as_str).unwrap_or("instruction");
+        if !["instruction", "content"].contains(&interpret_as) {
+            return Err(ApiError::bad_request("invalid_request", "`interpret_as` must be \"instruction\" or \"content\""));
+        }
+        let check = if interpret_as == "instruction" { who.require_instruction_write(agent) } else { who.require_self(agent) };
+        if let Err(e) = check {
+            let detail = json!({"unit": name, "interpret_as": interpret_as, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
+            if let Ok(st) = event(&self.store, Some(agent), "capability_denied", &detail, now_ms()) {
+                let _ = self.store.batch(vec![st]).await;
+            }
+            return Err(e);
+        }
+        let content = body.get("content").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request("invalid_request", "send the unit text as {\"content\": \"…\"}"))?;
+        let current = self.store.snapshot(agent).await.map_err(|e| if e.code == "recall_backend_unavailable" { e } else { ApiError::backend(e.message) })?;
+        let deployment = match (current.as_deref().map(current_of), body.get("deployment").and_then(Value::as_str)) {
+            (Some((d, _)), _) => d,
+            (None, Some(d)) => d.to_string(),
+            (None, None) => return Err(ApiError::bad_request("invalid_request", format!("agent {agent:?} has no manifest yet: pass `deployment` with the first unit"))),
+        };
+        let unit_key = format!("instruction:{deployment}/{agent}/{name}");
+        let latest = current_version(&self.store, &unit_key).await?;
+        let version = match body.get("version").and_then(Value::as_str) {
+            Some(v) => v.to_string(),
+            None => match latest.as_ref().map(|(_, v, _)| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())) {
+                None => "v1".to_string(),
+                Some(Some(n)) => format!("v{}", n + 1),
+                Some(None) => return Err(ApiError::bad_request("invalid_request", format!("the latest version {:?} is not of the form vN: pass `version` explicitly", latest.map(|l| l.1)))),
+            },
+        };
+        let uri = format!("{unit_key}/{version}");
+        if split_fact_uri(&uri).is_none() || lid_core::uri::InstructionUri::parse(&uri).is_err() || check_agent_id(name).is_err() || version.eq_ignore_ascii_case("latest") {
+            return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
+        }
+        let ia = if interpret_as == "content" { InterpretAs::Content } else { InterpretAs::Instruction };
+        let fact = Self::new_fact(&uri, &version, content, ia, &who.entity_uri, 0.9);
+        let sha = fact.sha256.clone().unwrap_or_default();
+        let out = |unchanged: bool| json!({"uri": uri, "version": version, "sha256": sha, "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": unchanged});
+        match sha_of(&self.store, &uri).await? {
+            Some(h) if h == sha => return Ok(out(true)),
+            Some(_) => return Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version"))),
+            None => {}
+        }
+        let now = now_ms();
+        self.store.put_fact(&fact).await?;
+        let mut stmts = ledger_insert(&self.store, &fact, &unit_key, agent, name, latest.as_ref().map(|l| l.2.as_str()), &json!({"written_by_key": who.key_id}), now)?;
+        // The stub embeds always-applicable units: a new version invalidates it.
+        stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
+        stmts.push(event(&self.store, Some(agent), "instruction_write", &json!({"uri": uri, "interpret_as": interpret_as, "entity_uri": who.entity_uri}), now)?);
+        if let Err(e) = self.store.batch(stmts).await {
+            // The URI was taken concurrently (primary key), or D1 failed.
+            return match sha_of(&self.store, &uri).await? {
+                Some(h) if h == sha => Ok(out(true)),
+                Some(_) => Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version"))),
+                None => Err(ApiError::storage(e)),
+            };
+        }
+        Ok(out(false))
+    }
+
+    /// `POST …/instruction-manifest/cosignatures`: a second admin co-signs a coverage-gate
+    /// bypass of one exact manifest (S7).
+    pub async fn cosign(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
+        who.require_admin()?;
+        let version = body.get("version").and_then(Value::as_str).unwrap_or_default();
+        let digest = body.get("manifest_sha256").and_then(Value::as_str).unwrap_or_default();
+        if version.is_empty() || digest.len() != 64 {
+            return Err(ApiError::bad_request("invalid_request", "send {\"version\", \"manifest_sha256\"}: the digest is in the `cosignature_required` error of the publish"));
+        }
+        self.store
+            .run(
+                "INSERT OR IGNORE INTO publish_cosignatures (agent_id, version, manifest_sha256, entity_uri, key_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                args![agent, version, digest, who.entity_uri, who.key_id, now_ms()],
+            )
+            .await?;
+        Ok(json!({"agent_id": agent, "version": version, "manifest_sha256": digest, "cosigned_by": who.entity_uri}))
+    }
+
+    /// `PUT /v1/agents/{id}/instruction-manifest` (§21.8.3): validate, run the coverage
+    /// gate, render the stubs; then write the new facts to KV, and commit the ledger
+    /// rows, the registry row (previous superseded), the stub cache and the coverage
+    /// report in one D1 batch. Readers find the new version only through the registry
+    /// row, which is committed after every fact is in KV.
+    pub async fn publish(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
+        who.require_admin()?;
+        check_agent_id(agent)?;
+        let Some(obj) = body.as_object() else {
+            return Err(ApiError::invalid_json("expected a JSON object with `version` and `entries`"));
+        };
+        if let Some(a) = obj.get("agent_id").and_then(Value::as_str) {
+            if a != agent {
+                return Err(ApiError::bad_request("invalid_request", format!("the body is for agent {a:?} but the route is for {agent:?}")));
+            }
+        }
+        let snapshot = self.store.snapshot(agent).await?;
+        let current = snapshot.as_deref().map(current_of);
+        let version = obj.get("version").or_else(|| obj.get("manifest_version")).and_then(Value::as_str).unwrap_or_default().to_string();
+        if version.is_empty() {
+            return Err(ApiError::bad_request("invalid_request", "the manifest needs a `version` (e.g. \"v2\")"));
+        }
+        let deployment = match (obj.get("deployment").and_then(Value::as_str), &current) {
+            (Some(d), _) => d.to_string(),
+            (None, Some((d, _))) => d.clone(),
+            (None, None) => return Err(ApiError::bad_request("invalid_request", "the first manifest of an agent needs `deployment`")),
+        };
+        #[derive(Deserialize)]
+        struct One {
+            #[allow(dead_code)]
+            one: i64,
+        }
+        if self.store.first::<One>("SELECT 1 AS one FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", args![agent, version]).await?.is_some() {
+            return Err(ApiError::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version")));
+        }
+        let now = now_ms();
+        let mut manifest = json!({
+            "agent_id": agent,
+            "deployment": deployment,
+            "agent_role": obj.get("agent_role").cloned().unwrap_or(json!("")),
+            "manifest_version": version,
+            "published_at": iso(now),
+            "entries": obj.get("entries").cloned().unwrap_or(Value::Null),
+        });
+        if let Some(h) = obj.get("heartbeat_contract").filter(|v| !v.is_null()) {
+            manifest["heartbeat_contract"] = h.clone();
+        }
+        let manifest_json = manifest.to_string();
+        let approvals = obj.get("approvals").cloned().unwrap_or(json!({}));
+        let skip = obj.get("skip_coverage_gate").and_then(Value::as_bool).unwrap_or(false);
+
+        // 1. Validation (§21.2, §21.9), with approvals enforced and versions monotonic.
+        let vopts = json!({"wake_reasons": self.wake_reasons, "approvals": approvals, "previous_version": current.as_ref().map(|c| c.1.clone())});
+        let report = parse(&lid_core::api::validate_manifest(&manifest_json, &vopts.to_string()))?;
+        if !report["ok"].as_bool().unwrap_or(false) {
+            let errors = report["errors"].as_array().cloned().unwrap_or_default();
+            let code = errors.first().and_then(|e| e["code"].as_str()).unwrap_or("manifest_invalid").to_string();
+            let status = if code == "manifest_version_conflict" { 409 } else { 400 };
+            let summary = errors.iter().map(|e| format!("{}{}: {}", e["code"].as_str().unwrap_or(""), e["entry"].as_str().map(|n| format!(" [{n}]")).unwrap_or_default(), e["message"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("; ");
+            return Err(ApiError::new(status, &code, format!("manifest rejected ({} problem(s)): {summary}", errors.len())).with_details(json!({"errors": errors, "warnings": report["warnings"], "token_count": report["token_count"]})));
+        }
+        let token_count = report["token_count"].as_i64().unwrap_or(0);
+        let entries = manifest["entries"].as_array().cloned().unwrap_or_default();
+
+        // 2. Unit contents sent with the manifest become new fact versions (Spec-13 gate).
+        let ledger = match &snapshot {
+            Some(s) => s.ledger.clone(),
+            None => self.store.ledger(agent).await?,
+        };
+        let mut staged: Vec<(Fact, String, String)> = Vec::new(); // (fact, unit key, unit name)
+        if let Some(units) = obj.get("units").and_then(Value::as_object) {
+            if !units.is_empty() && !who.has(CAP_INSTRUCTION_WRITE) {
+                if let Ok(st) = event(&self.store, Some(agent), "capability_denied", &json!({"action": "publish_units", "entity_uri": who.entity_uri, "key_id": who.key_id}), now) {
+                    let _ = self.store.batch(vec![st]).await;
+                }
+                return Err(ApiError::new(403, "instruction_write_required", "publishing unit contents writes instruction facts and needs the `instruction:write` capability (Spec-13); admin authority alone is not enough"));
+            }
+            for (name, content) in units {
+                let Some(content) = content.as_str() else {
+                    return Err(ApiError::bad_request("invalid_request", format!("`units.{name}` must be the unit's markdown text")));
+                };
+                let entry = entries.iter().find(|e| e["name"].as_str() == Some(name.as_str()));
+                let Some(uri) = entry.and_then(|e| e["fact_uri"].as_str()) else {
+                    return Err(ApiError::bad_request("manifest_entry_invalid", format!("`units.{name}` has no manifest entry with a fact_uri to store it under")));
+                };
+                let Some((unit_key, unit_name, v)) = split_fact_uri(uri) else {
+                    return Err(ApiError::bad_request("manifest_entry_invalid", format!("entry {name:?} has an invalid fact_uri {uri:?}")));
+                };
+                let fact = Self::new_fact(uri, &v, content, InterpretAs::Instruction, &who.entity_uri, 0.9);
+                if let Some(existing) = ledger.iter().find(|r| r.uri == uri) {
+                    if Some(&existing.sha256) != fact.sha256.as_ref() {
+                        return Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; facts are immutable (§21.4.2): bump the unit's version in its fact_uri")));
+                    }
+                    continue;
+                }
+                staged.push((fact, unit_key, unit_name));
+            }
+        }
+        let staged_facts: Vec<Fact> = staged.iter().map(|s| s.0.clone()).collect();
+        let (facts, _complete) = self.store.facts_for(&manifest_json, &ledger, &staged_facts).await?;
+
+        // 3. The coverage gate (§21.8.3, Approach A).
+        let cov = parse(&lid_core::api::coverage(&manifest_json, "{}", &facts)?)?;
+        let cov_units = cov["units"].as_array().cloned().unwrap_or_default();
+        let failing: Vec<Value> = cov_units.iter().filter(|u| !u["passed"].as_bool().unwrap_or(false)).map(|u| json!({"unit": u["unit"], "coverage_pct": u["coverage_pct"], "failed_paraphrases": u["failed"]})).collect();
+        let digest = sha256_hex(json!(entries).to_string().as_bytes());
+        let mut provenance = json!({
+            "published_by": who.entity_uri,
+            "key_id": who.key_id,
+            "published_at": iso(now),
+            "manifest_sha256": digest,
+            "embedding_model_version": ranker_version(),
+            "approvals": {"approved_by": who.entity_uri, "granted": approvals},
+        });
+        if !failing.is_empty() {
+            if !skip {
+                return Err(ApiError::bad_request(
+                    "manifest_coverage_failure",
+                    format!(
+                        "{} unit(s) failed the paraphrase coverage gate (top-3 for ≥80% of paraphrases): {}; add trigger intents or keywords in the wording agents use, or publish with skip_coverage_gate",
+                        failing.len(),
+                        failing.iter().map(|f| format!("{} ({:.0}%)", f["unit"].as_str().unwrap_or(""), f["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0)).collect::<Vec<_>>().join(", ")
+                    ),
+                )
+                .with_details(json!({"failing_units": failing})));
+            }
+            let guaranteed = entries.iter().any(|e| e["guarantee_load"].as_bool().unwrap_or(false));
+            let mut signers: Vec<String> = vec![who.entity_uri.clone()];
+            if guaranteed {
+                #[derive(Deserialize)]
+                struct Signer {
+                    entity_uri: String,
+                }
+                let cos: Vec<Signer> = self
+                    .store
+                    .all("SELECT entity_uri FROM publish_cosignatures WHERE agent_id = ?1 AND version = ?2 AND manifest_sha256 = ?3 ORDER BY entity_uri", args![agent, version, digest])
+                    .await?;
+                signers.extend(cos.into_iter().map(|s| s.entity_uri).filter(|e| *e != who.entity_uri));
+                signers.sort();
+                signers.dedup();
+                if signers.len() < 2 {
+                    return Err(ApiError::new(
+                        403,
+                        "cosignature_required",
+                        "skipping the coverage gate on a manifest with guarantee_load entries needs co-signatures of two distinct admins (S7): a second admin must POST the digest below to /v1/agents/{id}/instruction-manifest/cosignatures, then publish again",
+                    )
+                    .with_details(json!({"version": version, "manifest_sha256": digest, "failing_units": failing})));
+                }
+            }
+            provenance["coverage_gate"] = json!({
+                "skipped": true,
+                "would_have_failed": failing.iter().map(|f| json!({"unit": f["unit"], "coverage_pct": f["coverage_pct"]})).collect::<Vec<_>>(),
+                "cosigned_by": signers,
+                "recertify_by": iso(now + RECERTIFY_MS),
+            });
+        } else {
+            provenance["coverage_gate"] = json!({"skipped": skip, "passed": true});
+        }
+
+        // 4. The stubs for every profile (a stub over 500 body tokens fails the publish).
+        let mut stubs = Vec::new();
+        for p in PROFILES {
+            let s = parse(&lid_core::api::render_stub(&manifest_json, Some(p), &facts)?)?;
+            stubs.push((p.to_string(), s["text"].as_str().unwrap_or_default().to_string(), s["total_tokens"].as_i64().unwrap_or(0)));
+        }
+
+        // 5. KV first (facts, then the manifest fact), D1 last (one batch, registry row included).
+        let manifest_uri = format!("instruction:{deployment}/{agent}/manifest/{version}");
+        let mut mfact = Self::new_fact(&manifest_uri, &version, &manifest_json, InterpretAs::Instruction, &who.entity_uri, 1.0);
+        mfact.tokens = Some(token_count as u32);
+        let manifest_key = format!("instruction:{deployment}/{agent}/manifest");
+        futures_util::future::try_join_all(staged.iter().map(|(f, _, _)| self.store.put_fact(f))).await?;
+        self.store.put_fact(&mfact).await?;
+        let mut stmts = Vec::new();
+        let mut prev_by_key: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+        for r in ledger.iter().filter(|r| r.valid_until.is_none()) {
+            prev_by_key.insert(r.unit_key.as_str(), Some(r.sha256.as_str()));
+        }
+        for (f, key, name) in &staged {
+            let prev = prev_by_key.get(key.as_str()).copied().flatten();
+            stmts.extend(ledger_insert(&self.store, f, key, agent, name, prev, &json!({"published_with": version}), now)?);
+        }
+        let prev_manifest = prev_by_key.get(manifest_key.as_str()).copied().flatten();
+        stmts.extend(ledger_insert(&self.store, &mfact, &manifest_key, agent, "manifest", prev_manifest, &provenance, now)?);
+        stmts.push(self.store.stmt("UPDATE instruction_manifests SET superseded_at = ?1 WHERE agent_id = ?2 AND superseded_at IS NULL", args![now, agent])?);
+        stmts.push(self.store.stmt(
+            "INSERT INTO instruction_manifests (id, agent_id, version, fact_uri, token_count, body, created_at, superseded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL)",
+            args![uuid4(), agent, version, manifest_uri, token_count, json!(entries).to_string(), now],
+        )?);
+        stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
+        let sv = stub_version();
+        for (p, text, tokens) in &stubs {
+            stmts.push(self.store.stmt(
+                "INSERT INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                args![agent, p, sv, text, *tokens, now, version],
+            )?);
+        }
+        for u in &cov_units {
+            stmts.push(self.store.stmt(
+                "INSERT OR REPLACE INTO coverage_reports (agent_id, manifest_version, unit, coverage_pct, hit_at_10, probe_count, evaluated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                args![agent, version, u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0), u["hit_at_10"].as_f64().unwrap_or(0.0), u["paraphrases"].as_i64().unwrap_or(0), now],
+            )?);
+        }
+        if skip && !failing.is_empty() {
+            stmts.push(event(&self.store, Some(agent), "coverage_gate_bypassed", &json!({"version": version, "provenance": provenance["coverage_gate"]}), now)?);
+        }
+        if let Err(e) = self.store.batch(stmts).await {
+            // A unique key (manifest version, fact URI) taken concurrently, or D1 failed.
+            let msg = e.to_string();
+            if msg.contains("UNIQUE") || msg.contains("constraint") {
+                return Err(ApiError::new(409, "manifest_version_conflict", format!("version {version:?} (or one of its facts) was published concurrently; versions are immutable")));
+            }
+            return Err(ApiError::storage(e));
+        }
+        Ok(json!({
+            "agent_id": agent,
+            "manifest_version": version,
+            "fact_uri": manifest_uri,
+            "token_count": token_count,
+            "coverage_report": cov_units.iter().map(|u| json!({"unit": u["unit"], "coverage_pct": u["coverage_pct"], "passed": u["passed"], "hit_at_10": u["hit_at_10"]})).collect::<Vec<_>>(),
+            "units_written": staged.iter().map(|s| s.0.uri.clone()).collect::<Vec<_>>(),
+            "warnings": report["warnings"],
+            "provenance": provenance,
+        }))
+    }
+}
+
+/// Facts for engine calls that read none.
+pub fn no_facts() -> WorkerFacts {
+    WorkerFacts::default()
+}

@@ -1,0 +1,400 @@
+//! The worker's storage: instruction facts in **KV**, everything relational in **D1**
+//! (the §21.7 tables and lid's, created by `migrations/0001_lid.sql` unchanged).
+//!
+//! KV layout (binding `FACTS`): one immutable value per fact, the fact's JSON (the shape
+//! `lid serve` hands the component, `lid_core::store::Fact`) under its full
+//! `instruction:` URI. A URI is written once and never rewritten (§21.4.2), so a KV read
+//! can be stale only by being *absent*, never by showing other content.
+//!
+//! D1 (binding `DB`) holds the fact ledger (`instruction_facts`: which versions exist,
+//! `valid_until`, provenance; strongly consistent, so it decides conflicts and the next
+//! version), the manifest registry (`instruction_manifests`), audit, stubs, keys,
+//! coverage. A publish writes the facts to KV first and commits the D1 rows in one batch
+//! (a transaction) with the registry row; a reader that sees the new registry row before
+//! KV shows a new unit version gets the newest version KV does show (see the README).
+//!
+//! Each isolate keeps the agent's [`Snapshot`] (manifest + facts) keyed by the D1 head
+//! (current manifest row, newest ledger rowid), as `lid serve` does, and the ranker's
+//! derived index blobs in memory.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use lid_core::store::{Fact, Facts, StoreError};
+use serde::Deserialize;
+use serde_json::Value;
+use worker::wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement, KvStore};
+
+use crate::error::{ApiError, ApiResult};
+
+/// A value bound into a D1 statement.
+pub trait Arg {
+    fn js(&self) -> JsValue;
+}
+impl Arg for &str {
+    fn js(&self) -> JsValue {
+        JsValue::from_str(self)
+    }
+}
+impl Arg for String {
+    fn js(&self) -> JsValue {
+        JsValue::from_str(self)
+    }
+}
+impl Arg for &String {
+    fn js(&self) -> JsValue {
+        JsValue::from_str(self)
+    }
+}
+impl Arg for i64 {
+    fn js(&self) -> JsValue {
+        JsValue::from_f64(*self as f64)
+    }
+}
+impl Arg for f64 {
+    fn js(&self) -> JsValue {
+        JsValue::from_f64(*self)
+    }
+}
+impl<T: Arg> Arg for Option<T> {
+    fn js(&self) -> JsValue {
+        self.as_ref().map(Arg::js).unwrap_or(JsValue::NULL)
+    }
+}
+
+/// `args![a, b, …]`: the D1 bind list.
+#[macro_export]
+macro_rules! args {
+    ($($a:expr),* $(,)?) => { vec![$($crate::store::Arg::js(&$a)),*] };
+}
+
+/// The two bindings.
+pub struct Store {
+    pub db: D1Database,
+    pub kv: KvStore,
+}
+
+/// One `instruction_facts` row, without content (the ledger).
+#[derive(Debug, Clone, Deserialize)]
+pub struct LedgerRow {
+    pub uri: String,
+    pub unit_key: String,
+    pub version: String,
+    pub valid_until: Option<String>,
+    pub sha256: String,
+    pub provenance: Option<String>,
+}
+
+/// One agent's current manifest and the facts it needs, as the engine sees them.
+pub struct Snapshot {
+    pub agent_id: String,
+    pub manifest_id: String,
+    pub generation: i64,
+    pub version: String,
+    pub fact_uri: String,
+    pub token_count: i64,
+    pub created_at: i64,
+    pub manifest_json: String,
+    pub provenance: Value,
+    pub lift_units: Vec<String>,
+    pub ledger: Vec<LedgerRow>,
+    pub facts: WorkerFacts,
+}
+
+thread_local! {
+    static SNAPSHOTS: RefCell<HashMap<String, Rc<Snapshot>>> = RefCell::new(HashMap::new());
+    static DERIVED: RefCell<HashMap<String, Rc<Vec<u8>>>> = RefCell::new(HashMap::new());
+}
+
+/// The facts one engine call may read: the agent's own (§21.4.5), plus the isolate's
+/// cache of derived ranker indexes (keyed by a fingerprint of their inputs: never stale).
+#[derive(Clone, Default)]
+pub struct WorkerFacts {
+    facts: BTreeMap<String, Fact>,
+    versions: BTreeMap<String, Vec<String>>,
+}
+
+impl WorkerFacts {
+    pub fn insert(&mut self, unit_key: &str, fact: Fact) {
+        let list = self.versions.entry(unit_key.to_string()).or_default();
+        if !list.contains(&fact.version) {
+            list.push(fact.version.clone());
+        }
+        self.facts.insert(fact.uri.clone(), fact);
+    }
+
+    pub fn contains(&self, uri: &str) -> bool {
+        self.facts.contains_key(uri)
+    }
+}
+
+impl Facts for WorkerFacts {
+    fn get(&self, uri: &str) -> Result<Option<Fact>, StoreError> {
+        Ok(self.facts.get(uri).cloned())
+    }
+    fn versions(&self, unit_key: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self.versions.get(unit_key).cloned().unwrap_or_default())
+    }
+    fn cached(&self, key: &str) -> Option<Vec<u8>> {
+        DERIVED.with(|d| d.borrow().get(key).map(|b| b.as_ref().clone()))
+    }
+    fn cache(&self, key: &str, blob: &[u8]) {
+        DERIVED.with(|d| {
+            let mut d = d.borrow_mut();
+            if d.len() >= 64 {
+                d.clear();
+            }
+            d.insert(key.to_string(), Rc::new(blob.to_vec()));
+        });
+    }
+}
+
+/// `instruction:{d}/{a}/{unit}/{version}` → (unit key, unit name, version).
+pub fn split_fact_uri(uri: &str) -> Option<(String, String, String)> {
+    let rest = uri.strip_prefix("instruction:")?;
+    let mut parts = rest.split('/');
+    let (d, a, u, v) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || [d, a, u, v].iter().any(|s| s.is_empty()) {
+        return None;
+    }
+    Some((format!("instruction:{d}/{a}/{u}"), u.to_string(), v.to_string()))
+}
+
+impl Store {
+    pub fn stmt(&self, sql: &str, args: Vec<JsValue>) -> ApiResult<D1PreparedStatement> {
+        Ok(self.db.prepare(sql).bind(&args)?)
+    }
+
+    /// All rows of a query.
+    pub async fn all<T: for<'de> Deserialize<'de>>(&self, sql: &str, args: Vec<JsValue>) -> ApiResult<Vec<T>> {
+        Ok(self.stmt(sql, args)?.all().await?.results::<T>()?)
+    }
+
+    /// The first row of a query.
+    pub async fn first<T: for<'de> Deserialize<'de>>(&self, sql: &str, args: Vec<JsValue>) -> ApiResult<Option<T>> {
+        Ok(self.stmt(sql, args)?.first::<T>(None).await?)
+    }
+
+    /// Run one statement; the number of rows it changed.
+    pub async fn run(&self, sql: &str, args: Vec<JsValue>) -> ApiResult<usize> {
+        let r = self.stmt(sql, args)?.run().await?;
+        Ok(r.meta()?.and_then(|m| m.changes).unwrap_or(0))
+    }
+
+    /// Run statements as one D1 batch: a transaction, all or nothing.
+    pub async fn batch(&self, stmts: Vec<D1PreparedStatement>) -> Result<(), worker::Error> {
+        let rs = self.db.batch(stmts).await?;
+        if let Some(e) = rs.iter().find_map(|r| r.error()) {
+            return Err(worker::Error::RustError(e));
+        }
+        Ok(())
+    }
+
+    /// (current manifest row id, newest ledger rowid) of `agent`: what a snapshot is built from.
+    pub async fn head(&self, agent: &str) -> ApiResult<Option<(String, i64)>> {
+        #[derive(Deserialize)]
+        struct Head {
+            id: String,
+            generation: i64,
+        }
+        let h: Option<Head> = self
+            .first(
+                "SELECT m.id AS id, (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1) AS generation
+                 FROM instruction_manifests m WHERE m.agent_id = ?1 AND m.superseded_at IS NULL",
+                args![agent],
+            )
+            .await?;
+        Ok(h.map(|h| (h.id, h.generation)))
+    }
+
+    pub async fn ledger(&self, agent: &str) -> ApiResult<Vec<LedgerRow>> {
+        self.all("SELECT uri, unit_key, version, valid_until, sha256, provenance FROM instruction_facts WHERE agent_id = ?1 ORDER BY rowid", args![agent]).await
+    }
+
+    /// One fact from KV.
+    pub async fn kv_fact(&self, uri: &str) -> Result<Option<Fact>, String> {
+        let t = self.kv.get(uri).text().await.map_err(|e| e.to_string())?;
+        match t {
+            None => Ok(None),
+            Some(t) => serde_json::from_str(&t).map(Some).map_err(|e| format!("fact {uri} is not valid JSON: {e}")),
+        }
+    }
+
+    /// Store one fact in KV (immutable: written once per URI).
+    pub async fn put_fact(&self, fact: &Fact) -> ApiResult<()> {
+        let json = serde_json::to_string(fact).map_err(ApiError::storage)?;
+        self.kv.put(&fact.uri, json)?.execute().await?;
+        Ok(())
+    }
+
+    /// The facts `manifest` needs (the latest ledger version of each entry's unit and the
+    /// exact `fact_uri`), read from KV in parallel; `staged` facts (not yet stored) win.
+    /// Returns the facts and whether every fact the ledger names was visible in KV.
+    pub async fn facts_for(&self, manifest_json: &str, ledger: &[LedgerRow], staged: &[Fact]) -> ApiResult<(WorkerFacts, bool)> {
+        let m = lid_core::api::load_manifest(manifest_json).map_err(ApiError::from)?;
+        let mut by_key: BTreeMap<&str, Vec<&LedgerRow>> = BTreeMap::new();
+        for r in ledger {
+            by_key.entry(r.unit_key.as_str()).or_default().push(r);
+        }
+        let mut facts = WorkerFacts::default();
+        for f in staged {
+            if let Some((key, _, _)) = split_fact_uri(&f.uri) {
+                facts.insert(&key, f.clone());
+            }
+        }
+        let mut wanted: Vec<(String, String)> = Vec::new(); // (unit key, uri)
+        for e in &m.entries {
+            let Some(uri) = e.fact_uri.as_deref().filter(|u| !u.is_empty()) else { continue };
+            let Some((key, _, _)) = split_fact_uri(uri) else { continue };
+            let rows = by_key.get(key.as_str()).cloned().unwrap_or_default();
+            let versions: Vec<String> = rows.iter().map(|r| r.version.clone()).collect();
+            if let Some(v) = lid_core::uri::latest(&versions) {
+                wanted.push((key.clone(), format!("{key}/{v}")));
+            }
+            if rows.iter().any(|r| r.uri == uri) {
+                wanted.push((key.clone(), uri.to_string()));
+            }
+        }
+        wanted.sort();
+        wanted.dedup();
+        wanted.retain(|(_, u)| !facts.contains(u));
+        let got = futures_util::future::join_all(wanted.iter().map(|(_, uri)| self.kv_fact(uri))).await;
+        let valid_until: HashMap<&str, &Option<String>> = ledger.iter().map(|r| (r.uri.as_str(), &r.valid_until)).collect();
+        let mut complete = true;
+        for ((key, uri), f) in wanted.iter().zip(got) {
+            match f.map_err(ApiError::backend)? {
+                Some(mut fact) => {
+                    if let Some(Some(v)) = valid_until.get(uri.as_str()) {
+                        fact.valid_until = Some(v.clone());
+                    }
+                    facts.insert(key, fact);
+                }
+                // Committed in D1 but not yet visible in this KV location.
+                None => complete = false,
+            }
+        }
+        Ok((facts, complete))
+    }
+
+    /// The agent's current snapshot, `None` when it has no manifest.
+    pub async fn snapshot(&self, agent: &str) -> ApiResult<Option<Rc<Snapshot>>> {
+        let Some((manifest_id, generation)) = self.head(agent).await.map_err(|e| ApiError::backend(e.message))? else {
+            return Ok(None);
+        };
+        let hit = SNAPSHOTS.with(|s| s.borrow().get(agent).filter(|s| s.manifest_id == manifest_id && s.generation == generation).cloned());
+        if let Some(s) = hit {
+            return Ok(Some(s));
+        }
+        #[derive(Deserialize)]
+        struct Row {
+            version: String,
+            fact_uri: String,
+            token_count: i64,
+            created_at: i64,
+        }
+        let row: Row = self
+            .first("SELECT version, fact_uri, token_count, created_at FROM instruction_manifests WHERE id = ?1", args![manifest_id])
+            .await
+            .map_err(|e| ApiError::backend(e.message))?
+            .ok_or_else(|| ApiError::backend("the manifest row vanished while reading it"))?;
+        let ledger = self.ledger(agent).await.map_err(|e| ApiError::backend(e.message))?;
+        let manifest = self
+            .kv_fact(&row.fact_uri)
+            .await
+            .map_err(ApiError::backend)?
+            .ok_or_else(|| ApiError::backend(format!("manifest fact {} is not visible in KV yet (eventual consistency); retry in a few seconds", row.fact_uri)))?;
+        let provenance = ledger.iter().find(|r| r.uri == row.fact_uri).and_then(|r| r.provenance.as_deref()).and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
+        let (facts, complete) = self.facts_for(&manifest.content, &ledger, &[]).await?;
+        #[derive(Deserialize)]
+        struct Unit {
+            unit: String,
+        }
+        let lift: Vec<Unit> = self
+            .all("SELECT unit FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2 AND hit_at_10 < 0.4 ORDER BY unit", args![agent, row.version])
+            .await
+            .map_err(|e| ApiError::backend(e.message))?;
+        let snap = Rc::new(Snapshot {
+            agent_id: agent.to_string(),
+            manifest_id,
+            generation,
+            version: row.version,
+            fact_uri: row.fact_uri,
+            token_count: row.token_count,
+            created_at: row.created_at,
+            manifest_json: manifest.content,
+            provenance,
+            lift_units: lift.into_iter().map(|u| u.unit).collect(),
+            ledger,
+            facts,
+        });
+        if complete {
+            SNAPSHOTS.with(|s| s.borrow_mut().insert(agent.to_string(), snap.clone()));
+        }
+        Ok(Some(snap))
+    }
+}
+
+/// The D1 statements that record one new fact version in the ledger (§21.4.2–3): the
+/// previous version gets `valid_until`, the new row names its sha256 in `derived_from`.
+/// `prev_sha` is the current version's sha256, read before the batch.
+pub fn ledger_insert(store: &Store, f: &Fact, unit_key: &str, agent: &str, unit_name: &str, prev_sha: Option<&str>, provenance: &Value, now: i64) -> ApiResult<Vec<D1PreparedStatement>> {
+    let when = crate::util::iso(now);
+    Ok(vec![
+        store.stmt("UPDATE instruction_facts SET valid_until = ?1 WHERE unit_key = ?2 AND valid_until IS NULL", args![when, unit_key])?,
+        store.stmt(
+            "INSERT INTO instruction_facts (uri, unit_key, agent_id, unit_name, version, content, interpret_as, sha256, tokens,
+                authored_by, authored_at, source_trust, derived_from, valid_until, provenance, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, ?14, ?15)",
+            args![
+                f.uri,
+                unit_key,
+                agent,
+                unit_name,
+                f.version,
+                f.content,
+                if f.interpret_as == lid_core::store::InterpretAs::Content { "content" } else { "instruction" },
+                f.sha256.clone().unwrap_or_default(),
+                f.tokens.unwrap_or(0) as i64,
+                f.authored_by.clone().unwrap_or_default(),
+                f.authored_at.clone().unwrap_or_default(),
+                f.source_trust.unwrap_or(1.0),
+                prev_sha.map(str::to_string),
+                provenance.to_string(),
+                now
+            ],
+        )?,
+    ])
+}
+
+/// The live version of a unit in the ledger: (uri, version, sha256).
+pub async fn current_version(store: &Store, unit_key: &str) -> ApiResult<Option<(String, String, String)>> {
+    #[derive(Deserialize)]
+    struct R {
+        uri: String,
+        version: String,
+        sha256: String,
+    }
+    let r: Option<R> = store
+        .first("SELECT uri, version, sha256 FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", args![unit_key])
+        .await?;
+    Ok(r.map(|r| (r.uri, r.version, r.sha256)))
+}
+
+/// The sha256 of the fact at exactly `uri`, if the ledger has it.
+pub async fn sha_of(store: &Store, uri: &str) -> ApiResult<Option<String>> {
+    #[derive(Deserialize)]
+    struct R {
+        sha256: String,
+    }
+    Ok(store.first::<R>("SELECT sha256 FROM instruction_facts WHERE uri = ?1", args![uri]).await?.map(|r| r.sha256))
+}
+
+/// Insert a service event statement (coverage bypass, capability denial, …).
+pub fn event(store: &Store, agent: Option<&str>, kind: &str, detail: &Value, now: i64) -> ApiResult<D1PreparedStatement> {
+    store.stmt(
+        "INSERT INTO service_events (id, agent_id, kind, detail, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        args![format!("evt_{}", crate::util::random_hex(12)), agent.map(str::to_string), kind, detail.to_string(), now],
+    )
+}

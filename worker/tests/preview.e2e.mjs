@@ -1,0 +1,80 @@
+// End-to-end test of the browser preview: headless Chromium (playwright-core, Debian's
+// /usr/bin/chromium) loads /preview/ from the running worker (LID_WORKER_URL), pastes a
+// manifest with a known error, and checks what the page shows against the native CLI
+// (`lid validate --json`, LID_BIN): the error code and entry, the manifest's token count
+// and every entry's. Screenshot: test-output/preview.png.
+//   LID_WORKER_URL=http://127.0.0.1:8787 LID_BIN=../target/release/lid node --test tests/
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const base = process.env.LID_WORKER_URL;
+const lidBin = process.env.LID_BIN || join(here, '../../target/release/lid');
+const out = join(here, '../test-output');
+
+test('the preview shows validation errors and token counts computed in the browser', { timeout: 120_000 }, async () => {
+  assert.ok(base, 'set LID_WORKER_URL to the running worker');
+  const manifest = JSON.parse(readFileSync(join(here, '../../examples/demo-agent/manifest.json'), 'utf8'));
+  manifest.entries[2].name = 'Rollback Procedure!'; // not kebab-case: manifest_entry_invalid
+  const text = JSON.stringify(manifest, null, 2);
+  const tmp = mkdtempSync(join(tmpdir(), 'lid-e2e-'));
+  writeFileSync(join(tmp, 'manifest.json'), text);
+  let expected;
+  try {
+    execFileSync(lidBin, ['validate', join(tmp, 'manifest.json'), '--json'], { encoding: 'utf8' });
+    assert.fail('lid validate accepted a manifest with an invalid entry');
+  } catch (e) {
+    expected = JSON.parse(e.stdout);
+  }
+  assert.equal(expected.ok, false);
+
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } });
+    const requests = [];
+    page.on('request', (r) => requests.push(r.url()));
+    const resp = await page.goto(`${base}/preview/`);
+    assert.equal(resp.status(), 200);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+    const loaded = requests.length;
+
+    await page.fill('#manifest', text);
+    await page.waitForFunction(() => document.querySelector('#manifest-tokens').textContent.includes('/'));
+    await page.waitForSelector('#problems tbody tr.error');
+
+    const shown = await page.$$eval('#problems tbody tr.error', (rows) => rows.map((r) => ({ code: r.querySelector('.code').textContent, entry: r.querySelector('.entry').textContent })));
+    assert.ok(shown.some((p) => p.code === 'manifest_entry_invalid' && p.entry === 'Rollback Procedure!'), JSON.stringify(shown));
+    assert.deepEqual(shown.map((p) => p.code), expected.errors.map((e) => e.code));
+    assert.equal(await page.textContent('#validation-status'), `${expected.errors.length} errors`);
+    assert.equal(await page.textContent('#manifest-tokens'), `${expected.token_count} / 1000`);
+    const entries = await page.$$eval('#entry-tokens tbody tr', (rows) => rows.map((r) => [r.cells[0].textContent, Number(r.cells[1].textContent)]));
+    assert.deepEqual(entries, expected.entry_tokens.map((e) => [e.name, e.tokens]));
+    // Computed in the page: typing fetched nothing from the server.
+    assert.equal(requests.length, loaded, `requests after load: ${requests.slice(loaded).join(', ')}`);
+
+    // The demo agent: stubs, coverage and recall render too.
+    await page.click('#load-demo');
+    await page.waitForSelector('#validation-status.ok');
+    await page.fill('#intent', 'production is broken after the deploy, how do I roll back?');
+    await page.waitForSelector('#ranked tbody tr');
+    assert.equal(await page.textContent('#ranked tbody tr:first-child td.code'), 'rollback-procedure');
+    assert.match(await page.textContent('#stub-tokens'), /^\d+ \/ 500$/);
+    await page.waitForSelector('#coverage tbody tr');
+    // The screenshot shows the error case: paste it back.
+    await page.fill('#manifest', text);
+    await page.waitForSelector('#problems tbody tr.error');
+    mkdirSync(out, { recursive: true });
+    await page.screenshot({ path: join(out, 'preview.png'), fullPage: true });
+  } finally {
+    await browser.close();
+  }
+});
