@@ -6,8 +6,8 @@
 //! cargo run --release -p lid-core --example eval_native -- [--json] [--verbose] [--large] [--bench] [AGENTS_DIR] [PROBES]
 //! ```
 //! Defaults: `/work/shared/eval/agents` and the `probes-dev.jsonl` next to it.
-//! `--large` reads eval-large packs (`packs/<id>/units/*.md`, metadata from each
-//! unit's first heading; defaults `/work/shared/eval-large/packs` and its probes).
+//! `--large` reads eval-large knowledge packs through `lid_core::knowledge`, as the engine
+//! does (defaults `/work/shared/eval-large/packs` and its probes).
 //! `--bench` times building and ranking over ~10,000 units (eval-large units repeated).
 //! Env: `LID_PARAMS` (JSON of `rank::Params`), `LID_WEIGHTS` (JSON of `rank::Weights`).
 
@@ -69,33 +69,60 @@ fn load_agents(dir: &Path) -> BTreeMap<String, Vec<Unit>> {
     out
 }
 
+/// Walk a pack's files (relative paths, sorted; hidden entries skipped).
+fn pack_files(root: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(rel) = p.strip_prefix(root) {
+                out.push((rel.to_string_lossy().replace('\\', "/"), p.clone()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Knowledge packs read exactly as the engine reads them (`lid_core::knowledge`).
 fn load_packs(dir: &Path) -> BTreeMap<String, Vec<Unit>> {
     let mut out = BTreeMap::new();
     let mut packs: Vec<PathBuf> = std::fs::read_dir(dir).expect("packs dir").filter_map(|e| e.ok().map(|e| e.path())).collect();
     packs.sort();
     for p in packs {
         let Some(id) = p.file_name().and_then(|s| s.to_str()).map(|s| s.to_string()) else { continue };
-        let Ok(rd) = std::fs::read_dir(p.join("units")) else { continue };
-        let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        files.sort();
-        let mut units = Vec::new();
-        for f in files {
-            let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
-            let text = std::fs::read_to_string(&f).unwrap_or_default();
-            let (title, body) = match text.split_once('\n') {
-                Some((first, rest)) if first.starts_with("# ") => (first[2..].trim().to_string(), rest.to_string()),
-                _ => (String::new(), text.clone()),
-            };
-            units.push(Unit {
-                name,
-                description: title,
+        let Ok(kmd) = std::fs::read_to_string(p.join("KNOWLEDGE.md")) else { continue };
+        let files = pack_files(&p);
+        let mut facts = lid_core::store::MemoryFacts::new();
+        for (rel, path) in &files {
+            if lid_core::knowledge::unit_name(rel).is_some() {
+                let content = std::fs::read_to_string(path).unwrap_or_default();
+                facts.insert(lid_core::store::Fact { uri: format!("path:{rel}"), content, ..Default::default() });
+            }
+        }
+        let spec = lid_core::knowledge::PackSpec { id: id.clone(), knowledge_md: kmd, files: files.into_iter().map(|f| f.0).collect() };
+        let (pack, resolved) = lid_core::knowledge::load(&spec, &facts).expect("pack");
+        let units = pack
+            .manifest
+            .entries
+            .iter()
+            .zip(resolved)
+            .map(|(e, r)| Unit {
+                name: e.name.clone(),
+                description: e.description.clone(),
                 intents: vec![],
                 keywords: vec![],
                 task_types: vec![],
                 required_by: vec![],
-                body,
-            });
-        }
+                body: r.map(|r| r.fact.content).unwrap_or_default(),
+            })
+            .collect();
         out.insert(id, units);
     }
     out

@@ -60,11 +60,25 @@ pub fn render_stub(manifest: &str, profile: Option<&str>, facts: &dyn Facts) -> 
     Ok(to_json(&crate::stub::render(&m, profile, facts)?))
 }
 
+/// The manifest of a `rank`/`recall` call, and the units when it is a knowledge pack:
+/// hosts send a [`crate::knowledge::PackDocument`] in place of the manifest, its files
+/// as `path:` facts.
+fn corpus_input(manifest: &str, facts: &dyn Facts) -> Result<(Manifest, Option<Vec<Option<crate::recall::Resolved>>>), EngineError> {
+    match crate::knowledge::PackDocument::detect(manifest) {
+        Some(doc) => {
+            let (pack, units) = crate::knowledge::load(&doc.knowledge_pack, facts)?;
+            Ok((pack.manifest, Some(units)))
+        }
+        None => Ok((load_manifest(manifest)?, None)),
+    }
+}
+
+/// `recall_instruction` over an agent's manifest or a knowledge pack document.
 pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, audit: &dyn AuditSink) -> Result<String, EngineError> {
-    let m = load_manifest(manifest)?;
+    let (m, units) = corpus_input(manifest, facts)?;
     let req: RecallRequest = parse("recall request", request)?;
     let ctx: RecallContext = parse_or_default("recall context", context)?;
-    Ok(to_json(&crate::recall::recall(&m, facts, audit, &req, &ctx)?))
+    Ok(to_json(&crate::recall::recall_with(&m, units, facts, audit, &req, &ctx)?))
 }
 
 /// One ranked unit in `rank` output.
@@ -84,12 +98,16 @@ pub struct RankOutput {
     pub unavailable: Vec<String>,
 }
 
+/// Every unit of an agent's manifest or a knowledge pack document, ranked for `intent`.
 pub fn rank(manifest: &str, intent: &str, wake_reason: Option<&str>, facts: &dyn Facts) -> Result<String, EngineError> {
-    let m = load_manifest(manifest)?;
     if intent.trim().is_empty() {
         return Err(EngineError::IntentRequired);
     }
-    let corpus = crate::recall::Corpus::load(&m, facts)?;
+    let (m, units) = corpus_input(manifest, facts)?;
+    let corpus = match units {
+        Some(u) => crate::recall::Corpus::from_resolved(&m, u, facts),
+        None => crate::recall::Corpus::load(&m, facts)?,
+    };
     let ranked = corpus
         .rank(intent, wake_reason, &Weights::default(), &[])
         .into_iter()
@@ -161,6 +179,11 @@ fn json_value<T: serde::Serialize>(t: &T) -> serde_json::Value {
 pub fn audit_metrics(records: &str, k: u32) -> Result<String, EngineError> {
     let recs: Vec<crate::audit::AuditRecord> = parse("audit records", records)?;
     Ok(to_json(&crate::audit::metrics(&recs, k.max(1) as usize)))
+}
+
+/// Check a §21.5.2 audit submission body; the normalised submission as JSON.
+pub fn check_audit_submission(body: &str) -> Result<String, EngineError> {
+    Ok(to_json(&crate::audit::parse_submission(body)?))
 }
 
 /// Warm lazily initialised state (for snapshots and benchmarks).

@@ -216,6 +216,12 @@ impl<'m> Corpus<'m> {
         for e in &manifest.entries {
             units.push(resolve_unit(manifest, e, facts)?);
         }
+        Ok(Self::from_resolved(manifest, units, facts))
+    }
+
+    /// Build the ranker over already-resolved units (parallel to `manifest.entries`),
+    /// reading and offering the cached index through `facts`.
+    pub fn from_resolved(manifest: &'m Manifest, units: Vec<Option<Resolved>>, facts: &dyn Facts) -> Self {
         let mut docs = Vec::new();
         let mut ranked_entries = Vec::new();
         for (i, (e, u)) in manifest.entries.iter().zip(&units).enumerate() {
@@ -257,7 +263,7 @@ impl<'m> Corpus<'m> {
                 let _ = cell.set(n);
             }
         }
-        Ok(Corpus { manifest, units, ranker, ranked_entries, tokens })
+        Corpus { manifest, units, ranker, ranked_entries, tokens }
     }
 
     /// Score every available unit for `intent`; `index` is rewritten to the manifest entry index.
@@ -324,6 +330,19 @@ pub fn recall(
     req: &RecallRequest,
     ctx: &RecallContext,
 ) -> Result<RecallResponse, EngineError> {
+    recall_with(m, None, facts, audit, req, ctx)
+}
+
+/// [`recall`] over units already resolved (parallel to `m.entries`; a knowledge pack's
+/// files), or resolved here through `facts` when `units` is `None`.
+pub fn recall_with(
+    m: &Manifest,
+    units: Option<Vec<Option<Resolved>>>,
+    facts: &dyn Facts,
+    audit: &dyn AuditSink,
+    req: &RecallRequest,
+    ctx: &RecallContext,
+) -> Result<RecallResponse, EngineError> {
     let intent = req.intent.trim();
     if intent.is_empty() {
         return Err(EngineError::IntentRequired);
@@ -338,7 +357,10 @@ pub fn recall(
     }
     let max_chunks = req.max_chunks.unwrap_or(DEFAULT_MAX_CHUNKS).min(MAX_CHUNKS_LIMIT) as usize;
     let budget = req.token_budget.unwrap_or(DEFAULT_TOKEN_BUDGET) as u64;
-    let corpus = Corpus::load(m, facts)?;
+    let corpus = match units {
+        Some(u) => Corpus::from_resolved(m, u, facts),
+        None => Corpus::load(m, facts)?,
+    };
     let weights = ctx.weights.unwrap_or_default();
     let ranked = corpus.rank(intent, req.wake_reason.as_deref(), &weights, &ctx.lift_units);
     let mut resp = assemble(&corpus, &ranked, &req.manifest_hint, max_chunks, budget, req.min_score.unwrap_or(0.0));

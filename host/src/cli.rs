@@ -92,11 +92,15 @@ pub enum Command {
         #[arg(long)]
         split_regex: Option<String>,
     },
-    /// Ranking quality over probe sets: hit@1, hit@3, MRR, none AUC.
+    /// Ranking quality over probe sets: hit@1, hit@3, hit@10, MRR, none AUC.
     Eval {
-        /// Directory of agent directories
+        /// Directory of agent directories (probes name them by `agent_id`)
+        #[arg(long, required_unless_present = "packs", conflicts_with = "packs")]
+        agents: Option<PathBuf>,
+        /// Directory of knowledge packs (`KNOWLEDGE.md` + units/, compiled/ or documents/;
+        /// probes name them by `pack_id`)
         #[arg(long)]
-        agents: PathBuf,
+        packs: Option<PathBuf>,
         #[arg(long)]
         probes: PathBuf,
     },
@@ -406,7 +410,11 @@ fn run(cli: &Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Eval { agents, probes } => eval(cli, agents, probes),
+        Command::Eval { agents, packs, probes } => match (agents, packs) {
+            (Some(dir), _) => eval(cli, Corpora::Agents(dir), probes),
+            (None, Some(dir)) => eval(cli, Corpora::Packs(dir), probes),
+            (None, None) => bail!("lid eval needs --agents DIR or --packs DIR"),
+        },
         Command::Tokens { file } => {
             let mut text = String::new();
             if file.as_os_str() == "-" {
@@ -514,22 +522,58 @@ fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {
     Ok(0)
 }
 
-/// `lid eval`: rank every probe's agent units through the component, then report.
-fn eval(cli: &Cli, agents: &Path, probes: &Path) -> Result<i32> {
+/// What `lid eval` ranks: agent directories or knowledge packs.
+enum Corpora<'a> {
+    Agents(&'a Path),
+    Packs(&'a Path),
+}
+
+/// One loaded corpus: the document the engine ranks (a manifest or a pack document)
+/// and its facts.
+struct Loaded {
+    document: String,
+    storage: Storage,
+}
+
+impl Corpora<'_> {
+    fn load(&self, id: &str) -> Result<Loaded> {
+        if id.is_empty() || id.contains(['/', '\\']) || id == ".." {
+            bail!("probe scope {id:?} is not a directory name");
+        }
+        Ok(match self {
+            Corpora::Agents(dir) => {
+                let a = agent_dir::load(&dir.join(id)).with_context(|| format!("probes name agent {id:?}"))?;
+                Loaded { storage: storage_of(&a, Arc::new(NoAudit)), document: a.manifest_json }
+            }
+            Corpora::Packs(dir) => {
+                let p = crate::pack_dir::load(&dir.join(id)).with_context(|| format!("probes name pack {id:?}"))?;
+                Loaded { storage: Storage { facts: p.facts.clone(), audit: Arc::new(NoAudit) }, document: p.document }
+            }
+        })
+    }
+}
+
+/// `lid eval`: rank every probe's agent or pack units through the component (ranking
+/// only), then report hit@1/3/10, MRR and none AUC overall and per agent or pack.
+fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path) -> Result<i32> {
     let text = std::fs::read_to_string(probes).with_context(|| format!("cannot read {}", probes.display()))?;
     let rt = runtime()?;
-    let mut loaded: BTreeMap<String, AgentDir> = BTreeMap::new();
+    let mut loaded: BTreeMap<String, Loaded> = BTreeMap::new();
     let mut results = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let p: Value = serde_json::from_str(line).with_context(|| format!("{}:{}: not JSON", probes.display(), i + 1))?;
-        let agent = p["agent_id"].as_str().or_else(|| p["pack_id"].as_str()).with_context(|| format!("{}:{}: probe has no agent_id", probes.display(), i + 1))?.to_string();
+        let scope = match corpora {
+            Corpora::Agents(_) => p["agent_id"].as_str().or_else(|| p["pack_id"].as_str()),
+            Corpora::Packs(_) => p["pack_id"].as_str().or_else(|| p["agent_id"].as_str()),
+        };
+        let agent = scope.with_context(|| format!("{}:{}: probe has no agent_id or pack_id", probes.display(), i + 1))?.to_string();
         if !loaded.contains_key(&agent) {
-            let a = agent_dir::load(&agents.join(&agent)).with_context(|| format!("probe {} names agent {agent:?}", p["id"]))?;
-            loaded.insert(agent.clone(), a);
+            let l = corpora.load(&agent).with_context(|| format!("probe {}", p["id"]))?;
+            loaded.insert(agent.clone(), l);
         }
-        let a = &loaded[&agent];
+        let Some(l) = loaded.get(&agent) else { continue };
         let intent = p["intent"].as_str().unwrap_or_default();
-        let r = engine_ok(rt.rank(&storage_of(a, Arc::new(NoAudit)), &a.manifest_json, intent, p["wake_reason"].as_str())?)?;
+        let r = engine_ok(rt.rank(&l.storage, &l.document, intent, p["wake_reason"].as_str())?)?;
         let ranked: Vec<Value> = r["ranked"].as_array().into_iter().flatten().map(|u| json!([u["name"], u["score"]])).collect();
         results.push(json!({
             "id": p["id"], "agent_id": agent, "intent": intent,
@@ -537,7 +581,15 @@ fn eval(cli: &Cli, agents: &Path, probes: &Path) -> Result<i32> {
             "ranked": ranked,
         }));
     }
-    let report = engine_ok(rt.eval_report(&empty_storage(), &Value::Array(results).to_string())?)?;
+    let mut report = engine_ok(rt.eval_report(&empty_storage(), &Value::Array(results).to_string())?)?;
+    if let (Corpora::Packs(_), Some(obj)) = (&corpora, report.as_object_mut()) {
+        if let Some(per) = obj.remove("per_agent") {
+            obj.insert("per_pack".into(), per);
+        }
+        if let Some(Value::String(t)) = obj.get_mut("table") {
+            *t = t.replacen("agent ", "pack  ", 1);
+        }
+    }
     if cli.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

@@ -255,3 +255,39 @@ fn eval_reports_the_documented_keys() {
     assert_eq!(v["hit_at_1"], 1.0, "{v}");
     assert_eq!(v["none_auc"], 1.0, "an unrelated intent scores below every real one: {v}");
 }
+
+#[test]
+fn eval_packs_ranks_a_knowledge_pack_through_the_component() {
+    // tests/fixtures/packs/garden: KNOWLEDGE.md, four units/ files, one compiled/ split
+    // (`splits-care-harvest-timing`) and a licenses/ file that is not a context file.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let probes = fixtures.join("garden-probes.jsonl");
+    let out = lid(&["eval", "--packs", s(&fixtures.join("packs")), "--probes", s(&probes), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert_eq!((v["probes"].as_u64(), v["positives"].as_u64(), v["none_probes"].as_u64()), (Some(6), Some(5), Some(1)), "{v}");
+    // every required unit, the compiled/ one included, is in the top 3
+    assert_eq!(v["hit_at_3"], 1.0, "{v}");
+    assert_eq!(v["hit_at_10"], 1.0, "{v}");
+    assert_eq!(v["misses_at_3"], json!([]), "{v}");
+    let (h1, mrr) = (v["hit_at_1"].as_f64().unwrap(), v["mrr"].as_f64().unwrap());
+    assert!(h1 >= 0.8 && mrr >= 0.9 && mrr >= h1, "{v}");
+    assert_eq!(v["none_auc"], 1.0, "the Kubernetes probe scores below every garden probe: {v}");
+    assert_eq!(v["per_pack"]["garden"]["probes"], 6, "{v}");
+    assert_eq!(v["per_pack"]["garden"]["hit_at_3"], 1.0, "{v}");
+    // the text table names packs
+    let out = lid(&["eval", "--packs", s(&fixtures.join("packs")), "--probes", s(&probes)]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.starts_with("pack ") && table.contains("\ngarden "), "{table}");
+
+    // a probe naming a pack that does not exist: exit 1, an actionable message
+    let d = scratch("eval-packs-missing");
+    let bad = d.join("probes.jsonl");
+    std::fs::write(&bad, json!({"id": "x", "pack_id": "nope", "intent": "water", "required_units": ["a"]}).to_string()).unwrap();
+    let out = lid(&["--json", "eval", "--packs", s(&fixtures.join("packs")), "--probes", s(&bad)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(json_of(&out)["error"]["message"].as_str().unwrap().contains("KNOWLEDGE.md"), "{}", String::from_utf8_lossy(&out.stdout));
+    // --agents and --packs exclude each other
+    let out = lid(&["eval", "--agents", "a", "--packs", "b", "--probes", s(&bad)]);
+    assert_ne!(out.status.code(), Some(0));
+}

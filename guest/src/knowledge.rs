@@ -1,0 +1,428 @@
+//! Knowledge packs as rankable corpora: the Agent Knowledge runtime standard
+//! (`/work/shared/spec/agent-knowledge-runtime.txt`, "Step 1: Discover packs" and
+//! "Step 4: Select context") read into the shape recall ranks (§21.3.3).
+//!
+//! A pack is a directory holding `KNOWLEDGE.md` (YAML front matter: the catalog fields
+//! `name`, `description`, `type`, `status`, optionally `version`, `trust`, `license`…,
+//! then a guide) and its context files in one of three layouts:
+//! - `units/<name>.md` (one context file per unit, the eval-large layout);
+//! - `compiled/…/*.md` (compiled views, e.g. `compiled/splits/<doc>/<part>.md`);
+//! - `documents/…/*.md` (document splits).
+//!
+//! Everything here is pure parsing: the host walks the files and hands over the
+//! `KNOWLEDGE.md` text and the context files' relative paths (a [`PackDocument`], sent
+//! through the engine's `rank`/`recall` calls in place of a manifest); the files'
+//! contents are read as `path:{relative path}` facts, exactly like a manifest entry's
+//! `path` fallback (§21.6.1). A unit's name comes from its path, its title (the first
+//! line `# <title>`) becomes the manifest description the ranker weighs, and the whole
+//! file is the content served. Knowledge content is data, never instructions (runtime
+//! standard, "Core principle"): nothing here interprets it beyond the title line.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{Entry, Manifest};
+use crate::recall::Resolved;
+use crate::store::Facts;
+
+/// The deployment segment under which packs appear as manifests.
+pub const PACK_DEPLOYMENT: &str = "knowledge";
+
+/// Why a pack could not be read. Each variant has a stable code ([`KnowledgeError::code`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KnowledgeError {
+    #[error("KNOWLEDGE.md must start with YAML front matter between `---` lines")]
+    FrontMatterMissing,
+    #[error("KNOWLEDGE.md front matter is not closed by a `---` line")]
+    FrontMatterUnclosed,
+    #[error("KNOWLEDGE.md front matter line {line} is not `key: value`: {text:?}")]
+    FrontMatterLine { line: usize, text: String },
+    #[error("KNOWLEDGE.md front matter lacks the catalog field `{0}` (runtime standard, Step 2)")]
+    FieldMissing(&'static str),
+    #[error("pack {pack:?} has no context files under units/, compiled/ or documents/")]
+    NoUnits { pack: String },
+    #[error("pack id {0:?} must be 1-128 characters of [A-Za-z0-9._-]")]
+    PackId(String),
+}
+
+impl KnowledgeError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            KnowledgeError::FrontMatterMissing | KnowledgeError::FrontMatterUnclosed | KnowledgeError::FrontMatterLine { .. } => {
+                "knowledge_front_matter_invalid"
+            }
+            KnowledgeError::FieldMissing(_) => "knowledge_field_missing",
+            KnowledgeError::NoUnits { .. } => "knowledge_pack_empty",
+            KnowledgeError::PackId(_) => "knowledge_pack_id_invalid",
+        }
+    }
+}
+
+/// The catalog metadata of a pack (runtime standard, Step 2). Nested keys are flattened
+/// with dots (`runtime.mode`); list items are joined with `", "`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PackMeta {
+    pub name: String,
+    pub description: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: String,
+    /// Every other front-matter field, by (flattened) key.
+    #[serde(default)]
+    pub fields: BTreeMap<String, String>,
+}
+
+/// Strip one level of YAML quoting from a scalar.
+fn unquote(v: &str) -> String {
+    let v = v.trim();
+    let b = v.as_bytes();
+    if b.len() >= 2 && b[0] == b'"' && b[b.len() - 1] == b'"' {
+        let inner = &v[1..v.len() - 1];
+        let mut out = String::with_capacity(inner.len());
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some('t') => out.push('\t'),
+                    Some(o) => out.push(o),
+                    None => out.push('\\'),
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    } else if b.len() >= 2 && b[0] == b'\'' && b[b.len() - 1] == b'\'' {
+        v[1..v.len() - 1].replace("''", "'")
+    } else {
+        // an unquoted scalar ends at a ` #` comment
+        v.split(" #").next().unwrap_or("").trim().to_string()
+    }
+}
+
+/// Parse `KNOWLEDGE.md`: its front matter (the subset of YAML catalogs use: `key: value`
+/// scalars, one level of nested mappings, `- item` lists, comments) and the guide body.
+pub fn parse_knowledge_md(text: &str) -> Result<(PackMeta, &str), KnowledgeError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    match lines.next() {
+        Some(first) if first.trim_end() == "---" => {}
+        _ => return Err(KnowledgeError::FrontMatterMissing),
+    }
+    let mut offset = text.split_inclusive('\n').next().map_or(0, str::len);
+    let mut fields: BTreeMap<String, String> = BTreeMap::new();
+    let mut parent: Option<String> = None;
+    let mut closed = false;
+    for (i, raw) in lines.enumerate() {
+        offset += raw.len();
+        let line = raw.trim_end();
+        if line == "---" || line == "..." {
+            closed = true;
+            break;
+        }
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indented = trimmed.len() < line.len();
+        if let Some(item) = trimmed.strip_prefix("- ").or(if trimmed == "-" { Some("") } else { None }) {
+            let Some(p) = parent.as_ref() else {
+                return Err(KnowledgeError::FrontMatterLine { line: i + 2, text: line.to_string() });
+            };
+            let e = fields.entry(p.clone()).or_default();
+            if !e.is_empty() {
+                e.push_str(", ");
+            }
+            e.push_str(&unquote(item));
+            continue;
+        }
+        let Some((k, v)) = trimmed.split_once(':') else {
+            return Err(KnowledgeError::FrontMatterLine { line: i + 2, text: line.to_string() });
+        };
+        let k = k.trim();
+        if k.is_empty() {
+            return Err(KnowledgeError::FrontMatterLine { line: i + 2, text: line.to_string() });
+        }
+        let key = match (&parent, indented) {
+            (Some(p), true) => format!("{p}.{k}"),
+            _ => k.to_string(),
+        };
+        let value = unquote(v);
+        if value.is_empty() {
+            // a mapping or a list follows (only top-level keys open one)
+            if !indented {
+                parent = Some(key.clone());
+            }
+        } else if !indented {
+            parent = None;
+        }
+        if !value.is_empty() || !fields.contains_key(&key) {
+            fields.insert(key, value);
+        }
+    }
+    if !closed {
+        return Err(KnowledgeError::FrontMatterUnclosed);
+    }
+    let mut take = |f: &'static str| -> Result<String, KnowledgeError> {
+        fields.remove(f).filter(|v| !v.trim().is_empty()).ok_or(KnowledgeError::FieldMissing(f))
+    };
+    let meta = PackMeta { name: take("name")?, description: take("description")?, kind: take("type")?, status: take("status")?, fields };
+    Ok((meta, text.get(offset..).unwrap_or("")))
+}
+
+/// The unit name of a context file, from its path relative to the pack root: `units/x.md`
+/// is `x`; under `compiled/` or `documents/` the path below that folder, `/` replaced by
+/// `-` (`compiled/splits/brief/facts.md` is `splits-brief-facts`). Anything else (other
+/// folders, non-markdown files, hidden files, `..`) is not a context file: `None`.
+pub fn unit_name(rel_path: &str) -> Option<String> {
+    let rel = rel_path.replace('\\', "/");
+    let (top, rest) = rel.split_once('/')?;
+    if !matches!(top, "units" | "compiled" | "documents") {
+        return None;
+    }
+    let stem = rest.strip_suffix(".md")?;
+    let parts: Vec<&str> = stem.split('/').collect();
+    if top == "units" && parts.len() != 1 {
+        return None;
+    }
+    if parts.iter().any(|p| p.is_empty() || p.starts_with('.')) {
+        return None;
+    }
+    let mut name = String::with_capacity(stem.len());
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            name.push('-');
+        }
+        for c in p.chars() {
+            name.push(if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c.to_ascii_lowercase() } else { '-' });
+        }
+    }
+    (name.len() <= 128).then_some(name)
+}
+
+/// Layout precedence when two files give the same unit name: `units/` wins over
+/// `compiled/`, which wins over `documents/` (runtime standard, Step 4: compiled views
+/// before document splits).
+fn layout_rank(rel_path: &str) -> u8 {
+    match rel_path.split('/').next() {
+        Some("units") => 0,
+        Some("compiled") => 1,
+        _ => 2,
+    }
+}
+
+/// The title of a context file: its first line when that is `# <title>`, else the unit
+/// name with dashes as spaces.
+pub fn unit_title(name: &str, content: &str) -> String {
+    let first = content.trim_start_matches('\u{feff}').lines().next().unwrap_or("");
+    match first.strip_prefix("# ") {
+        Some(t) if !t.trim().is_empty() => t.trim().to_string(),
+        _ => name.replace('-', " "),
+    }
+}
+
+/// What a host sends instead of a manifest to rank or recall over a pack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PackDocument {
+    pub knowledge_pack: PackSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PackSpec {
+    /// The pack's id (its directory name); the manifest's `agent_id`.
+    pub id: String,
+    /// The text of `KNOWLEDGE.md`.
+    pub knowledge_md: String,
+    /// Relative paths of the pack's files; each context file's content is the fact
+    /// `path:{path}`.
+    pub files: Vec<String>,
+}
+
+impl PackDocument {
+    /// A pack document, if `json` is one (`None` for anything else, e.g. a manifest).
+    pub fn detect(json: &str) -> Option<PackDocument> {
+        if !json.contains("\"knowledge_pack\"") {
+            return None;
+        }
+        serde_json::from_str(json).ok()
+    }
+}
+
+/// A pack read into manifest form: metadata, one entry per context file (sorted by
+/// name, `path` set), and the names that lost a layout collision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pack {
+    pub meta: PackMeta,
+    pub manifest: Manifest,
+    pub collisions: Vec<String>,
+}
+
+/// Read a pack from its document: parse `KNOWLEDGE.md`, pick the context files, name
+/// them (deterministically, by name), and build the manifest the ranker sees.
+/// `title_of(path)` gives a file's title (from its content); the manifest descriptions
+/// are those titles.
+pub fn read_pack(spec: &PackSpec, mut title_of: impl FnMut(&str, &str) -> Option<String>) -> Result<Pack, KnowledgeError> {
+    if spec.id.is_empty() || spec.id.len() > 128 || !spec.id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+        return Err(KnowledgeError::PackId(spec.id.clone()));
+    }
+    let (meta, _guide) = parse_knowledge_md(&spec.knowledge_md)?;
+    let mut chosen: BTreeMap<String, &str> = BTreeMap::new();
+    let mut collisions = Vec::new();
+    let mut files: Vec<&String> = spec.files.iter().collect();
+    files.sort_by(|a, b| layout_rank(a).cmp(&layout_rank(b)).then(a.cmp(b)));
+    for f in files {
+        let Some(name) = unit_name(f) else { continue };
+        if chosen.contains_key(&name) {
+            collisions.push(name);
+        } else {
+            chosen.insert(name, f.as_str());
+        }
+    }
+    if chosen.is_empty() {
+        return Err(KnowledgeError::NoUnits { pack: spec.id.clone() });
+    }
+    let mut entries = Vec::with_capacity(chosen.len());
+    for (name, path) in chosen {
+        let Some(title) = title_of(&name, path) else { continue };
+        entries.push(Entry { description: title, path: Some(path.to_string()), name, ..Entry::default() });
+    }
+    let manifest = Manifest {
+        agent_id: spec.id.clone(),
+        deployment: PACK_DEPLOYMENT.to_string(),
+        agent_role: meta.description.clone(),
+        manifest_version: meta.fields.get("version").filter(|v| v.bytes().any(|b| b.is_ascii_digit())).cloned().unwrap_or_else(|| "v1".into()),
+        entries,
+        published_at: None,
+        heartbeat_contract: None,
+    };
+    Ok(Pack { meta, manifest, collisions })
+}
+
+/// Read a pack whose context files are `path:` facts in `facts`: the manifest, and each
+/// entry's resolved content (parallel to `manifest.entries`). A file that cannot be read
+/// is left out of the manifest; a store failure is an error.
+pub fn load(spec: &PackSpec, facts: &dyn Facts) -> Result<(Pack, Vec<Option<Resolved>>), crate::error::EngineError> {
+    let mut contents: BTreeMap<String, crate::store::Fact> = BTreeMap::new();
+    let mut failure = None;
+    let pack = read_pack(spec, |name, path| {
+        match facts.get(&format!("path:{path}")) {
+            // Knowledge is data (runtime standard, "Core principle"): either
+            // interpretation is accepted; recall only ranks and quotes it.
+            Ok(Some(mut f)) => {
+                let title = unit_title(name, &f.content);
+                if f.version.is_empty() {
+                    f.version = "v1".into();
+                }
+                contents.insert(path.to_string(), f);
+                Some(title)
+            }
+            Ok(_) => None,
+            Err(e) => {
+                failure.get_or_insert(e);
+                None
+            }
+        }
+    })
+    .map_err(|e| crate::error::EngineError::InvalidRequest(format!("{}: {e}", e.code())))?;
+    if let Some(e) = failure {
+        return Err(crate::error::EngineError::BackendUnavailable(e.0));
+    }
+    let units = pack
+        .manifest
+        .entries
+        .iter()
+        .map(|e| e.path.as_ref().and_then(|p| contents.remove(p)).map(|fact| Resolved { fact, source: "fallback_path" }))
+        .collect();
+    Ok((pack, units))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KMD: &str = "---\nname: prometheus\ndescription: \"Prometheus docs: config, \\\"PromQL\\\"\"\ntype: reference\nstatus: ready\nversion: \"main@d15adb9 (3.x docs)\"\ntrust: medium # how far to trust it\nruntime:\n  mode: data\ntags:\n  - metrics\n  - 'ops'\n---\n# Guide\n\nHow the units were cut.\n";
+
+    #[test]
+    fn front_matter_fields_nested_lists_and_guide() {
+        let (m, guide) = parse_knowledge_md(KMD).unwrap();
+        assert_eq!(m.name, "prometheus");
+        assert_eq!(m.description, "Prometheus docs: config, \"PromQL\"");
+        assert_eq!((m.kind.as_str(), m.status.as_str()), ("reference", "ready"));
+        assert_eq!(m.fields["version"], "main@d15adb9 (3.x docs)");
+        assert_eq!(m.fields["trust"], "medium");
+        assert_eq!(m.fields["runtime.mode"], "data");
+        assert_eq!(m.fields["tags"], "metrics, ops");
+        assert!(guide.starts_with("# Guide\n"));
+    }
+
+    #[test]
+    fn front_matter_errors_have_codes() {
+        let e = parse_knowledge_md("# no front matter").unwrap_err();
+        assert_eq!((e.code(), e.clone()), ("knowledge_front_matter_invalid", KnowledgeError::FrontMatterMissing));
+        assert_eq!(parse_knowledge_md("---\nname: x\n").unwrap_err(), KnowledgeError::FrontMatterUnclosed);
+        assert_eq!(
+            parse_knowledge_md("---\nname: x\njust words\n---\n").unwrap_err(),
+            KnowledgeError::FrontMatterLine { line: 3, text: "just words".into() }
+        );
+        let e = parse_knowledge_md("---\nname: x\ndescription: d\ntype: reference\n---\n").unwrap_err();
+        assert_eq!((e.code(), e), ("knowledge_field_missing", KnowledgeError::FieldMissing("status")));
+        // hostile input never panics
+        for s in ["---", "---\n:\n---", "---\n- a\n---", "\u{feff}---\r\nname: a\r\n---\r\n", "---\nk: \"\n---\n"] {
+            let _ = parse_knowledge_md(s);
+        }
+    }
+
+    #[test]
+    fn unit_names_from_each_layout() {
+        assert_eq!(unit_name("units/scrape-config.md").as_deref(), Some("scrape-config"));
+        assert_eq!(unit_name("compiled/splits/Brief/facts.md").as_deref(), Some("splits-brief-facts"));
+        assert_eq!(unit_name("documents/founder persona.md").as_deref(), Some("founder-persona"));
+        for no in ["units/a/b.md", "units/x.txt", "sources/a.md", "KNOWLEDGE.md", "units/.hidden.md", "documents//a.md", "units/.md"] {
+            assert_eq!(unit_name(no), None, "{no}");
+        }
+    }
+
+    #[test]
+    fn pack_manifest_is_sorted_and_units_win_collisions() {
+        let spec = PackSpec {
+            id: "p".into(),
+            knowledge_md: KMD.into(),
+            files: vec!["documents/b.md".into(), "units/b.md".into(), "units/a.md".into(), "licenses/LICENSE".into(), "compiled/c.md".into()],
+        };
+        let p = read_pack(&spec, |name, _| Some(format!("T {name}"))).unwrap();
+        let names: Vec<(&str, &str, Option<&str>)> =
+            p.manifest.entries.iter().map(|e| (e.name.as_str(), e.description.as_str(), e.path.as_deref())).collect();
+        assert_eq!(names, [("a", "T a", Some("units/a.md")), ("b", "T b", Some("units/b.md")), ("c", "T c", Some("compiled/c.md"))]);
+        assert_eq!(p.collisions, ["b"]);
+        assert_eq!(p.manifest.agent_id, "p");
+        let none = PackSpec { files: vec!["licenses/x.md".into()], ..spec.clone() };
+        assert_eq!(read_pack(&none, |_, _| Some(String::new())).unwrap_err().code(), "knowledge_pack_empty");
+        let bad = PackSpec { id: "../x".into(), ..spec };
+        assert_eq!(read_pack(&bad, |_, _| Some(String::new())).unwrap_err().code(), "knowledge_pack_id_invalid");
+    }
+
+    #[test]
+    fn titles_and_document_detection() {
+        assert_eq!(unit_title("a-b", "# Config > Scrape\nbody"), "Config > Scrape");
+        assert_eq!(unit_title("a-b", "body only"), "a b");
+        let doc = serde_json::json!({"knowledge_pack": {"id": "p", "knowledge_md": KMD, "files": ["units/a.md"]}}).to_string();
+        assert_eq!(PackDocument::detect(&doc).map(|d| d.knowledge_pack.files), Some(vec!["units/a.md".to_string()]));
+        assert_eq!(PackDocument::detect(r#"{"agent_id":"x","entries":[]}"#), None);
+    }
+
+    #[test]
+    fn load_reads_path_facts_and_skips_unreadable_files() {
+        let mut facts = crate::store::MemoryFacts::new();
+        for (p, c) in [("units/a.md", "# Alpha\nalpha body"), ("units/b.md", "no title")] {
+            facts.insert(crate::store::Fact { uri: format!("path:{p}"), content: c.into(), ..Default::default() });
+        }
+        let spec = PackSpec { id: "p".into(), knowledge_md: KMD.into(), files: vec!["units/a.md".into(), "units/b.md".into(), "units/gone.md".into()] };
+        let (pack, units) = load(&spec, &facts).unwrap();
+        let got: Vec<(&str, &str)> = pack.manifest.entries.iter().map(|e| (e.name.as_str(), e.description.as_str())).collect();
+        assert_eq!(got, [("a", "Alpha"), ("b", "b")]);
+        assert_eq!(units.len(), 2);
+        assert!(units.iter().all(|u| u.as_ref().is_some_and(|r| r.source == "fallback_path")));
+    }
+}

@@ -1,0 +1,104 @@
+//! Knowledge-pack directories as fact stores (Agent Knowledge runtime standard,
+//! `../shared/spec/agent-knowledge-runtime.txt`, "Step 1: Discover packs").
+//!
+//! A pack is a directory holding `KNOWLEDGE.md`; its context files live under `units/`,
+//! `compiled/` or `documents/`. This module only walks files: each markdown file under
+//! those folders becomes a `path:{relative path}` fact, and the engine receives a pack
+//! document (`{"knowledge_pack": {"id", "knowledge_md", "files"}}`) in place of a
+//! manifest. Parsing the front matter, naming units and reading titles is the engine's
+//! (`lid_core::knowledge`), so every host reads a pack the same way.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use sha2::Digest;
+
+use crate::agent_dir::MemFacts;
+
+/// Folders that hold a pack's context files.
+const LAYOUTS: &[&str] = &["units", "compiled", "documents"];
+/// Deepest folder level walked below a layout folder (runtime standard: "a reasonable
+/// maximum scan depth").
+const MAX_DEPTH: usize = 8;
+
+/// A loaded knowledge pack.
+pub struct PackDir {
+    pub root: PathBuf,
+    /// The directory name: probes' `pack_id`.
+    pub id: String,
+    /// The pack document the engine ranks (sent where a manifest would go).
+    pub document: String,
+    pub facts: Arc<MemFacts>,
+}
+
+/// Every markdown file below `dir` (relative to `root`, `/`-separated), skipping hidden
+/// entries and symlinks, at most [`MAX_DEPTH`] levels deep.
+fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
+    if depth > MAX_DEPTH {
+        return Ok(());
+    }
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("cannot list {}", dir.display())),
+    };
+    for e in rd {
+        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+        if e.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let ft = e.file_type()?;
+        let p = e.path();
+        if ft.is_dir() {
+            walk(root, &p, depth + 1, out)?;
+        } else if ft.is_file() && p.extension().is_some_and(|x| x == "md") {
+            if let Some(rel) = p.strip_prefix(root).ok().and_then(Path::to_str) {
+                out.push((rel.replace('\\', "/"), p.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Load the pack at `dir`.
+pub fn load(dir: &Path) -> Result<PackDir> {
+    let kmd_path = dir.join("KNOWLEDGE.md");
+    let knowledge_md = std::fs::read_to_string(&kmd_path).with_context(|| format!("cannot read {} (a knowledge pack needs one)", kmd_path.display()))?;
+    let Some(id) = dir.file_name().and_then(|s| s.to_str()).map(str::to_string) else {
+        bail!("{} has no directory name to use as the pack id", dir.display());
+    };
+    let mut files = Vec::new();
+    for layout in LAYOUTS {
+        walk(dir, &dir.join(layout), 0, &mut files)?;
+    }
+    files.sort();
+    let mut facts = MemFacts::default();
+    for (rel, path) in &files {
+        let content = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let fact = json!({
+            "uri": format!("path:{rel}"), "content": content, "version": "v1", "interpret_as": "content",
+            "authored_by": format!("file:{}", path.display()), "source_trust": 1.0,
+            "sha256": crate::engine::hex(&sha2::Sha256::digest(content.as_bytes())),
+        });
+        facts.insert(format!("path:{rel}"), fact.to_string().into_bytes());
+    }
+    if let Some(cache) = crate::engine::default_cache_dir() {
+        facts = facts.with_derived_dir(cache.join("index"));
+    }
+    let document = json!({"knowledge_pack": {"id": id, "knowledge_md": knowledge_md, "files": files.iter().map(|f| &f.0).collect::<Vec<_>>()}}).to_string();
+    Ok(PackDir { root: dir.to_path_buf(), id, document, facts: Arc::new(facts) })
+}
+
+/// The packs directly under `dir` (directories holding `KNOWLEDGE.md`), by name.
+pub fn discover(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list packs in {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("KNOWLEDGE.md").is_file())
+        .collect();
+    out.sort();
+    Ok(out)
+}
