@@ -96,6 +96,45 @@ pub fn valid_token(t: &str) -> bool {
     t.starts_with("audi_") && ulid_time(t).is_some()
 }
 
+/// Most unit names one feedback list may carry.
+pub const MAX_FEEDBACK_UNITS: usize = 512;
+
+/// A §21.5.2 usage-feedback submission, checked for shape: `audit_token` (`audi_` + ULID)
+/// and the `used_chunks` / `missed_chunks` unit-name lists (absent or `null` = empty).
+/// Whether the token is known, expired or already closed is the host's to decide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submission {
+    pub audit_token: String,
+    pub used_chunks: Vec<String>,
+    pub missed_chunks: Vec<String>,
+}
+
+/// Parse and check an audit submission body (§21.5.2). Errors: `invalid_json`,
+/// `invalid_request` (a list is not an array of at most 512 strings) and
+/// `audit_token_invalid` (missing or malformed token).
+pub fn parse_submission(body: &str) -> Result<Submission, crate::error::EngineError> {
+    use crate::error::EngineError;
+    let v: serde_json::Value = serde_json::from_str(body).map_err(|e| EngineError::json("audit submission", e))?;
+    let obj = v.as_object().ok_or_else(|| EngineError::InvalidRequest("the audit submission must be a JSON object".into()))?;
+    let list = |k: &str| -> Result<Vec<String>, EngineError> {
+        match obj.get(k) {
+            None | Some(serde_json::Value::Null) => Ok(vec![]),
+            Some(serde_json::Value::Array(a)) if a.len() <= MAX_FEEDBACK_UNITS => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| EngineError::InvalidRequest(format!("`{k}` must be an array of unit names"))))
+                .collect(),
+            Some(_) => Err(EngineError::InvalidRequest(format!("`{k}` must be an array of at most {MAX_FEEDBACK_UNITS} unit names"))),
+        }
+    };
+    let (used_chunks, missed_chunks) = (list("used_chunks")?, list("missed_chunks")?);
+    let audit_token = match obj.get("audit_token") {
+        Some(serde_json::Value::String(t)) if valid_token(t) => t.clone(),
+        Some(serde_json::Value::String(t)) => return Err(EngineError::AuditTokenInvalid(format!("{t:?} is not `audi_` followed by a ULID"))),
+        _ => return Err(EngineError::AuditTokenInvalid("the field is missing".into())),
+    };
+    Ok(Submission { audit_token, used_chunks, missed_chunks })
+}
+
 /// §21.5.2: tokens older than 24 h are expired.
 pub const TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
@@ -208,6 +247,21 @@ mod tests {
             source: "recall_instruction".into(),
             manifest_version: "v1".into(),
         }
+    }
+
+    #[test]
+    fn submissions_are_checked_for_shape() {
+        let token = Ids::new(1_700_000_000_000, "00112233445566778899").audit_token;
+        let ok = parse_submission(&format!(r#"{{"audit_token":"{token}","used_chunks":["a"],"missed_chunks":null}}"#)).expect("valid");
+        assert_eq!(ok, Submission { audit_token: token.clone(), used_chunks: vec!["a".into()], missed_chunks: vec![] });
+        let code = |body: &str| parse_submission(body).err().map(|e| e.code().to_string());
+        assert_eq!(code("not json").as_deref(), Some("invalid_json"));
+        assert_eq!(code("[1]").as_deref(), Some("invalid_request"));
+        assert_eq!(code(r#"{"used_chunks":[]}"#).as_deref(), Some("audit_token_invalid"));
+        assert_eq!(code(r#"{"audit_token":"audi_nope"}"#).as_deref(), Some("audit_token_invalid"));
+        assert_eq!(code(&format!(r#"{{"audit_token":"{token}","used_chunks":[1]}}"#)).as_deref(), Some("invalid_request"));
+        let many = serde_json::to_string(&vec!["u"; MAX_FEEDBACK_UNITS + 1]).unwrap();
+        assert_eq!(code(&format!(r#"{{"audit_token":"{token}","missed_chunks":{many}}}"#)).as_deref(), Some("invalid_request"));
     }
 
     #[test]

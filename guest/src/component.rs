@@ -132,6 +132,10 @@ impl Guest for Component {
     fn audit_metrics(records: String, k: u32) -> Result<String, WitError> {
         crate::api::audit_metrics(&records, k).map_err(wit_err)
     }
+
+    fn check_audit_submission(body: String) -> Result<String, WitError> {
+        crate::api::check_audit_submission(&body).map_err(wit_err)
+    }
 }
 
 export!(Component);

@@ -4,7 +4,8 @@
 //!
 //! lid's own codes (beyond §21.9): `invalid_json`, `invalid_request`, `manifest_invalid`,
 //! `boot_stub_too_large`, `preload_unit_unavailable` (fatal form, §21.1.5 rule 4),
-//! `unit_not_found`, `migrate_invalid`.
+//! `unit_not_found`, `migrate_invalid`. §21.9 codes used here include `intent_required`,
+//! `recall_backend_unavailable` and `audit_token_invalid`.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +45,9 @@ pub enum EngineError {
     /// Markdown migration input problems.
     #[error("cannot migrate instructions: {0}")]
     Migrate(String),
+    /// §21.9 `audit_token_invalid`: not an `audi_…` token of a recall response.
+    #[error("`audit_token` must be the `audi_…` token of a recall_instruction response (§21.5.2): {0}")]
+    AuditTokenInvalid(String),
 }
 
 impl EngineError {
@@ -57,6 +61,7 @@ impl EngineError {
             EngineError::StubTooLarge { .. } => "boot_stub_too_large",
             EngineError::PreloadUnitUnavailable { .. } => "preload_unit_unavailable",
             EngineError::Migrate(_) => "migrate_invalid",
+            EngineError::AuditTokenInvalid(_) => "audit_token_invalid",
         }
     }
 

@@ -180,6 +180,62 @@ pub fn parse(json: &str) -> Result<Manifest, crate::error::EngineError> {
     serde_json::from_str(json).map_err(|e| crate::error::EngineError::json("manifest", e))
 }
 
+/// The first key that appears twice in one JSON object, anywhere in `json`. A
+/// `serde_json::Value` keeps the last of them silently, while typed parsing rejects
+/// them, so validation must refuse what loading would refuse (found by fuzzing).
+fn duplicate_key(json: &str) -> Option<String> {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    struct Walk<'a>(&'a mut Option<String>);
+    impl<'de> DeserializeSeed<'de> for Walk<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(Walk(&mut *self.0))?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::BTreeSet::new();
+            while let Some(k) = map.next_key::<String>()? {
+                if !seen.insert(k.clone()) && self.0.is_none() {
+                    *self.0 = Some(k);
+                }
+                map.next_value_seed(Walk(&mut *self.0))?;
+            }
+            Ok(())
+        }
+    }
+    let mut found = None;
+    let mut de = serde_json::Deserializer::from_str(json);
+    Walk(&mut found).deserialize(&mut de).ok()?;
+    found
+}
+
 /// Parse and validate a manifest (§21.2, §21.8.3, §21.9), reporting every problem.
 pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     let mut errors = Vec::new();
@@ -205,6 +261,12 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             }
         }
     };
+    if let Some(key) = duplicate_key(json) {
+        return Report {
+            errors: vec![problem("invalid_json", None, Some(&key), format!("manifest JSON has the key `{key}` twice in one object; give each key once"))],
+            ..empty
+        };
+    }
     let Some(obj) = value.as_object() else {
         return Report {
             errors: vec![problem("manifest_invalid", None, None, "manifest must be a JSON object".into())],
@@ -428,6 +490,21 @@ mod tests {
         assert!(r.ok, "{:?}", r.errors);
         assert!(r.token_count > 20 && r.token_count < 300, "{}", r.token_count);
         assert_eq!(r.entry_tokens.len(), 2);
+    }
+
+    #[test]
+    fn duplicate_keys_are_rejected_as_loading_would() {
+        // Fuzz regression (fuzz/fuzz_targets/manifest.rs): a Value keeps the last of two
+        // equal keys, typed parsing refuses them; validation accepted what could not load.
+        let good = manifest(vec![entry("alpha")]);
+        let dup = good.replacen("\"path\":null", "\"path\":null,\"fact_uri\":\"instruction:acme/cto/alpha/v1\"", 1);
+        assert!(parse(&dup).is_err());
+        let r = validate(&dup, &ValidateOptions::default());
+        assert!(!r.ok);
+        assert_eq!((codes(&r), r.errors[0].field.as_deref()), (vec!["invalid_json"], Some("fact_uri")));
+        let nested = good.replacen("\"keywords\"", "\"intents\":[],\"keywords\"", 1);
+        assert_eq!(codes(&validate(&nested, &ValidateOptions::default())), vec!["invalid_json"]);
+        assert!(validate(&good, &ValidateOptions::default()).ok);
     }
 
     #[test]

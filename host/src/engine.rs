@@ -340,6 +340,12 @@ impl Runtime {
     pub fn audit_metrics(&self, st: &Storage, records: &str, k: u32) -> Result<Result<String, EngineFailure>> {
         Ok(self.call(st, |l, s| l.lid_engine_engine().call_audit_metrics(s, records, k))?.map_err(Into::into))
     }
+
+    /// §21.5.2: the audit submission checked for shape, as normalised JSON.
+    pub fn check_audit_submission(&self, body: &str) -> Result<Result<String, EngineFailure>> {
+        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        Ok(self.call(&st, |l, s| l.lid_engine_engine().call_check_audit_submission(s, body))?.map_err(Into::into))
+    }
 }
 
 /// Compile `bytes`, or load the cached compilation for this engine.

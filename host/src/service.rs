@@ -65,6 +65,14 @@ fn parse_json(s: &str) -> Result<Value, ApiError> {
     serde_json::from_str(s).map_err(|e| ApiError::new(500, "engine_failed", format!("the engine returned invalid JSON: {e}")))
 }
 
+/// The engine's normalised §21.5.2 submission (`check-audit-submission`).
+#[derive(serde::Deserialize)]
+struct Submission {
+    audit_token: String,
+    used_chunks: Vec<String>,
+    missed_chunks: Vec<String>,
+}
+
 /// A snapshot's (deployment, manifest version).
 fn current_of(s: &crate::db::Snapshot) -> (String, String) {
     let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
@@ -206,18 +214,10 @@ impl Service {
 
     /// §21.5.2: close an audit record with usage feedback. Idempotent.
     pub fn submit_audit(&self, who: &Principal, body: &Value) -> Result<(), ApiError> {
-        let token = body.get("audit_token").and_then(Value::as_str).unwrap_or("");
-        let list = |k: &str| -> Result<Vec<String>, ApiError> {
-            match body.get(k) {
-                None | Some(Value::Null) => Ok(vec![]),
-                Some(Value::Array(a)) if a.len() <= 512 => a.iter().map(|v| v.as_str().map(str::to_string).ok_or_else(|| ApiError::bad_request("invalid_request", format!("`{k}` must be an array of unit names")))).collect(),
-                Some(_) => Err(ApiError::bad_request("invalid_request", format!("`{k}` must be an array of at most 512 unit names"))),
-            }
-        };
-        let (used, missed) = (list("used_chunks")?, list("missed_chunks")?);
-        if !token.starts_with("audi_") {
-            return Err(ApiError::bad_request("audit_token_invalid", "`audit_token` must be the `audi_…` token of a recall_instruction response"));
-        }
+        // The shape checks are the core's, so every host answers alike.
+        let checked = parse_json(&engine(self.rt.check_audit_submission(&body.to_string()))?)?;
+        let sub: Submission = serde_json::from_value(checked).map_err(|e| ApiError::new(500, "engine_failed", format!("the engine returned an unexpected submission: {e}")))?;
+        let (token, used, missed) = (sub.audit_token.as_str(), sub.used_chunks, sub.missed_chunks);
         let row = self.db.read(|c| {
             Ok(c.query_row("SELECT agent_id, created_at, audit_closed, used_chunks, missed_chunks FROM instruction_audit WHERE audit_token = ?1", params![token], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
