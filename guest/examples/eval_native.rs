@@ -106,7 +106,7 @@ fn load_packs(dir: &Path) -> BTreeMap<String, Vec<Unit>> {
                 facts.insert(lid_core::store::Fact { uri: format!("path:{rel}"), content, ..Default::default() });
             }
         }
-        let spec = lid_core::knowledge::PackSpec { id: id.clone(), knowledge_md: kmd, files: files.into_iter().map(|f| f.0).collect() };
+        let spec = lid_core::knowledge::PackSpec { id: id.clone(), knowledge_md: kmd, files: files.into_iter().map(|f| f.0).collect(), digest: None };
         let (pack, resolved) = lid_core::knowledge::load(&spec, &facts).expect("pack");
         let units = pack
             .manifest

@@ -60,25 +60,40 @@ pub fn render_stub(manifest: &str, profile: Option<&str>, facts: &dyn Facts) -> 
     Ok(to_json(&crate::stub::render(&m, profile, facts)?))
 }
 
-/// The manifest of a `rank`/`recall` call, and the units when it is a knowledge pack:
-/// hosts send a [`crate::knowledge::PackDocument`] in place of the manifest, its files
-/// as `path:` facts.
-fn corpus_input(manifest: &str, facts: &dyn Facts) -> Result<(Manifest, Option<Vec<Option<crate::recall::Resolved>>>), EngineError> {
+/// What a `rank`/`recall` call ranks: an agent's manifest, or a knowledge pack opened
+/// from its precomputed index (hosts send a [`crate::knowledge::PackDocument`] in place
+/// of the manifest, its files as `path:` facts).
+enum Input {
+    Manifest(Manifest),
+    Pack(crate::knowledge::Opened),
+}
+
+fn input(manifest: &str, facts: &dyn Facts) -> Result<Input, EngineError> {
     match crate::knowledge::PackDocument::detect(manifest) {
-        Some(doc) => {
-            let (pack, units) = crate::knowledge::load(&doc.knowledge_pack, facts)?;
-            Ok((pack.manifest, Some(units)))
+        Some(doc) => Ok(Input::Pack(crate::knowledge::open(&doc.knowledge_pack, facts)?)),
+        None => Ok(Input::Manifest(load_manifest(manifest)?)),
+    }
+}
+
+/// Run `f` over the corpus of an [`Input`].
+fn with_corpus<T>(input: Input, facts: &dyn Facts, f: impl FnOnce(&crate::recall::Corpus<'_>) -> Result<T, EngineError>) -> Result<T, EngineError> {
+    match input {
+        Input::Manifest(m) => f(&crate::recall::Corpus::load(&m, facts)?),
+        Input::Pack(crate::knowledge::Opened { manifest, ranker, tokens }) => {
+            let corpus = crate::recall::Corpus::from_index(&manifest, ranker, tokens, facts)
+                .ok_or_else(|| EngineError::BackendUnavailable("a knowledge pack index does not match its units".into()))?;
+            f(&corpus)
         }
-        None => Ok((load_manifest(manifest)?, None)),
     }
 }
 
 /// `recall_instruction` over an agent's manifest or a knowledge pack document.
 pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, audit: &dyn AuditSink) -> Result<String, EngineError> {
-    let (m, units) = corpus_input(manifest, facts)?;
+    let input = input(manifest, facts)?;
     let req: RecallRequest = parse("recall request", request)?;
     let ctx: RecallContext = parse_or_default("recall context", context)?;
-    Ok(to_json(&crate::recall::recall_with(&m, units, facts, audit, &req, &ctx)?))
+    crate::recall::check_request(&req)?;
+    with_corpus(input, facts, |c| Ok(to_json(&crate::recall::recall_corpus(c, audit, &req, &ctx)?)))
 }
 
 /// One ranked unit in `rank` output.
@@ -103,18 +118,15 @@ pub fn rank(manifest: &str, intent: &str, wake_reason: Option<&str>, facts: &dyn
     if intent.trim().is_empty() {
         return Err(EngineError::IntentRequired);
     }
-    let (m, units) = corpus_input(manifest, facts)?;
-    let corpus = match units {
-        Some(u) => crate::recall::Corpus::from_resolved(&m, u, facts),
-        None => crate::recall::Corpus::load(&m, facts)?,
-    };
-    let ranked = corpus
-        .rank(intent, wake_reason, &Weights::default(), &[])
-        .into_iter()
-        .map(|s| RankedUnit { name: s.name, score: s.score, lexical: crate::recall::round6(s.lexical), semantic: crate::recall::round6(s.semantic), graph: crate::recall::round6(s.graph) })
-        .collect();
-    let unavailable = m.entries.iter().zip(&corpus.units).filter(|(_, u)| u.is_none()).map(|(e, _)| e.name.clone()).collect();
-    Ok(to_json(&RankOutput { ranked, unavailable }))
+    with_corpus(input(manifest, facts)?, facts, |corpus| {
+        let ranked = corpus
+            .rank(intent, wake_reason, &Weights::default(), &[])
+            .into_iter()
+            .map(|s| RankedUnit { name: s.name, score: s.score, lexical: crate::recall::round6(s.lexical), semantic: crate::recall::round6(s.semantic), graph: crate::recall::round6(s.graph) })
+            .collect();
+        let unavailable = corpus.unavailable();
+        Ok(to_json(&RankOutput { ranked, unavailable }))
+    })
 }
 
 pub fn preload(manifest: &str, wake_reason: &str, stub_tokens: u32, context: &str, facts: &dyn Facts, audit: &dyn AuditSink) -> Result<String, EngineError> {

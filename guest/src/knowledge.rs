@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::manifest::{Entry, Manifest};
+use crate::rank::{Ranker, UnitDoc};
 use crate::recall::Resolved;
 use crate::store::Facts;
 
@@ -238,6 +239,12 @@ pub struct PackSpec {
     /// Relative paths of the pack's files; each context file's content is the fact
     /// `path:{path}`.
     pub files: Vec<String>,
+    /// The host's content digest of the pack (lowercase hex SHA-256 over `KNOWLEDGE.md`
+    /// and every file, computed when it read them, as it does for each fact's `sha256`).
+    /// With it, the precomputed index is found without reading any unit; without it,
+    /// every unit is read to fingerprint the pack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 impl PackDocument {
@@ -291,8 +298,8 @@ pub fn read_pack(spec: &PackSpec, mut title_of: impl FnMut(&str, &str) -> Option
     let manifest = Manifest {
         agent_id: spec.id.clone(),
         deployment: PACK_DEPLOYMENT.to_string(),
-        agent_role: meta.description.clone(),
-        manifest_version: meta.fields.get("version").filter(|v| v.bytes().any(|b| b.is_ascii_digit())).cloned().unwrap_or_else(|| "v1".into()),
+        agent_role: String::new(),
+        manifest_version: "v1".into(),
         entries,
         published_at: None,
         heartbeat_contract: None,
@@ -336,6 +343,135 @@ pub fn load(spec: &PackSpec, facts: &dyn Facts) -> Result<(Pack, Vec<Option<Reso
         .map(|e| e.path.as_ref().and_then(|p| contents.remove(p)).map(|fact| Resolved { fact, source: "fallback_path" }))
         .collect();
     Ok((pack, units))
+}
+
+/// A pack opened for ranking: its manifest (one entry per readable context file, in
+/// name order), the ranker over exactly those entries and their token counts.
+pub struct Opened {
+    pub manifest: Manifest,
+    pub ranker: Ranker,
+    pub tokens: Vec<u32>,
+}
+
+/// The precomputed index of a pack, as cached under [`pack_key`]: everything recall
+/// needs that does not depend on the intent (entry names, titles and paths; the
+/// ranker's index; exact token counts), so a recall reads no unit it does not quote.
+#[derive(Deserialize)]
+struct PackIndex {
+    /// (name, title, path) per entry.
+    entries: Vec<(String, String, String)>,
+    index: crate::rank::index::Index,
+    #[serde(with = "crate::rank::index::flat")]
+    tokens: Vec<u32>,
+}
+
+#[derive(Serialize)]
+struct PackIndexRef<'a> {
+    entries: Vec<(&'a str, &'a str, &'a str)>,
+    index: &'a crate::rank::index::Index,
+    #[serde(with = "crate::rank::index::flat")]
+    tokens: &'a [u32],
+}
+
+/// The cache key of a pack's precomputed index: a fingerprint of the engine and ranker
+/// versions, the pack id and either the host's digest or (without one) the SHA-256 of
+/// `KNOWLEDGE.md` and of every context file read.
+fn pack_key(spec: &PackSpec, digest: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in [env!("CARGO_PKG_VERSION"), crate::rank::RANKER_VERSION, "knowledge-pack", &spec.id, digest] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    let mut key = format!("{}pack-", crate::recall::INDEX_PREFIX);
+    for b in h.finalize() {
+        key.push_str(&format!("{b:02x}"));
+    }
+    key
+}
+
+fn well_formed_digest(d: &str) -> bool {
+    d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Open a pack for ranking: from its precomputed index when the host's digest finds
+/// one (nothing else is read), else by reading every context file, building the index
+/// and offering it to the host's cache (publish / first load).
+pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::EngineError> {
+    let host_key = spec.digest.as_deref().filter(|d| well_formed_digest(d)).map(|d| pack_key(spec, d));
+    if let Some(key) = &host_key {
+        if let Some(opened) = facts.cached(key).and_then(|b| from_blob(spec, &b)) {
+            return Ok(opened);
+        }
+    }
+    let (pack, units) = load(spec, facts)?;
+    let key = match host_key {
+        Some(k) => k,
+        None => {
+            use sha2::{Digest, Sha256};
+            let mut h = Sha256::new();
+            h.update(Sha256::digest(spec.knowledge_md.as_bytes()));
+            for (e, u) in pack.manifest.entries.iter().zip(&units) {
+                h.update(e.path.as_deref().unwrap_or("").as_bytes());
+                h.update([0]);
+                h.update(u.as_ref().map(|r| r.fact.content_sha256()).unwrap_or_default().as_bytes());
+            }
+            let d: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+            let k = pack_key(spec, &d);
+            if let Some(opened) = facts.cached(&k).and_then(|b| from_blob(spec, &b)) {
+                return Ok(opened);
+            }
+            k
+        }
+    };
+    let no_list: Vec<String> = Vec::new();
+    let docs: Vec<UnitDoc<'_>> = pack
+        .manifest
+        .entries
+        .iter()
+        .zip(&units)
+        .map(|(e, u)| UnitDoc {
+            name: &e.name,
+            description: &e.description,
+            intents: &no_list,
+            keywords: &no_list,
+            task_types: &no_list,
+            required_by_task_types: &no_list,
+            body: u.as_ref().map_or("", |r| r.fact.content.as_str()),
+        })
+        .collect();
+    let ranker = Ranker::build(&docs);
+    let tokens: Vec<u32> = units.iter().map(|u| u.as_ref().map_or(0, |r| r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32))).collect();
+    let entries = pack.manifest.entries.iter().map(|e| (e.name.as_str(), e.description.as_str(), e.path.as_deref().unwrap_or(""))).collect();
+    if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { entries, index: ranker.index(), tokens: &tokens }) {
+        facts.cache(&key, &blob);
+    }
+    Ok(Opened { manifest: pack.manifest, ranker, tokens })
+}
+
+/// Decode a cached pack index; `None` (rebuild) when it is not a consistent index of a
+/// pack with this id.
+fn from_blob(spec: &PackSpec, blob: &[u8]) -> Option<Opened> {
+    let p: PackIndex = postcard::from_bytes(blob).ok()?;
+    let names: Vec<&str> = p.entries.iter().map(|e| e.0.as_str()).collect();
+    if p.tokens.len() != names.len() || !p.index.is_consistent_for(&names) {
+        return None;
+    }
+    let entries = p
+        .entries
+        .into_iter()
+        .map(|(name, description, path)| Entry { name, description, path: Some(path), ..Entry::default() })
+        .collect();
+    let manifest = Manifest {
+        agent_id: spec.id.clone(),
+        deployment: PACK_DEPLOYMENT.to_string(),
+        agent_role: String::new(),
+        manifest_version: "v1".into(),
+        entries,
+        published_at: None,
+        heartbeat_contract: None,
+    };
+    Some(Opened { manifest, ranker: Ranker::from_index(p.index), tokens: p.tokens })
 }
 
 #[cfg(test)]
@@ -390,6 +526,7 @@ mod tests {
             id: "p".into(),
             knowledge_md: KMD.into(),
             files: vec!["documents/b.md".into(), "units/b.md".into(), "units/a.md".into(), "licenses/LICENSE".into(), "compiled/c.md".into()],
+            digest: None,
         };
         let p = read_pack(&spec, |name, _| Some(format!("T {name}"))).unwrap();
         let names: Vec<(&str, &str, Option<&str>)> =
@@ -412,13 +549,51 @@ mod tests {
         assert_eq!(PackDocument::detect(r#"{"agent_id":"x","entries":[]}"#), None);
     }
 
+    /// Facts whose units cannot be read: only the derived-blob cache answers.
+    struct CacheOnly<'a>(&'a crate::store::MemoryFacts);
+
+    impl Facts for CacheOnly<'_> {
+        fn get(&self, uri: &str) -> Result<Option<crate::store::Fact>, crate::store::StoreError> {
+            Err(crate::store::StoreError(format!("read {uri}")))
+        }
+        fn versions(&self, _: &str) -> Result<Vec<String>, crate::store::StoreError> {
+            Ok(vec![])
+        }
+        fn cached(&self, key: &str) -> Option<Vec<u8>> {
+            self.0.cached(key)
+        }
+    }
+
+    #[test]
+    fn precomputed_index_is_used_without_reading_units() {
+        let mut facts = crate::store::MemoryFacts::new();
+        for (p, c) in [("units/water.md", "# Watering\nWater deeply twice a week."), ("units/soil.md", "# Soil\nWork compost into the bed.")] {
+            facts.insert(crate::store::Fact { uri: format!("path:{p}"), content: c.into(), ..Default::default() });
+        }
+        let spec = PackSpec { id: "g".into(), knowledge_md: KMD.into(), files: vec!["units/soil.md".into(), "units/water.md".into()], digest: Some("ab".repeat(32)) };
+        let built = open(&spec, &facts).unwrap();
+        // the second open reads nothing but the cached blob
+        let cached = open(&spec, &CacheOnly(&facts)).unwrap();
+        assert_eq!(cached.manifest, built.manifest);
+        assert_eq!(cached.tokens, built.tokens);
+        let w = crate::rank::Weights::default();
+        assert_eq!(cached.ranker.rank("how often to water", None, &w), built.ranker.rank("how often to water", None, &w));
+        assert_eq!(built.ranker.rank("how often to water", None, &w)[0].name, "water");
+        // another digest misses the cache: the units must be read, and here they cannot be
+        let other = PackSpec { digest: Some("cd".repeat(32)), ..spec.clone() };
+        assert_eq!(open(&other, &CacheOnly(&facts)).err().map(|e| e.code().to_string()).as_deref(), Some("recall_backend_unavailable"));
+        // without a digest the pack is fingerprinted from its files, and still cached
+        let plain = PackSpec { digest: None, ..spec };
+        assert_eq!(open(&plain, &facts).unwrap().manifest, built.manifest);
+    }
+
     #[test]
     fn load_reads_path_facts_and_skips_unreadable_files() {
         let mut facts = crate::store::MemoryFacts::new();
         for (p, c) in [("units/a.md", "# Alpha\nalpha body"), ("units/b.md", "no title")] {
             facts.insert(crate::store::Fact { uri: format!("path:{p}"), content: c.into(), ..Default::default() });
         }
-        let spec = PackSpec { id: "p".into(), knowledge_md: KMD.into(), files: vec!["units/a.md".into(), "units/b.md".into(), "units/gone.md".into()] };
+        let spec = PackSpec { id: "p".into(), knowledge_md: KMD.into(), files: vec!["units/a.md".into(), "units/b.md".into(), "units/gone.md".into()], digest: None };
         let (pack, units) = load(&spec, &facts).unwrap();
         let got: Vec<(&str, &str)> = pack.manifest.entries.iter().map(|e| (e.name.as_str(), e.description.as_str())).collect();
         assert_eq!(got, [("a", "Alpha"), ("b", "b")]);

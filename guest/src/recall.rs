@@ -200,8 +200,11 @@ fn index_key(docs: &[UnitDoc<'_>], content_sha256: &[String]) -> String {
 /// The agent's units, resolved once, ready to rank and assemble.
 pub struct Corpus<'m> {
     pub manifest: &'m Manifest,
-    /// Parallel to `manifest.entries`: `None` when unavailable.
-    pub units: Vec<Option<Resolved>>,
+    /// Parallel to `manifest.entries`: `None` when unavailable. Resolved up front, or on
+    /// first use when the corpus was opened from a precomputed index ([`Self::from_index`]).
+    units: Vec<std::cell::OnceCell<Option<Resolved>>>,
+    /// Where units not resolved up front are read from (`path:` facts).
+    lazy: Option<&'m dyn Facts>,
     pub ranker: Ranker,
     /// Indexes into `manifest.entries` of the units the ranker knows, in ranker order.
     ranked_entries: Vec<usize>,
@@ -263,7 +266,46 @@ impl<'m> Corpus<'m> {
                 let _ = cell.set(n);
             }
         }
-        Corpus { manifest, units, ranker, ranked_entries, tokens }
+        let units = units.into_iter().map(std::cell::OnceCell::from).collect();
+        Corpus { manifest, units, lazy: None, ranker, ranked_entries, tokens }
+    }
+
+    /// A corpus over a precomputed index whose units are `manifest.entries` in order,
+    /// all available, with their token counts. Nothing is read up front: an entry's
+    /// content (its `path:` fact) is read only when the assembly quotes it. `None` when
+    /// the index does not match the entries.
+    pub fn from_index(manifest: &'m Manifest, ranker: Ranker, counts: Vec<u32>, facts: &'m dyn Facts) -> Option<Self> {
+        let n = manifest.entries.len();
+        let names: Vec<&str> = manifest.entries.iter().map(|e| e.name.as_str()).collect();
+        if counts.len() != n || !ranker.index().is_consistent_for(&names) {
+            return None;
+        }
+        let tokens = counts.into_iter().map(std::cell::OnceCell::from).collect();
+        let units = (0..n).map(|_| std::cell::OnceCell::new()).collect();
+        Some(Corpus { manifest, units, lazy: Some(facts), ranker, ranked_entries: (0..n).collect(), tokens })
+    }
+
+    /// The resolved content of entry `i` (read now if the corpus is lazy).
+    pub fn unit(&self, i: usize) -> Option<&Resolved> {
+        let cell = self.units.get(i)?;
+        cell.get_or_init(|| {
+            let facts = self.lazy?;
+            let path = self.manifest.entries.get(i)?.path.as_deref()?;
+            let fact = facts.get(&format!("path:{path}")).ok().flatten()?;
+            Some(Resolved { fact, source: "fallback_path" })
+        })
+        .as_ref()
+    }
+
+    /// Names of entries the ranker does not know (their content could not be read).
+    pub fn unavailable(&self) -> Vec<String> {
+        let mut known = vec![false; self.manifest.entries.len()];
+        for &i in &self.ranked_entries {
+            if let Some(k) = known.get_mut(i) {
+                *k = true;
+            }
+        }
+        self.manifest.entries.iter().zip(known).filter(|(_, k)| !k).map(|(e, _)| e.name.clone()).collect()
     }
 
     /// Score every available unit for `intent`; `index` is rewritten to the manifest entry index.
@@ -289,16 +331,20 @@ impl<'m> Corpus<'m> {
     }
 
     fn tokens_of(&self, i: usize) -> u32 {
-        match (self.units.get(i), self.tokens.get(i)) {
-            (Some(Some(r)), Some(cell)) => {
-                *cell.get_or_init(|| r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32))
-            }
-            _ => 0,
+        match self.tokens.get(i) {
+            Some(cell) => match cell.get() {
+                Some(&n) => n,
+                None => match self.unit(i) {
+                    Some(r) => *cell.get_or_init(|| r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32)),
+                    None => 0,
+                },
+            },
+            None => 0,
         }
     }
 
     fn chunk(&self, i: usize, score: f64, selected_by: &str) -> Option<Chunk> {
-        let r = self.units.get(i)?.as_ref()?;
+        let r = self.unit(i)?;
         let e = &self.manifest.entries[i];
         Some(Chunk {
             name: e.name.clone(),
@@ -330,19 +376,13 @@ pub fn recall(
     req: &RecallRequest,
     ctx: &RecallContext,
 ) -> Result<RecallResponse, EngineError> {
-    recall_with(m, None, facts, audit, req, ctx)
+    check_request(req)?;
+    let corpus = Corpus::load(m, facts)?;
+    recall_corpus(&corpus, audit, req, ctx)
 }
 
-/// [`recall`] over units already resolved (parallel to `m.entries`; a knowledge pack's
-/// files), or resolved here through `facts` when `units` is `None`.
-pub fn recall_with(
-    m: &Manifest,
-    units: Option<Vec<Option<Resolved>>>,
-    facts: &dyn Facts,
-    audit: &dyn AuditSink,
-    req: &RecallRequest,
-    ctx: &RecallContext,
-) -> Result<RecallResponse, EngineError> {
+/// The request checks of §21.3.1 / §21.9, before anything is loaded.
+pub fn check_request(req: &RecallRequest) -> Result<(), EngineError> {
     let intent = req.intent.trim();
     if intent.is_empty() {
         return Err(EngineError::IntentRequired);
@@ -355,15 +395,20 @@ pub fn recall_with(
             return Err(EngineError::InvalidRequest("`min_score` must be between 0 and 1".into()));
         }
     }
+    Ok(())
+}
+
+/// [`recall`] over a corpus already opened (an agent's, or a knowledge pack's from its
+/// precomputed index).
+pub fn recall_corpus(corpus: &Corpus<'_>, audit: &dyn AuditSink, req: &RecallRequest, ctx: &RecallContext) -> Result<RecallResponse, EngineError> {
+    check_request(req)?;
+    let m = corpus.manifest;
+    let intent = req.intent.trim();
     let max_chunks = req.max_chunks.unwrap_or(DEFAULT_MAX_CHUNKS).min(MAX_CHUNKS_LIMIT) as usize;
     let budget = req.token_budget.unwrap_or(DEFAULT_TOKEN_BUDGET) as u64;
-    let corpus = match units {
-        Some(u) => Corpus::from_resolved(m, u, facts),
-        None => Corpus::load(m, facts)?,
-    };
     let weights = ctx.weights.unwrap_or_default();
     let ranked = corpus.rank(intent, req.wake_reason.as_deref(), &weights, &ctx.lift_units);
-    let mut resp = assemble(&corpus, &ranked, &req.manifest_hint, max_chunks, budget, req.min_score.unwrap_or(0.0));
+    let mut resp = assemble(corpus, &ranked, &req.manifest_hint, max_chunks, budget, req.min_score.unwrap_or(0.0));
 
     let ids = crate::audit::Ids::new(ctx.now_ms, &ctx.entropy);
     resp.audit_token = ids.audit_token.clone();
@@ -402,7 +447,7 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
     let guaranteed: Vec<usize> = (0..m.entries.len()).filter(|&i| m.entries[i].guarantee_load).collect();
     let mut reserved: u64 = 0;
     for &i in &guaranteed {
-        if corpus.units[i].is_some() {
+        if corpus.unit(i).is_some() {
             reserved += corpus.tokens_of(i) as u64;
         } else {
             warnings.push(format!("guaranteed unit {:?} is unavailable", m.entries[i].name));
@@ -420,7 +465,7 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
         }
         let idx = m.entries.iter().position(|e| &e.name == h);
         match idx {
-            Some(i) if corpus.units[i].is_some() => {
+            Some(i) if corpus.unit(i).is_some() => {
                 if included[i] || guaranteed.contains(&i) {
                     continue;
                 }

@@ -75,19 +75,31 @@ pub fn load(dir: &Path) -> Result<PackDir> {
     }
     files.sort();
     let mut facts = MemFacts::default();
+    // The pack digest: KNOWLEDGE.md, then every file's path and content hash, in order.
+    // The engine keys the pack's precomputed index by it, so a recall reads no unit file
+    // it does not quote.
+    let mut digest = sha2::Sha256::new();
+    digest.update(sha2::Sha256::digest(knowledge_md.as_bytes()));
     for (rel, path) in &files {
         let content = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let sha = crate::engine::hex(&sha2::Sha256::digest(content.as_bytes()));
+        digest.update(rel.as_bytes());
+        digest.update([0]);
+        digest.update(sha.as_bytes());
         let fact = json!({
             "uri": format!("path:{rel}"), "content": content, "version": "v1", "interpret_as": "content",
-            "authored_by": format!("file:{}", path.display()), "source_trust": 1.0,
-            "sha256": crate::engine::hex(&sha2::Sha256::digest(content.as_bytes())),
+            "authored_by": format!("file:{}", path.display()), "source_trust": 1.0, "sha256": sha,
         });
         facts.insert(format!("path:{rel}"), fact.to_string().into_bytes());
     }
+    let digest = crate::engine::hex(&digest.finalize());
     if let Some(cache) = crate::engine::default_cache_dir() {
         facts = facts.with_derived_dir(cache.join("index"));
     }
-    let document = json!({"knowledge_pack": {"id": id, "knowledge_md": knowledge_md, "files": files.iter().map(|f| &f.0).collect::<Vec<_>>()}}).to_string();
+    let document = json!({"knowledge_pack": {
+        "id": id, "knowledge_md": knowledge_md, "files": files.iter().map(|f| &f.0).collect::<Vec<_>>(), "digest": digest,
+    }})
+    .to_string();
     Ok(PackDir { root: dir.to_path_buf(), id, document, facts: Arc::new(facts) })
 }
 

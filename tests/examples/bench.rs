@@ -10,6 +10,11 @@
 //!   the CLI and the service do);
 //! * cold start: runtime creation from the on-disk compiled cache, then instantiate + the
 //!   first recall, with the on-demand and the pooling allocator;
+//! * knowledge packs through the precomputed index (`lid_core::knowledge`): the three
+//!   eval-large packs (771 units, their dev probes' intents) and synthetic 1,000 /
+//!   10,000-unit packs: index build time, index size per unit, recall p50 with the
+//!   index cached (native and component) and peak guest memory (the smallest memory
+//!   cap under which the call still succeeds);
 //! * cl100k token counting throughput, native vs component.
 //!
 //! `--quick` (used by `.ci/run`) runs fewer iterations and skips the 10,000-unit corpus.
@@ -152,6 +157,136 @@ fn bench_recall(rt: &Runtime, label: &str, dir: &Path, intent: &str, iters: usiz
     Ok(())
 }
 
+/// A synthetic knowledge pack of `n` units (the synthetic agent's vocabulary and body
+/// length), written as `KNOWLEDGE.md` + `units/<name>.md`.
+fn synthetic_pack(n: usize, dir: &Path) -> anyhow::Result<()> {
+    let units = dir.join("units");
+    if dir.join("KNOWLEDGE.md").exists() && std::fs::read_dir(&units).map(|r| r.count()).unwrap_or(0) == n {
+        return Ok(());
+    }
+    let agent = dir.with_extension("agent");
+    synthetic_agent(n, &agent)?;
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(&units)?;
+    std::fs::write(dir.join("KNOWLEDGE.md"), "---\nname: synth\ndescription: synthetic bench pack\ntype: reference\nstatus: ready\n---\n# Synthetic\n")?;
+    for e in std::fs::read_dir(agent.join("units"))? {
+        let e = e?;
+        let body = std::fs::read_to_string(e.path())?;
+        // "## words" -> "# words": the first line is the unit's title
+        std::fs::write(units.join(e.file_name()), body.replacen("## ", "# ", 1))?;
+    }
+    Ok(())
+}
+
+/// The index blobs a host holds after loading a pack: (count, total bytes).
+fn derived_bytes(facts: &agent_dir::MemFacts) -> (usize, usize) {
+    let d = facts.derived_sizes();
+    (d.len(), d.iter().map(|x| x.1).sum())
+}
+
+/// The smallest guest memory cap (64 KiB steps) under which `f` still succeeds: the
+/// peak linear memory of the call.
+fn peak_memory(f: impl Fn(&Runtime) -> bool) -> anyhow::Result<usize> {
+    let (mut lo, mut hi) = (64usize << 10, 1usize << 30);
+    while hi - lo > 64 << 10 {
+        let mid = (lo + hi) / 2 / (64 << 10) * (64 << 10);
+        let rt = Runtime::new(RuntimeOptions { memory_limit: mid, ..RuntimeOptions::default() })?;
+        if f(&rt) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
+}
+
+fn mib(b: usize) -> String {
+    format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+}
+
+/// Knowledge packs through the precomputed-index path: index build (native, and in the
+/// component on a host with no derived blobs), index size per unit, recall p50 with the
+/// index cached (native and component), peak guest memory. `intents` per pack id.
+fn bench_packs(rt: &Runtime, label: &str, dirs: &[PathBuf], intents: &std::collections::BTreeMap<String, Vec<String>>, iters: usize) -> anyhow::Result<()> {
+    let (mut native_all, mut comp_all) = (Vec::new(), Vec::new());
+    let mut units_all = 0usize;
+    for dir in dirs {
+        let p = lid_host::pack_dir::load(dir)?;
+        let Some(qs) = intents.get(&p.id).filter(|q| !q.is_empty()) else { continue };
+        let req = |i: &str| json!({"intent": i, "max_chunks": 3, "token_budget": 2000}).to_string();
+        // native: build (fresh store, nothing cached), then recalls over the cached index
+        let (doc, facts) = lid_tests::native_pack(dir)?;
+        let t = Instant::now();
+        let first = lid_core::api::recall(&doc, &req(&qs[0]), CTX, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let native_build = t.elapsed();
+        let units = lid_core::api::rank(&doc, &qs[0], None, &facts).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let n = serde_json::from_str::<serde_json::Value>(&units)?["ranked"].as_array().map_or(0, Vec::len);
+        units_all += n;
+        // component: a host with no derived blobs builds the index on every call
+        let uncached = Storage { facts: Arc::new(Uncached(p.facts.clone())), audit: Arc::new(NoAudit) };
+        let (comp_build, _) = time(2, || {
+            let _ = rt.recall(&uncached, &p.document, &req(&qs[0]), CTX);
+        });
+        let st = Storage { facts: p.facts.clone(), audit: Arc::new(NoAudit) };
+        let c = rt.recall(&st, &p.document, &req(&qs[0]), CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        anyhow::ensure!(c == first, "native and component recall differ for pack {}", p.id);
+        let (blobs, bytes) = derived_bytes(&p.facts);
+        let mut native = Vec::new();
+        let mut comp = Vec::new();
+        for _ in 0..iters.div_ceil(qs.len()).max(1) {
+            for q in qs {
+                let r = req(q);
+                let t = Instant::now();
+                let _ = lid_core::api::recall(&doc, &r, CTX, &facts, &lid_core::store::NoAudit);
+                native.push(t.elapsed());
+                let t = Instant::now();
+                let _ = rt.recall(&st, &p.document, &r, CTX);
+                comp.push(t.elapsed());
+            }
+        }
+        println!(
+            "pack {label}/{:<14} {n:>6} units  index build native {} component {}  index {} ({} blob, {:.0} B/unit)  recall p50 native {} component {}",
+            p.id,
+            ms(native_build),
+            ms(comp_build),
+            mib(bytes),
+            blobs,
+            bytes as f64 / n.max(1) as f64,
+            ms(percentile(native.clone(), 0.5)),
+            ms(percentile(comp.clone(), 0.5)),
+        );
+        native_all.extend(native);
+        comp_all.extend(comp);
+    }
+    if native_all.is_empty() {
+        return Ok(());
+    }
+    let (n50, c50) = (percentile(native_all.clone(), 0.5), percentile(comp_all.clone(), 0.5));
+    println!(
+        "recall {label:<22} {units_all:>6} units  native p50 {} p95 {}  component p50 {} p95 {}  ratio {:.2}x  (index cached, {} recalls)",
+        ms(n50),
+        ms(percentile(native_all.clone(), 0.95)),
+        ms(c50),
+        ms(percentile(comp_all.clone(), 0.95)),
+        c50.as_secs_f64() / n50.as_secs_f64(),
+        comp_all.len()
+    );
+    // peak guest memory on the largest pack: a cached recall, and the index build
+    if let Some(dir) = dirs.iter().max_by_key(|d| std::fs::read_dir(d.join("units")).map(|r| r.count()).unwrap_or(0)) {
+        let p = lid_host::pack_dir::load(dir)?;
+        let q = intents.get(&p.id).and_then(|q| q.first()).cloned().unwrap_or_else(|| "anything".into());
+        let req = json!({"intent": q, "max_chunks": 3, "token_budget": 2000}).to_string();
+        let st = Storage { facts: p.facts.clone(), audit: Arc::new(NoAudit) };
+        rt.recall(&st, &p.document, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        let doc = p.document.as_str();
+        let cached = peak_memory(|rt: &Runtime| rt.recall(&st, doc, &req, CTX).map(|r| r.is_ok()).unwrap_or(false))?;
+        let uncached = Storage { facts: Arc::new(Uncached(p.facts.clone())), audit: Arc::new(NoAudit) };
+        let build = peak_memory(|rt: &Runtime| rt.recall(&uncached, doc, &req, CTX).map(|r| r.is_ok()).unwrap_or(false))?;
+        println!("peak guest memory {label}/{}: recall with the index cached {}, recall building the index {}", p.id, mib(cached), mib(build));
+    }
+    Ok(())
+}
+
 fn corpus() -> String {
     let mut text = String::new();
     let mut dirs = vec![lid_tests::root().join("examples")];
@@ -258,6 +393,26 @@ fn main() -> anyhow::Result<()> {
         let dir: PathBuf = out.join(format!("synth-{n}"));
         synthetic_agent(n, &dir)?;
         bench_recall(&rt, &format!("synthetic-{n}"), &dir, "kalo mine rusa tivo", if n >= 10_000 { 5 } else { iters.min(20) })?;
+    }
+
+    // Knowledge packs: the eval-large packs with their dev probes' intents, then
+    // synthetic packs (1k always, 10k in full mode) with the synthetic agent's intent.
+    if let Some(large) = lid_tests::shared().map(|s| s.join("eval-large")).filter(|p| p.exists()) {
+        let mut intents: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for line in std::fs::read_to_string(large.join("probes-dev.jsonl"))?.lines().filter(|l| !l.trim().is_empty()) {
+            let v: serde_json::Value = serde_json::from_str(line)?;
+            if let (Some(p), Some(i)) = (v["pack_id"].as_str(), v["intent"].as_str()) {
+                intents.entry(p.to_string()).or_default().push(i.to_string());
+            }
+        }
+        let dirs = lid_host::pack_dir::discover(&large.join("packs"))?;
+        bench_packs(&rt, "eval-large", &dirs, &intents, if quick { 70 } else { 700 })?;
+    }
+    for &n in sizes {
+        let dir: PathBuf = out.join(format!("synth-pack-{n}"));
+        synthetic_pack(n, &dir)?;
+        let intents = [("synth-pack-".to_string() + &n.to_string(), vec!["kalo mine rusa tivo".to_string(), "deqa lyst orex".to_string()])].into_iter().collect();
+        bench_packs(&rt, &format!("synthetic-{n}"), &[dir], &intents, if n >= 10_000 { 10 } else { iters.min(40) })?;
     }
 
     // Token counting throughput.

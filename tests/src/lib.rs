@@ -28,3 +28,17 @@ pub fn native_facts(dir: &std::path::Path) -> anyhow::Result<(String, lid_core::
     }
     Ok((a.manifest_json, facts))
 }
+
+/// Load a knowledge pack natively into the core's in-memory fact store, exactly as the
+/// CLI's `pack_dir` loader exposes it to the component: (pack document, facts).
+pub fn native_pack(dir: &std::path::Path) -> anyhow::Result<(String, lid_core::store::MemoryFacts)> {
+    let p = lid_host::pack_dir::load(dir)?;
+    let mut facts = lid_core::store::MemoryFacts::new();
+    for key in lid_host::engine::FactSource::keys(p.facts.as_ref()).map_err(anyhow::Error::msg)? {
+        if key.starts_with("path:") {
+            let bytes = lid_host::engine::FactSource::get(p.facts.as_ref(), &key).map_err(anyhow::Error::msg)?.unwrap_or_default();
+            facts.insert(serde_json::from_slice(&bytes)?);
+        }
+    }
+    Ok((p.document, facts))
+}
