@@ -2,7 +2,8 @@
 //!
 //! Owns everything [`super::Ranker::build`] derives from the units once, so that
 //! ranking an intent only walks the postings of its words:
-//! field term frequencies and lengths (BM25F), concept postings from the
+//! field term frequencies and lengths (BM25F), unordered pairs of adjacent content
+//! words as extra terms (the phrase signal, [`pair_term`]), concept postings from the
 //! lexicon (semantic signal), a character-trigram index over the vocabulary
 //! (morphology and typos), and the unit link graph plus task-type triggers
 //! (graph signal). All of it is `serde`-serialisable (postcard), so it can be
@@ -295,6 +296,16 @@ pub fn trigrams(term: &str) -> Vec<u64> {
     out
 }
 
+/// The term of an unordered pair of adjacent content-word stems: `"{a} {b}"` with
+/// `a <= b` (a space never occurs inside a stem, so pairs never collide with words).
+pub fn pair_term(a: &str, b: &str, out: &mut String) {
+    let (x, y) = if a <= b { (a, b) } else { (b, a) };
+    out.clear();
+    out.push_str(x);
+    out.push(' ');
+    out.push_str(y);
+}
+
 /// Whether a term takes part in fuzzy (trigram) matching.
 pub fn fuzzy_term(t: &str) -> bool {
     t.chars().count() >= 4 && t.chars().all(|c| c.is_alphabetic())
@@ -388,6 +399,7 @@ impl Index {
         let mut occ: Vec<Vec<(u32, u8, u32, bool)>> = Vec::with_capacity(n);
         let mut field_len: Vec<[u32; NF]> = Vec::with_capacity(n);
         let mut joinbuf = String::new();
+        let mut pairbuf = String::new();
         for u in units {
             let mut lens = [0u32; NF];
             let mut o: Vec<(u32, u8, u32, bool)> = Vec::new();
@@ -413,6 +425,8 @@ impl Index {
                         &joinbuf
                     }
                 };
+                // the previous content word's stem id, for phrase (pair) terms
+                let mut prev: Option<u32> = None;
                 each_word(text, |w, compound, _| {
                     let sid = match surf_ids.get(w) {
                         Some(&id) => id,
@@ -441,6 +455,27 @@ impl Index {
                         lens[f] += 1;
                     }
                     o.push((stid, f as u8, sid, compound));
+                    if compound {
+                        return;
+                    }
+                    // consecutive content words (stopwords skipped) also index as an
+                    // unordered pair term: proximity for the ranker's phrase signal
+                    if let Some(p) = prev.replace(stid) {
+                        if p != stid {
+                            pair_term(&stems[p as usize], &stems[stid as usize], &mut pairbuf);
+                            let pid = match stem_ids.get(pairbuf.as_str()) {
+                                Some(&x) => x,
+                                None => {
+                                    let x = stems.len() as u32;
+                                    stem_ids.insert(pairbuf.clone(), x);
+                                    stems.push(pairbuf.clone());
+                                    x
+                                }
+                            };
+                            // flagged compound: no field length, no concepts
+                            o.push((pid, f as u8, sid, true));
+                        }
+                    }
                 });
             }
             occ.push(o);

@@ -5,16 +5,21 @@
 //! - [`text`]: word tokenisation and stopwords;
 //! - [`stem`]: the Porter stemmer;
 //! - [`lexicon`]: the embedded WordNet-derived concept lexicon;
+//! - [`thesaurus`]: interchangeable words of technical English (WordNet lacks them);
 //! - [`index`]: per-unit statistics built once per agent (serialisable).
 //!
 //! Signals, each in [0, 1]:
 //! - *lexical*: BM25F over name / description / trigger intents / keywords /
 //!   body on Porter stems, divided by the score a unit matching every intent
 //!   term would get, so it reads as "how much of the intent the unit covers";
+//!   plus a *phrase* share: adjacent intent words that are adjacent in the unit
+//!   too (unordered pair terms, stopwords skipped), a proximity signal;
 //! - *semantic*: soft coverage of the intent's words: each word is matched to a
 //!   unit by its stem, by a near spelling (character trigrams: morphology,
-//!   identifiers, typos) or by a shared lexicon concept (synonym, derivation,
-//!   hypernym), weighted by the word's specificity across the agent's units;
+//!   identifiers, typos), by a shared lexicon concept (synonym, derivation,
+//!   hypernym) or by a technical-English synonym ([`thesaurus`]: "absent" and
+//!   "optional", "strip" and "drop"), weighted by the word's specificity across
+//!   the agent's units;
 //! - *graph*: the unit's own relevance, raised by relevance flowing along
 //!   links between units (one body naming another unit or its key terms) and
 //!   by a wake reason listed in the unit's `load_triggers.task_types` or
@@ -30,6 +35,7 @@ pub mod index;
 pub mod lexicon;
 pub mod stem;
 pub mod text;
+pub mod thesaurus;
 
 use serde::{Deserialize, Serialize};
 
@@ -38,7 +44,7 @@ use index::{fuzzy_term, sat, trigrams, Index, K1};
 /// The ranker's model version: reported by hosts beside the manifest, and part of the
 /// cache key of precomputed indexes. Bump it whenever the index layout, the lexicon or
 /// the tokenisation changes.
-pub const RANKER_VERSION: &str = "lid-rank-4 (bm25f+wordnet-concepts+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-5 (bm25f+phrase-pairs+wordnet-concepts+technical-thesaurus+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -111,11 +117,18 @@ pub struct Params {
     /// `1 + generic * commonness` (commonness from the lexicon, 0 if unknown).
     #[serde(default)]
     pub generic: f64,
+    /// Weight of the phrase signal (adjacent intent words adjacent in the unit) within
+    /// the lexical signal, relative to single words.
+    #[serde(default)]
+    pub phrase: f32,
+    /// Match strength of a technical-English synonym ([`thesaurus`]) relative to the word.
+    #[serde(default)]
+    pub synonym: f32,
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Params { concept: 0.7, fuzzy: 0.8, fuzzy_min: 0.65, link: 0.5, wake: 0.5, calib_scale: 0.5, generic: 0.2 }
+        Params { concept: 0.7, fuzzy: 0.8, fuzzy_min: 0.65, link: 0.5, wake: 0.5, calib_scale: 0.5, generic: 0.2, phrase: 0.25, synonym: thesaurus::SYNONYM }
     }
 }
 
@@ -214,6 +227,18 @@ impl Ranker {
         out
     }
 
+    /// Consecutive content words of an intent (framing and joined identifiers skipped),
+    /// as stem pairs: the query side of the phrase signal.
+    fn query_pairs(&self, intent: &str) -> Vec<(String, String)> {
+        let stems: Vec<String> = index::content_words(intent)
+            .into_iter()
+            .filter(|(surface, _, compound)| !compound && !text::is_framing(surface))
+            .map(|w| w.1)
+            .take(64)
+            .collect();
+        stems.windows(2).filter(|w| w[0] != w[1]).map(|w| (w[0].clone(), w[1].clone())).collect()
+    }
+
     /// All units, best first; ties broken by name. Deterministic.
     pub fn rank(&self, intent: &str, wake_reason: Option<&str>, weights: &Weights) -> Vec<Scored> {
         let ix = &self.index;
@@ -238,6 +263,36 @@ impl Ranker {
                     }
                 }
             }
+        }
+        // phrase: adjacent intent words adjacent in the unit too (unordered pair terms);
+        // a pair no unit has is skipped, so it never lowers anyone's coverage
+        let mut phrase = vec![0f64; n];
+        let mut phrase_norm = 0f64;
+        if p.phrase > 0.0 {
+            let mut buf = String::new();
+            let mut seen: Vec<u32> = Vec::new();
+            for (a, b) in self.query_pairs(intent) {
+                index::pair_term(&a, &b, &mut buf);
+                let Some(id) = ix.term_id(&buf) else { continue };
+                if seen.contains(&id) {
+                    continue;
+                }
+                seen.push(id);
+                let w = idf(nf, ix.df(id) as f64);
+                phrase_norm += w;
+                for post in ix.postings(id) {
+                    if let Some(slot) = phrase.get_mut(post.doc as usize) {
+                        *slot += w * sat(post.w) as f64;
+                    }
+                }
+            }
+        }
+        if phrase_norm > 0.0 {
+            let f = p.phrase as f64;
+            for (v, ph) in lex.iter_mut().zip(&phrase) {
+                *v += f * lex_norm * (1.0 + K1 as f64) * ph / phrase_norm;
+            }
+            lex_norm *= 1.0 + f;
         }
         if lex_norm > 0.0 {
             for v in &mut lex {
@@ -321,6 +376,16 @@ impl Ranker {
         }
         if !q.compound && fuzzy_term(&q.stem) {
             self.fuzzy_matches(&q.stem, exact, counts, m);
+        }
+        if !q.compound && self.params.synonym > 0.0 {
+            for syn in thesaurus::synonyms(&q.stem) {
+                let Some(id) = ix.term_id(syn) else { continue };
+                for post in ix.postings(id) {
+                    if let Some(slot) = m.get_mut(post.doc as usize) {
+                        *slot = slot.max(self.params.synonym * sat(post.w));
+                    }
+                }
+            }
         }
         if !q.compound {
             for &(c, s) in &q.concepts {
@@ -539,6 +604,39 @@ mod tests {
         let r2 = Ranker::from_index(idx);
         let w = Weights::default();
         assert_eq!(r.rank("salary", None, &w), r2.rank("salary", None, &w));
+    }
+
+    fn plain(name: &'static str, body: &'static str) -> UnitDoc<'static> {
+        UnitDoc { name, description: "", intents: &[], keywords: &[], task_types: &[], required_by_task_types: &[], body }
+    }
+
+    #[test]
+    fn adjacent_words_outrank_scattered_ones() {
+        let docs = [
+            plain("scattered", "Values are strings. Each label is checked. Values may repeat for a label."),
+            plain("adjacent", "Returns the label values. Values are strings. Each label is checked."),
+        ];
+        let r = Ranker::build(&docs);
+        let w = Weights::default();
+        let top = r.rank("list label values", None, &w);
+        assert_eq!(top[0].name, "adjacent", "{top:?}");
+        // without the phrase share the two tie on words alone (broken by name)
+        let flat = Ranker::build(&docs).with_params(Params { phrase: 0.0, ..Params::default() });
+        assert!(flat.rank("list label values", None, &w)[0].score <= top[0].score);
+    }
+
+    #[test]
+    fn technical_synonyms_match_in_the_semantic_signal() {
+        let docs = [plain("env-file", "If the file is missing, Compose reports an error unless required is false."), plain("other", "Ports map host to container.")];
+        let r = Ranker::build(&docs);
+        let w = Weights::default();
+        let top = &r.rank("the file is absent", None, &w)[0];
+        assert_eq!(top.name, "env-file");
+        let off = Ranker::build(&docs).with_params(Params { synonym: 0.0, ..Params::default() });
+        let without = off.rank("absent", None, &w);
+        let with = r.rank("absent", None, &w);
+        assert!(with[0].semantic > without[0].semantic, "{with:?} vs {without:?}");
+        assert_eq!(with[0].lexical, 0.0, "the lexical signal stays literal");
     }
 
     #[test]
