@@ -120,9 +120,11 @@ fn split_case(run: &str, cur: &mut String, emit: &mut dyn FnMut(&str)) {
             let c = r[k];
             if k > 0 {
                 let p = r[k - 1];
+                // an acronym's plural stays whole: URIs, APIs, IDs (not UR + Is)
+                let plural = r.get(k + 1) == Some(&b's') && k + 2 == r.len();
                 let case = c.is_ascii_uppercase() && {
                     let next_lower = r.get(k + 1).map(|n| n.is_ascii_lowercase()).unwrap_or(false);
-                    p.is_ascii_lowercase() || (p.is_ascii_uppercase() && next_lower)
+                    p.is_ascii_lowercase() || (p.is_ascii_uppercase() && next_lower && !plural)
                 };
                 // letters then digits: P1 -> p, 1 (digits then letters stay: 3d, 100k)
                 let digits = c.is_ascii_digit() && p.is_ascii_alphabetic();
@@ -222,6 +224,9 @@ mod tests {
         assert_eq!(texts("sign-in page"), ["sign", "in", "signin", "page"]);
         assert_eq!(texts("HTTPServer v1.x"), ["http", "server", "httpserver", "v", "1", "x", "v1x"]);
         assert_eq!(texts("don't stop"), ["don", "stop"]);
+        // acronym plurals stay whole; a capitalised word after an acronym still splits
+        assert_eq!(texts("root URIs, APIs and IDs"), ["root", "uris", "apis", "and", "ids"]);
+        assert_eq!(texts("URIsList"), ["ur", "is", "list", "urislist"]);
         assert_eq!(texts("got a 409, T+2"), ["got", "409", "2"]);
         assert!(texts("").is_empty());
         assert!(texts("  --- ** ").is_empty());

@@ -103,6 +103,7 @@ const GROUPS: &[&[&str]] = &[
     &["group", "cluster", "collection", "set", "pool"],
     // systems
     &["server", "host", "backend", "service"],
+    &["host", "machine", "laptop", "workstation", "computer", "node"],
     &["client", "consumer", "caller", "frontend"],
     &["container", "pod", "instance"],
     &["image", "snapshot"],
