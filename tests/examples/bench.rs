@@ -320,9 +320,11 @@ fn main() -> anyhow::Result<()> {
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-component").nth(1) {
         // Spin recall through the component for `LID_PROFILE=perfmap perf record`;
         // `LID_BENCH_COMPONENT=FILE` profiles another build of it (e.g. one with symbols).
+        // The service's configuration: the pooling allocator.
+        let opts = RuntimeOptions { pooling: true, ..RuntimeOptions::default() };
         let rt = match std::env::var_os("LID_BENCH_COMPONENT") {
-            Some(f) => Runtime::from_bytes(&std::fs::read(f)?, RuntimeOptions::default())?,
-            None => Runtime::new(RuntimeOptions::default())?,
+            Some(f) => Runtime::from_bytes(&std::fs::read(f)?, opts)?,
+            None => Runtime::new(opts)?,
         };
         let a = agent_dir::load(Path::new(&dir))?;
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
@@ -383,7 +385,8 @@ fn main() -> anyhow::Result<()> {
         );
     }
 
-    let rt = Runtime::new(RuntimeOptions::default())?;
+    // Recall is measured on the runtime `lid serve` uses: the pooling allocator.
+    let rt = Runtime::new(RuntimeOptions { pooling: true, ..RuntimeOptions::default() })?;
     match lid_tests::shared().map(|s| s.join("eval/agents/engineer")).filter(|p| p.exists()) {
         Some(eng) => bench_recall(&rt, "engineer (dev agent)", &eng, "this issue cannot proceed until another issue is done", iters)?,
         None => bench_recall(&rt, "demo-agent", &demo, "production is broken after the deploy", iters)?,
