@@ -198,6 +198,19 @@ pub fn check_audit_submission(body: &str) -> Result<String, EngineError> {
     Ok(to_json(&crate::audit::parse_submission(body)?))
 }
 
+/// A handoff message composed into Session Markdown:
+/// `{"handoff": {normalised}, "session_markdown": "..."}`.
+pub fn compose_handoff(handoff: &str) -> Result<String, EngineError> {
+    let h = crate::handoff::parse_handoff(handoff).map_err(EngineError::Handoff)?;
+    let session_markdown = crate::handoff::render_session(&h);
+    Ok(to_json(&serde_json::json!({ "handoff": h, "session_markdown": session_markdown })))
+}
+
+/// A Session document read back into its handoff message (normalised JSON).
+pub fn session_to_handoff(markdown: &str) -> Result<String, EngineError> {
+    Ok(to_json(&crate::handoff::parse_session(markdown).map_err(EngineError::Handoff)?))
+}
+
 /// Warm lazily initialised state (for snapshots and benchmarks).
 pub fn warm() {
     crate::tokens::warm();

@@ -136,6 +136,14 @@ impl Guest for Component {
     fn check_audit_submission(body: String) -> Result<String, WitError> {
         crate::api::check_audit_submission(&body).map_err(wit_err)
     }
+
+    fn compose_handoff(handoff: String) -> Result<String, WitError> {
+        crate::api::compose_handoff(&handoff).map_err(wit_err)
+    }
+
+    fn session_to_handoff(markdown: String) -> Result<String, WitError> {
+        crate::api::session_to_handoff(&markdown).map_err(wit_err)
+    }
 }
 
 export!(Component);

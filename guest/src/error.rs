@@ -4,7 +4,7 @@
 //!
 //! lid's own codes (beyond §21.9): `invalid_json`, `invalid_request`, `manifest_invalid`,
 //! `boot_stub_too_large`, `preload_unit_unavailable` (fatal form, §21.1.5 rule 4),
-//! `unit_not_found`, `migrate_invalid`. §21.9 codes used here include `intent_required`,
+//! `unit_not_found`, `migrate_invalid`, `handoff_invalid`. §21.9 codes used here include `intent_required`,
 //! `recall_backend_unavailable` and `audit_token_invalid`.
 
 use serde::{Deserialize, Serialize};
@@ -48,6 +48,9 @@ pub enum EngineError {
     /// §21.9 `audit_token_invalid`: not an `audi_…` token of a recall response.
     #[error("`audit_token` must be the `audi_…` token of a recall_instruction response (§21.5.2): {0}")]
     AuditTokenInvalid(String),
+    /// A handoff message or Session document with problems (every one in `details`).
+    #[error("invalid handoff: {0}")]
+    Handoff(crate::handoff::HandoffError),
 }
 
 impl EngineError {
@@ -62,6 +65,7 @@ impl EngineError {
             EngineError::PreloadUnitUnavailable { .. } => "preload_unit_unavailable",
             EngineError::Migrate(_) => "migrate_invalid",
             EngineError::AuditTokenInvalid(_) => "audit_token_invalid",
+            EngineError::Handoff(_) => "handoff_invalid",
         }
     }
 
@@ -79,6 +83,7 @@ impl EngineError {
             EngineError::PreloadUnitUnavailable { unit } => serde_json::json!({ "unit": unit }),
             EngineError::StubTooLarge { tokens } => serde_json::json!({ "body_tokens": tokens, "limit": 500 }),
             EngineError::BackendUnavailable(_) => serde_json::json!({ "retryable": true }),
+            EngineError::Handoff(e) => serde_json::json!({ "problems": e.problems }),
             _ => serde_json::Value::Null,
         };
         ErrorBody { code: self.code().to_string(), status: self.status(), message: self.to_string(), details }

@@ -14,6 +14,7 @@ pub mod audit;
 pub mod coverage;
 pub mod error;
 pub mod eval;
+pub mod handoff;
 pub mod knowledge;
 pub mod manifest;
 pub mod migrate;

@@ -106,6 +106,17 @@ pub enum Command {
     },
     /// Count cl100k tokens of a file (or - for stdin).
     Tokens { file: PathBuf },
+    /// Compose a handoff message (JSON) into the boot context's Session Markdown;
+    /// `--reverse` reads a Session document back into the handoff JSON.
+    ComposeHandoff {
+        /// The handoff JSON (or - for stdin); with --reverse, a Session Markdown file
+        file: PathBuf,
+        /// Write the result here instead of to stdout
+        #[arg(short = 'o', long = "out")]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        reverse: bool,
+    },
     /// The discovery audit (§21.5).
     Audit {
         #[command(subcommand)]
@@ -222,6 +233,17 @@ fn empty_storage() -> Storage {
 fn engine_ok(r: Result<String, EngineFailure>) -> Result<Value> {
     let s = r.map_err(anyhow::Error::new)?;
     serde_json::from_str(&s).context("engine returned invalid JSON")
+}
+
+/// A file's text, or stdin's for `-`.
+fn read_input(file: &Path) -> Result<String> {
+    let mut text = String::new();
+    if file.as_os_str() == "-" {
+        std::io::stdin().read_to_string(&mut text).context("cannot read stdin")?;
+    } else {
+        text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    }
+    Ok(text)
 }
 
 fn print_json(v: &Value) {
@@ -415,13 +437,27 @@ fn run(cli: &Cli) -> Result<i32> {
             (None, Some(dir)) => eval(cli, Corpora::Packs(dir), probes),
             (None, None) => bail!("lid eval needs --agents DIR or --packs DIR"),
         },
-        Command::Tokens { file } => {
-            let mut text = String::new();
-            if file.as_os_str() == "-" {
-                std::io::stdin().read_to_string(&mut text)?;
+        Command::ComposeHandoff { file, out, reverse } => {
+            let text = read_input(file)?;
+            let rt = runtime()?;
+            let result = if *reverse {
+                serde_json::to_string_pretty(&engine_ok(rt.session_to_handoff(&text)?)?)? + "\n"
             } else {
-                text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+                let v = engine_ok(rt.compose_handoff(&text)?)?;
+                if cli.json {
+                    serde_json::to_string_pretty(&v)? + "\n"
+                } else {
+                    v["session_markdown"].as_str().unwrap_or_default().to_string()
+                }
+            };
+            match out {
+                Some(path) => std::fs::write(path, result).with_context(|| format!("cannot write {}", path.display()))?,
+                None => print!("{result}"),
             }
+            Ok(0)
+        }
+        Command::Tokens { file } => {
+            let text = read_input(file)?;
             let rt = runtime()?;
             let n = rt.count_tokens(&empty_storage(), &text)?;
             if cli.json {

@@ -346,6 +346,18 @@ impl Runtime {
         let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
         Ok(self.call(&st, |l, s| l.lid_engine_engine().call_check_audit_submission(s, body))?.map_err(Into::into))
     }
+
+    /// A handoff message composed into Session Markdown (`{"handoff","session_markdown"}`).
+    pub fn compose_handoff(&self, handoff: &str) -> Result<Result<String, EngineFailure>> {
+        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        Ok(self.call(&st, |l, s| l.lid_engine_engine().call_compose_handoff(s, handoff))?.map_err(Into::into))
+    }
+
+    /// A Session document read back into its handoff JSON.
+    pub fn session_to_handoff(&self, markdown: &str) -> Result<Result<String, EngineFailure>> {
+        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        Ok(self.call(&st, |l, s| l.lid_engine_engine().call_session_to_handoff(s, markdown))?.map_err(Into::into))
+    }
 }
 
 /// Compile `bytes`, or load the cached compilation for this engine.

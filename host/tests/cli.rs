@@ -291,3 +291,32 @@ fn eval_packs_ranks_a_knowledge_pack_through_the_component() {
     let out = lid(&["eval", "--agents", "a", "--packs", "b", "--probes", s(&bad)]);
     assert_ne!(out.status.code(), Some(0));
 }
+
+#[test]
+fn compose_handoff_round_trips_through_the_component() {
+    // Issue: handoffs. JSON → Session Markdown → JSON gives back the same object.
+    let dir = scratch("handoff");
+    let handoff = json!({
+        "task_id": "abc-123", "from_agent": "researcher", "to_agent": "reviewer",
+        "task": "Review security implications of API changes\nand report back",
+        "context": {"analysis_doc": "research/api-analysis.md", "budget": {"hours": 4}},
+        "status": "pending", "created_at": "2026-02-01T10:00:00Z", "metadata": {"priority": "high"}
+    });
+    let input = dir.join("handoff.json");
+    std::fs::write(&input, handoff.to_string()).unwrap();
+    let md = dir.join("session.md");
+    let out = lid(&["compose-handoff", s(&input), "-o", s(&md)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.starts_with("# Session\n\n## Current Task\nHandoff from: researcher\n"), "{text}");
+    assert!(text.contains("- research/api-analysis.md (from context `analysis_doc`, load on demand)"));
+    let back = lid(&["compose-handoff", "--reverse", s(&md)]);
+    assert!(back.status.success(), "{}", String::from_utf8_lossy(&back.stderr));
+    assert_eq!(json_of(&back), handoff);
+
+    std::fs::write(&input, r#"{"task_id":"t","from_agent":"a","task":"x","status":"done","created_at":"2026-02-01T10:00:00Z"}"#).unwrap();
+    let bad = lid(&["compose-handoff", s(&input)]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("`to_agent`: is required") && err.contains("`status`: \"done\" is not one of"), "{err}");
+}

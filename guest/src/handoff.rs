@@ -1,0 +1,355 @@
+//! Handoffs: a coordination-protocol handoff message (JSON) composed into the Session
+//! layer of the boot context (Markdown), and back.
+//!
+//! Implements the translation proposed in `../shared/spec/boot-context-discussion.txt`
+//! ("Integration with coordination protocols"): `task` → "Current Task", `from_agent` +
+//! `task_id` → handoff metadata, `context` → "Context" (paths also listed under
+//! "References", loaded on demand), `status` + `created_at` → "Status", plus a log line
+//! ("Received handoff: …") and placeholders for open questions and next steps.
+//!
+//! The mapping is mechanical and reversible: [`parse_session`] of [`render_session`]
+//! gives back the same handoff. A scalar that would not survive a Markdown line (a line
+//! break, edge whitespace, text that reads as JSON) is written as a JSON string; a
+//! context or metadata value that is not a plain string is written as JSON. Derived
+//! parts (the log line, references, placeholders) are ignored when parsing.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Status values a handoff may carry.
+pub const STATUSES: &[&str] = &["pending", "accepted", "in-progress", "blocked", "completed", "failed", "rejected", "cancelled"];
+
+const FIELDS: &[&str] = &["task_id", "from_agent", "to_agent", "task", "context", "status", "created_at", "metadata"];
+
+/// A validated handoff message, fields in their canonical order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Handoff {
+    pub task_id: String,
+    pub from_agent: String,
+    pub to_agent: String,
+    pub task: String,
+    pub context: Map<String, Value>,
+    pub status: String,
+    pub created_at: String,
+    pub metadata: Map<String, Value>,
+}
+
+/// One problem with a handoff; every problem is reported at once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffProblem {
+    pub field: String,
+    pub message: String,
+}
+
+/// Why a handoff (or a Session document) was rejected: code `handoff_invalid` (400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .problems.iter().map(|p| format!("`{}`: {}", p.field, p.message)).collect::<Vec<_>>().join("; "))]
+pub struct HandoffError {
+    pub problems: Vec<HandoffProblem>,
+}
+
+fn problem(field: &str, message: impl Into<String>) -> HandoffProblem {
+    HandoffProblem { field: field.to_string(), message: message.into() }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (RFC 3339).
+pub fn is_rfc3339(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| r.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
+    if b.len() < 20 || !(digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10) && matches!(b[10], b'T' | b't') && digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19)) {
+        return false;
+    }
+    let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(99);
+    if !(1..=12).contains(&num(5..7)) || !(1..=31).contains(&num(8..10)) || num(11..13) > 23 || num(14..16) > 59 || num(17..19) > 60 {
+        return false;
+    }
+    let mut i = 19;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    match &b[i..] {
+        [b'Z' | b'z'] => true,
+        [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()),
+        _ => false,
+    }
+}
+
+/// Validate a handoff message (JSON text), reporting every problem at once.
+pub fn parse_handoff(json: &str) -> Result<Handoff, HandoffError> {
+    let v: Value = serde_json::from_str(json).map_err(|e| HandoffError { problems: vec![problem("(body)", format!("not valid JSON: {e}"))] })?;
+    from_value(&v)
+}
+
+fn from_value(v: &Value) -> Result<Handoff, HandoffError> {
+    let Some(obj) = v.as_object() else {
+        return Err(HandoffError { problems: vec![problem("(body)", "a handoff must be a JSON object")] });
+    };
+    let mut problems = Vec::new();
+    for k in obj.keys() {
+        if !FIELDS.contains(&k.as_str()) {
+            let field = if k.is_empty() { "\"\"" } else { k.as_str() };
+            problems.push(problem(field, format!("unknown field; a handoff has exactly {}", FIELDS.join(", "))));
+        }
+    }
+    let mut text = |k: &str| -> String {
+        match obj.get(k) {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+            Some(Value::String(_)) => {
+                problems.push(problem(k, "must not be empty"));
+                String::new()
+            }
+            None | Some(Value::Null) => {
+                problems.push(problem(k, "is required"));
+                String::new()
+            }
+            Some(_) => {
+                problems.push(problem(k, "must be a string"));
+                String::new()
+            }
+        }
+    };
+    let (task_id, from_agent, to_agent, task, status, created_at) = (text("task_id"), text("from_agent"), text("to_agent"), text("task"), text("status"), text("created_at"));
+    if !status.is_empty() && !STATUSES.contains(&status.as_str()) {
+        problems.push(problem("status", format!("{status:?} is not one of {}", STATUSES.join(", "))));
+    }
+    if !created_at.is_empty() && !is_rfc3339(&created_at) {
+        problems.push(problem("created_at", format!("{created_at:?} is not an RFC 3339 time such as 2026-02-01T10:00:00Z")));
+    }
+    let mut object = |k: &str| match obj.get(k) {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            problems.push(problem(k, "must be a JSON object"));
+            Map::new()
+        }
+    };
+    let (context, metadata) = (object("context"), object("metadata"));
+    if !problems.is_empty() {
+        return Err(HandoffError { problems });
+    }
+    Ok(Handoff { task_id, from_agent, to_agent, task, context, status, created_at, metadata })
+}
+
+/// A scalar written as is when it reads back the same from one Markdown line.
+fn plain(s: &str) -> bool {
+    !s.is_empty() && s.trim() == s && !s.contains(['\n', '\r']) && !s.starts_with('"') && serde_json::from_str::<Value>(s).is_err()
+}
+
+fn scalar(s: &str) -> String {
+    if plain(s) {
+        s.to_string()
+    } else {
+        Value::String(s.to_string()).to_string()
+    }
+}
+
+fn unscalar(s: &str) -> Result<String, String> {
+    if s.starts_with('"') {
+        serde_json::from_str::<String>(s).map_err(|e| format!("{s:?} is not a JSON string: {e}"))
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+fn key(k: &str) -> String {
+    if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/')) {
+        k.to_string()
+    } else {
+        Value::String(k.to_string()).to_string()
+    }
+}
+
+fn value(v: &Value) -> String {
+    match v {
+        Value::String(s) if plain(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A context value that names a file to load on demand (the Reference layer).
+fn reference(v: &Value) -> Option<&str> {
+    let s = v.as_str()?;
+    let looks_like_path = !s.contains(char::is_whitespace) && !s.contains("://") && (s.contains('/') || s.rsplit_once('.').is_some_and(|(a, e)| !a.is_empty() && (1..=5).contains(&e.len()) && e.bytes().all(|b| b.is_ascii_alphanumeric())));
+    looks_like_path.then_some(s)
+}
+
+fn map_lines(out: &mut String, m: &Map<String, Value>) {
+    if m.is_empty() {
+        out.push_str("- (none)\n");
+    }
+    for (k, v) in m {
+        out.push_str(&format!("- {}: {}\n", key(k), value(v)));
+    }
+}
+
+/// The Session Markdown for a handoff (deterministic; see the module doc).
+pub fn render_session(h: &Handoff) -> String {
+    let mut out = String::from("# Session\n\n## Current Task\n");
+    out.push_str(&format!("Handoff from: {}\nHandoff to: {}\nTask ID: {}\nTask: {}\n", scalar(&h.from_agent), scalar(&h.to_agent), scalar(&h.task_id), scalar(&h.task)));
+    out.push_str("\n## Context\n");
+    map_lines(&mut out, &h.context);
+    let refs: Vec<(&String, &str)> = h.context.iter().filter_map(|(k, v)| reference(v).map(|p| (k, p))).collect();
+    if !refs.is_empty() {
+        out.push_str("\n## References\n");
+        for (k, p) in refs {
+            out.push_str(&format!("- {p} (from context `{}`, load on demand)\n", key(k)));
+        }
+    }
+    out.push_str(&format!("\n## Status\nReceived handoff at {}\nStatus: {}\n", scalar(&h.created_at), scalar(&h.status)));
+    out.push_str("\n## Metadata\n");
+    map_lines(&mut out, &h.metadata);
+    out.push_str(&format!("\n## Log\n- {} Received handoff: {} from {}\n", scalar(&h.created_at), scalar(&h.task_id), scalar(&h.from_agent)));
+    out.push_str("\n## Open Questions\n- (none yet)\n\n## Next Steps\n- (to be decided by the receiving agent)\n");
+    out
+}
+
+/// Read a Session document written by [`render_session`] back into the handoff.
+pub fn parse_session(markdown: &str) -> Result<Handoff, HandoffError> {
+    let mut obj = Map::new();
+    let mut problems = Vec::new();
+    let mut section = "";
+    let mut maps: [(&str, Map<String, Value>); 2] = [("context", Map::new()), ("metadata", Map::new())];
+    for (n, line) in markdown.lines().enumerate() {
+        let at = |m: String| problem(&format!("line {}", n + 1), m);
+        if let Some(h) = line.strip_prefix("## ") {
+            section = h.trim();
+            continue;
+        }
+        let mut set = |field: &str, raw: &str, problems: &mut Vec<HandoffProblem>| match unscalar(raw) {
+            Ok(s) => {
+                obj.insert(field.to_string(), Value::String(s));
+            }
+            Err(e) => problems.push(at(e)),
+        };
+        match section {
+            "Current Task" => {
+                for (prefix, field) in [("Handoff from: ", "from_agent"), ("Handoff to: ", "to_agent"), ("Task ID: ", "task_id"), ("Task: ", "task")] {
+                    if let Some(rest) = line.strip_prefix(prefix) {
+                        set(field, rest, &mut problems);
+                    }
+                }
+            }
+            "Status" => {
+                if let Some(rest) = line.strip_prefix("Received handoff at ") {
+                    set("created_at", rest, &mut problems);
+                } else if let Some(rest) = line.strip_prefix("Status: ") {
+                    set("status", rest, &mut problems);
+                }
+            }
+            "Context" | "Metadata" => {
+                let Some(item) = line.strip_prefix("- ") else { continue };
+                if item == "(none)" {
+                    continue;
+                }
+                let parsed = if item.starts_with('"') {
+                    // A quoted key: the JSON string, then `: `.
+                    let mut de = serde_json::Deserializer::from_str(item).into_iter::<String>();
+                    match de.next() {
+                        Some(Ok(k)) => item[de.byte_offset()..].strip_prefix(": ").map(|v| (k, v)),
+                        _ => None,
+                    }
+                } else {
+                    item.split_once(": ").map(|(k, v)| (k.to_string(), v))
+                };
+                let Some((k, raw)) = parsed else {
+                    problems.push(at(format!("{item:?} is not `- key: value`")));
+                    continue;
+                };
+                let v = serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+                let slot = if section == "Context" { &mut maps[0].1 } else { &mut maps[1].1 };
+                slot.insert(k, v);
+            }
+            _ => {}
+        }
+    }
+    for (field, m) in maps {
+        obj.insert(field.to_string(), Value::Object(m));
+    }
+    if !problems.is_empty() {
+        return Err(HandoffError { problems });
+    }
+    from_value(&Value::Object(obj))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sample() -> Value {
+        json!({
+            "task_id": "abc-123", "from_agent": "researcher", "to_agent": "reviewer",
+            "task": "Review security implications of API changes",
+            "context": {"analysis_doc": "research/api-analysis.md", "priority": 2, "notes": "line one\nline two", "odd key: x": [1, {"a": null}], "quoted": "\"hi\"", "number-like": "42", "blank": ""},
+            "status": "pending", "created_at": "2026-02-01T10:00:00Z", "metadata": {"trace": {"id": "t-1"}}
+        })
+    }
+
+    #[test]
+    fn json_to_markdown_to_json_is_the_same_object() {
+        let h = from_value(&sample()).expect("valid");
+        let md = render_session(&h);
+        assert!(md.contains("## Current Task\nHandoff from: researcher\n"), "{md}");
+        assert!(md.contains("Task: Review security implications of API changes\n"));
+        assert!(md.contains("- analysis_doc: research/api-analysis.md\n"));
+        assert!(md.contains("## References\n- research/api-analysis.md (from context `analysis_doc`, load on demand)\n"));
+        assert!(md.contains("- 2026-02-01T10:00:00Z Received handoff: abc-123 from researcher\n"));
+        assert!(md.contains("- number-like: \"42\"\n"), "strings that read as JSON are quoted: {md}");
+        let back = parse_session(&md).expect("parses back");
+        assert_eq!(back, h);
+        assert_eq!(serde_json::to_value(&back).unwrap(), sample());
+        assert_eq!(render_session(&back), md, "rendering is deterministic");
+    }
+
+    #[test]
+    fn multi_line_and_edge_whitespace_scalars_survive() {
+        let mut v = sample();
+        v["task"] = json!("  Fix it\n\nthen report ");
+        v["to_agent"] = json!("Reviewer: Alice");
+        v["context"] = json!({});
+        v["metadata"] = json!({});
+        let h = from_value(&v).expect("valid");
+        let md = render_session(&h);
+        assert!(md.contains("## Context\n- (none)\n"));
+        assert_eq!(parse_session(&md).expect("parses"), h);
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_field() {
+        let err = parse_handoff(r#"{"task_id":"","from_agent":3,"task":"x","status":"done","created_at":"yesterday","context":[],"extra":1}"#).unwrap_err();
+        let fields: Vec<&str> = err.problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, vec!["extra", "task_id", "from_agent", "to_agent", "status", "created_at", "context"]);
+        assert!(err.to_string().contains("`to_agent`: is required"));
+        assert!(parse_handoff("nope").is_err());
+        // Fuzz regression: an empty unknown key is still named.
+        let empty_key = parse_handoff(r#"{"":1}"#).unwrap_err();
+        assert_eq!(empty_key.problems[0].field, "\"\"");
+        assert!(parse_handoff("[]").is_err());
+    }
+
+    #[test]
+    fn rfc3339_times() {
+        for ok in ["2026-02-01T10:00:00Z", "2026-02-01T10:00:00.123+02:00", "2026-12-31t23:59:60z"] {
+            assert!(is_rfc3339(ok), "{ok}");
+        }
+        for bad in ["2026-02-01", "2026-13-01T10:00:00Z", "2026-02-01T10:00:00", "2026-02-01T10:00:00.Z", "2026-02-01T10:00:00+0200", "2026-02-01T10:00:00Zjunk"] {
+            assert!(!is_rfc3339(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_broken_session_document_is_an_error_not_a_guess() {
+        let md = render_session(&from_value(&sample()).unwrap()).replace("- priority: 2", "- priority 2");
+        let err = parse_session(&md).unwrap_err();
+        assert!(err.problems[0].field.starts_with("line "), "{err}");
+        let missing = render_session(&from_value(&sample()).unwrap()).replace("Task ID: abc-123\n", "");
+        assert_eq!(parse_session(&missing).unwrap_err().problems[0].field, "task_id");
+    }
+}
