@@ -1,7 +1,7 @@
 //! `recall_instruction` (§21.3) request and response JSON: arbitrary request bodies
 //! against the demo agent. Properties: the response is deterministic for a fixed host
-//! context and round-trips through its own type; hint + ranked units never exceed
-//! `max_chunks` (clamped to 100); the token budget is exceeded only by guaranteed units
+//! context and round-trips through its own type; ranked units never exceed what hinted
+//! ones leave of `max_chunks` (clamped to 100); the token budget is exceeded only by guaranteed units
 //! (§21.3.3); counts are exact; scores are in [0, 1] and ranked ones meet `min_score`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -27,8 +27,12 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(serde_json::to_string(&resp).expect("serialises"), out, "the response round-trips");
     let max_chunks = req.max_chunks.unwrap_or(DEFAULT_MAX_CHUNKS).min(MAX_CHUNKS_LIMIT) as usize;
     let budget = req.token_budget.unwrap_or(DEFAULT_TOKEN_BUDGET) as u64;
-    let picked = resp.chunks.iter().filter(|c| c.selected_by != "guarantee_load").count();
-    assert!(picked <= max_chunks, "{picked} hinted/ranked chunks for max_chunks {max_chunks}");
+    // §21.3.3: hinted units MUST be included (subject to the budget only); ranked ones
+    // fill what is left of `max_chunks`.
+    let hinted = resp.chunks.iter().filter(|c| c.selected_by == "manifest_hint").count();
+    let ranked = resp.chunks.iter().filter(|c| c.selected_by == "ranked").count();
+    assert!(ranked <= max_chunks.saturating_sub(hinted), "{ranked} ranked + {hinted} hinted chunks for max_chunks {max_chunks}");
+    let picked = hinted + ranked;
     let total: u64 = resp.chunks.iter().map(|c| c.tokens as u64).sum();
     assert_eq!(total, resp.total_tokens as u64, "total_tokens is the sum of the chunks");
     assert!(picked == 0 || total <= budget, "{total} tokens over the {budget}-token budget with non-guaranteed units");
