@@ -273,11 +273,13 @@ impl<'m> Corpus<'m> {
     /// A corpus over a precomputed index whose units are `manifest.entries` in order,
     /// all available, with their token counts. Nothing is read up front: an entry's
     /// content (its `path:` fact) is read only when the assembly quotes it. `None` when
-    /// the index does not match the entries.
+    /// the index is not over exactly these entries. A decoded index must have passed
+    /// [`crate::rank::index::Index::is_consistent_for`] already (as `knowledge::open`
+    /// checks every cached blob), so it is not walked a second time here.
     pub fn from_index(manifest: &'m Manifest, ranker: Ranker, counts: Vec<u32>, facts: &'m dyn Facts) -> Option<Self> {
         let n = manifest.entries.len();
-        let names: Vec<&str> = manifest.entries.iter().map(|e| e.name.as_str()).collect();
-        if counts.len() != n || !ranker.index().is_consistent_for(&names) {
+        let idx = ranker.index();
+        if counts.len() != n || idx.n_docs as usize != n || !idx.names.iter().zip(&manifest.entries).all(|(a, e)| *a == e.name) || idx.names.len() != n {
             return None;
         }
         let tokens = counts.into_iter().map(std::cell::OnceCell::from).collect();

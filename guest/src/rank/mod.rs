@@ -128,7 +128,7 @@ pub struct Params {
 
 impl Default for Params {
     fn default() -> Self {
-        Params { concept: 0.7, fuzzy: 0.8, fuzzy_min: 0.65, link: 0.5, wake: 0.5, calib_scale: 0.5, generic: 0.2, phrase: 0.25, synonym: thesaurus::SYNONYM }
+        Params { concept: 0.7, fuzzy: 0.8, fuzzy_min: 0.65, link: 0.5, wake: 0.5, calib_scale: 0.5, generic: 0.05, phrase: 0.25, synonym: thesaurus::SYNONYM }
     }
 }
 
@@ -161,6 +161,29 @@ const RELATION_CUES: &[(&[&str], &[&str])] = &[
     (&["until", "till", "waiting", "awaiting", "prerequisite", "prerequisites", "depends", "dependent"], &["blocked", "depends", "waiting"]),
 ];
 const IMPLIED_WEIGHT: f64 = 0.5;
+
+/// Words that negate what follows (`n't` contractions are recognised too).
+const NEGATORS: &[&str] = &["not", "cannot", "never", "no", "unable"];
+/// Capability words that a negation turns into a limitation.
+const CAPABILITIES: &[&str] = &["work", "works", "working", "support", "supported", "possible", "available", "allowed", "able", "usable", "use", "used"];
+/// A negated capability ("does not work", "can't be used", "isn't supported") asks for
+/// limitations, another relation English states with function words: these words join
+/// the query at [`IMPLIED_WEIGHT`].
+const LIMITATION_WORDS: &[&str] = &["limitation", "unsupported", "downside"];
+
+/// Whether an intent negates a capability: a negator, then a capability word within
+/// the next two words. Read from the raw text, because the tokeniser drops `n't`.
+fn negated_capability(intent: &str) -> bool {
+    let words: Vec<String> = intent
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '?' | '!' | '(' | ')' | '"'))
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}').to_lowercase().replace('\u{2019}', "'"))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().enumerate().any(|(i, w)| {
+        let neg = NEGATORS.contains(&w.as_str()) || w.ends_with("n't");
+        neg && words.iter().skip(i + 1).take(2).any(|x| CAPABILITIES.contains(&x.as_str()))
+    })
+}
 
 fn idf(n: f64, df: f64) -> f64 {
     (1.0 + (n - df + 0.5).max(0.0) / (df + 0.5)).ln()
@@ -210,11 +233,12 @@ impl Ranker {
             }
         }
         let said: Vec<String> = text::words(intent).into_iter().map(|w| w.text).collect();
-        for (cues, implied) in RELATION_CUES {
-            if !said.iter().any(|w| cues.contains(&w.as_str())) {
-                continue;
-            }
-            for word in *implied {
+        let mut implied: Vec<&[&str]> = RELATION_CUES.iter().filter(|(cues, _)| said.iter().any(|w| cues.contains(&w.as_str()))).map(|c| c.1).collect();
+        if negated_capability(intent) {
+            implied.push(LIMITATION_WORDS);
+        }
+        for implied in implied {
+            for word in implied {
                 let st = stem::stem(word);
                 if out.iter().any(|q| q.stem == st) {
                     continue;
@@ -647,6 +671,20 @@ mod tests {
         let implied: Vec<(&str, f64)> = q.iter().filter(|w| w.weight < 1.0).map(|w| (w.surface.as_str(), w.weight)).collect();
         assert_eq!(implied, [("blocked", 0.5), ("depends", 0.5), ("waiting", 0.5)]);
         assert!(r.query_words("start the review when it is done").iter().all(|w| w.weight == 1.0));
+    }
+
+    #[test]
+    fn negated_capabilities_ask_for_limitations() {
+        for yes in ["what does not work in agent mode", "which features aren't supported?", "it can't be used offline", "unable to use it", "Isn’t it possible?"] {
+            assert!(negated_capability(yes), "{yes}");
+        }
+        for no in ["how can I use the API", "don't fail when the file is absent", "no data after the deploy", "it works", "not now, later"] {
+            assert!(!negated_capability(no), "{no}");
+        }
+        let us = units();
+        let r = Ranker::build(&docs(&us));
+        let implied: Vec<String> = r.query_words("payroll does not work").into_iter().filter(|w| w.weight < 1.0).map(|w| w.surface).collect();
+        assert_eq!(implied, ["limitation", "unsupported", "downside"]);
     }
 
     #[test]
