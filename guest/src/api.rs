@@ -211,6 +211,13 @@ pub fn session_to_handoff(markdown: &str) -> Result<String, EngineError> {
     Ok(to_json(&crate::handoff::parse_session(markdown).map_err(EngineError::Handoff)?))
 }
 
+/// Admission lint of unit texts (`[{"name","content","interpret_as"}]`): a
+/// [`crate::lint::Report`] as JSON.
+pub fn lint_units(units: &str) -> Result<String, EngineError> {
+    let units: Vec<crate::lint::UnitText> = parse("units to lint", units)?;
+    Ok(to_json(&crate::lint::lint(&units)))
+}
+
 /// Warm lazily initialised state (for snapshots and benchmarks).
 pub fn warm() {
     crate::tokens::warm();

@@ -141,6 +141,10 @@ impl Guest for Component {
         crate::api::compose_handoff(&handoff).map_err(wit_err)
     }
 
+    fn lint_units(units: String) -> Result<String, WitError> {
+        crate::api::lint_units(&units).map_err(wit_err)
+    }
+
     fn session_to_handoff(markdown: String) -> Result<String, WitError> {
         crate::api::session_to_handoff(&markdown).map_err(wit_err)
     }

@@ -15,6 +15,7 @@ pub mod coverage;
 pub mod error;
 pub mod eval;
 pub mod handoff;
+pub mod lint;
 pub mod knowledge;
 pub mod manifest;
 pub mod migrate;

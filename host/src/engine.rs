@@ -353,6 +353,12 @@ impl Runtime {
         Ok(self.call(&st, |l, s| l.lid_engine_engine().call_compose_handoff(s, handoff))?.map_err(Into::into))
     }
 
+    /// Admission lint of unit texts (`[{"name","content","interpret_as"}]`).
+    pub fn lint_units(&self, units: &str) -> Result<Result<String, EngineFailure>> {
+        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        Ok(self.call(&st, |l, s| l.lid_engine_engine().call_lint_units(s, units))?.map_err(Into::into))
+    }
+
     /// A Session document read back into its handoff JSON.
     pub fn session_to_handoff(&self, markdown: &str) -> Result<Result<String, EngineFailure>> {
         let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };

@@ -346,6 +346,7 @@ impl Service {
             return Err(e);
         }
         let content = body.get("content").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request("invalid_request", "send the unit text as {\"content\": \"…\"}"))?;
+        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
         let (deployment, _) = match (self.current(agent)?, body.get("deployment").and_then(Value::as_str)) {
             (Some(c), _) => c,
             (None, Some(d)) => (d.to_string(), String::new()),
@@ -382,9 +383,27 @@ impl Service {
             Ok::<_, DbError>(r)
         })?;
         match w {
-            Ok(w) => Ok(json!({"uri": uri, "version": version, "sha256": fact.sha256(), "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": w == FactWrite::Unchanged})),
+            Ok(w) => Ok(json!({"uri": uri, "version": version, "sha256": fact.sha256(), "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": w == FactWrite::Unchanged, "admission_warnings": admission_warnings})),
             Err(_) => Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version"))),
         }
+    }
+
+    /// Admission lint (README, "Admission lint"): hidden, bidirectional, zero-width or
+    /// control characters and over-long lines refuse the write (`unit_admission_rejected`,
+    /// 422, recorded as a service event); injection-like instruction text is a warning.
+    fn admit(&self, agent: &str, units: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        if units.is_empty() {
+            return Ok(vec![]);
+        }
+        let r = parse_json(&engine(self.rt.lint_units(&Value::Array(units).to_string()))?)?;
+        let errors = r["errors"].as_array().cloned().unwrap_or_default();
+        if !errors.is_empty() {
+            let _ = self.db.write(|tx| insert_event(tx, Some(agent), "admission_rejected", &json!({"errors": errors}), now_ms()).map(|_| ()));
+            let summary = errors.iter().map(|e| format!("{} [{} line {}]", e["code"].as_str().unwrap_or(""), e["unit"].as_str().unwrap_or(""), e["line"])).collect::<Vec<_>>().join("; ");
+            return Err(ApiError::new(422, "unit_admission_rejected", format!("unit text refused ({} finding(s)): {summary}; remove the characters or break the lines and retry", errors.len()))
+                .with_details(json!({"errors": errors, "warnings": r["warnings"]})));
+        }
+        Ok(r["warnings"].as_array().cloned().unwrap_or_default())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -495,11 +514,13 @@ impl Service {
         };
         let mut staged: Vec<NewFact> = Vec::new();
         let mut overlay = BTreeMap::new();
+        let mut admission_warnings = Vec::new();
         if let Some(units) = obj.get("units").and_then(Value::as_object) {
             if !units.is_empty() && !who.instruction_write {
                 let _ = self.db.write(|tx| insert_event(tx, Some(agent), "capability_denied", &json!({"action": "publish_units", "entity_uri": who.entity_uri, "key_id": who.key_id}), now).map(|_| ()));
                 return Err(ApiError::new(403, "instruction_write_required", "publishing unit contents writes instruction facts and needs the `instruction:write` capability (Spec-13); admin authority alone is not enough"));
             }
+            admission_warnings = self.admit(agent, units.iter().filter_map(|(n, c)| c.as_str().map(|c| json!({"name": n, "content": c, "interpret_as": "instruction"}))).collect())?;
             for (name, content) in units {
                 let Some(content) = content.as_str() else {
                     return Err(ApiError::bad_request("invalid_request", format!("`units.{name}` must be the unit's markdown text")));
@@ -657,6 +678,7 @@ impl Service {
             "coverage_report": cov_units.iter().map(|u| json!({"unit": u["unit"], "coverage_pct": u["coverage_pct"], "passed": u["passed"], "hit_at_10": u["hit_at_10"]})).collect::<Vec<_>>(),
             "units_written": written,
             "warnings": report["warnings"],
+            "admission_warnings": admission_warnings,
             "provenance": provenance,
         }))
     }
