@@ -65,12 +65,12 @@ pub fn render_stub(manifest: &str, profile: Option<&str>, facts: &dyn Facts) -> 
 /// of the manifest, its files as `path:` facts).
 enum Input {
     Manifest(Manifest),
-    Pack(crate::knowledge::Opened),
+    Pack(Box<crate::knowledge::Opened>),
 }
 
 fn input(manifest: &str, facts: &dyn Facts) -> Result<Input, EngineError> {
     match crate::knowledge::PackDocument::detect(manifest) {
-        Some(doc) => Ok(Input::Pack(crate::knowledge::open(&doc.knowledge_pack, facts)?)),
+        Some(doc) => Ok(Input::Pack(Box::new(crate::knowledge::open(&doc.knowledge_pack, facts)?))),
         None => Ok(Input::Manifest(load_manifest(manifest)?)),
     }
 }
@@ -79,7 +79,8 @@ fn input(manifest: &str, facts: &dyn Facts) -> Result<Input, EngineError> {
 fn with_corpus<T>(input: Input, facts: &dyn Facts, f: impl FnOnce(&crate::recall::Corpus<'_>) -> Result<T, EngineError>) -> Result<T, EngineError> {
     match input {
         Input::Manifest(m) => f(&crate::recall::Corpus::load(&m, facts)?),
-        Input::Pack(crate::knowledge::Opened { manifest, ranker, tokens }) => {
+        Input::Pack(opened) => {
+            let crate::knowledge::Opened { manifest, ranker, tokens } = *opened;
             let corpus = crate::recall::Corpus::from_index(&manifest, ranker, tokens, facts)
                 .ok_or_else(|| EngineError::BackendUnavailable("a knowledge pack index does not match its units".into()))?;
             f(&corpus)
@@ -209,6 +210,17 @@ pub fn compose_handoff(handoff: &str) -> Result<String, EngineError> {
 /// A Session document read back into its handoff message (normalised JSON).
 pub fn session_to_handoff(markdown: &str) -> Result<String, EngineError> {
     Ok(to_json(&crate::handoff::parse_session(markdown).map_err(EngineError::Handoff)?))
+}
+
+/// The composed boot context (`crate::context`): `{"bundle": {..}, "markdown": ".."}`.
+/// `context` is as for `recall`; the task-type preloads are audited through `audit`.
+pub fn compose_context(manifest: &str, request: &str, context: &str, facts: &dyn Facts, audit: &dyn AuditSink) -> Result<String, EngineError> {
+    let m = load_manifest(manifest)?;
+    let req: crate::context::ContextRequest = parse_or_default("boot context request", request)?;
+    let ctx: RecallContext = parse_or_default("boot context host context", context)?;
+    let bundle = crate::context::compose(&m, facts, audit, &req, &ctx)?;
+    let markdown = crate::context::render_markdown(&bundle);
+    Ok(to_json(&serde_json::json!({ "bundle": bundle, "markdown": markdown })))
 }
 
 /// Admission lint of unit texts (`[{"name","content","interpret_as"}]`): a

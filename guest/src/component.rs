@@ -141,6 +141,10 @@ impl Guest for Component {
         crate::api::compose_handoff(&handoff).map_err(wit_err)
     }
 
+    fn compose_context(manifest: String, request: String, context: String) -> Result<String, WitError> {
+        crate::api::compose_context(&manifest, &request, &context, &KvFacts::open(), &HostAudit).map_err(wit_err)
+    }
+
     fn lint_units(units: String) -> Result<String, WitError> {
         crate::api::lint_units(&units).map_err(wit_err)
     }

@@ -106,6 +106,30 @@ pub enum Command {
     },
     /// Count cl100k tokens of a file (or - for stdin).
     Tokens { file: PathBuf },
+    /// The composed boot context: identity (boot stub), session (a handoff), task
+    /// (preloads for a wake reason), knowledge; each section within its budget.
+    Context {
+        agent_dir: PathBuf,
+        /// A boot context request (JSON: profile, wake_reason, handoff, layers, knowledge,
+        /// budgets, unavailable); the flags below override its fields
+        #[arg(long)]
+        request: Option<PathBuf>,
+        /// A handoff message (JSON) for the session section
+        #[arg(long)]
+        handoff: Option<PathBuf>,
+        /// The (verified) wake reason whose task-type preloads fill the task section
+        #[arg(long = "wake-reason")]
+        wake_reason: Option<String>,
+        /// generic | paperclip-claude-code | openai-assistants
+        #[arg(long)]
+        profile: Option<String>,
+        /// Section budget, e.g. task=1500 (repeatable)
+        #[arg(long = "budget")]
+        budgets: Vec<String>,
+        /// Print the Markdown rendering instead of the JSON bundle
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Compose a handoff message (JSON) into the boot context's Session Markdown;
     /// `--reverse` reads a Session document back into the handoff JSON.
     ComposeHandoff {
@@ -437,6 +461,40 @@ fn run(cli: &Cli) -> Result<i32> {
             (None, Some(dir)) => eval(cli, Corpora::Packs(dir), probes),
             (None, None) => bail!("lid eval needs --agents DIR or --packs DIR"),
         },
+        Command::Context { agent_dir, request, handoff, wake_reason, profile, budgets, markdown } => {
+            let a = load_agent(agent_dir)?;
+            let mut req: Value = match request {
+                Some(f) => serde_json::from_str(&read_input(f)?).with_context(|| format!("{} is not JSON", f.display()))?,
+                None => json!({}),
+            };
+            if !req.is_object() {
+                anyhow::bail!("the boot context request must be a JSON object");
+            }
+            if let Some(h) = handoff {
+                req["handoff"] = serde_json::from_str(&read_input(h)?).with_context(|| format!("{} is not JSON", h.display()))?;
+            }
+            if let Some(w) = wake_reason {
+                req["wake_reason"] = json!(w);
+            }
+            if let Some(p) = profile {
+                req["profile"] = json!(p);
+            }
+            for b in budgets {
+                let (section, n) = b.split_once('=').and_then(|(s, n)| n.parse::<u32>().ok().map(|n| (s, n))).with_context(|| format!("--budget {b:?}: use SECTION=TOKENS, e.g. task=1500"))?;
+                req["budgets"][section] = json!(n);
+            }
+            let rt = runtime()?;
+            let now = now_ms();
+            let ctx = json!({"now_ms": now, "entropy": entropy(), "heartbeat_id": format!("cli-{now}"), "session_start_ms": now});
+            let st = storage_of(&a, Arc::new(JsonlAudit::new(a.root.join(".lid").join("audit.jsonl"))));
+            let out = engine_ok(rt.compose_context(&st, &a.manifest_json, &req.to_string(), &ctx.to_string())?)?;
+            if *markdown {
+                print!("{}", out["markdown"].as_str().unwrap_or_default());
+            } else {
+                println!("{}", serde_json::to_string_pretty(&out["bundle"])?);
+            }
+            Ok(0)
+        }
         Command::ComposeHandoff { file, out, reverse } => {
             let text = read_input(file)?;
             let rt = runtime()?;

@@ -319,6 +319,11 @@ impl Runtime {
         Ok(self.call(st, |l, s| l.lid_engine_engine().call_preload(s, manifest, wake_reason, stub_tokens, context))?.map_err(Into::into))
     }
 
+    /// The composed boot context (`{"bundle","markdown"}`); preloads are audited.
+    pub fn compose_context(&self, st: &Storage, manifest: &str, request: &str, context: &str) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_compose_context(s, manifest, request, context))?.map_err(Into::into))
+    }
+
     /// The engine's identity JSON (`engine`, `ranker_version`, `stub_version`, `wit`).
     pub fn info(&self) -> Result<String> {
         let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };

@@ -320,3 +320,31 @@ fn compose_handoff_round_trips_through_the_component() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("`to_agent`: is required") && err.contains("`status`: \"done\" is not one of"), "{err}");
 }
+
+#[test]
+fn boot_context_is_composed_in_order_and_byte_identical() {
+    // Issue: composed boot context. Two runs give byte-identical bundles; sections come in
+    // the fixed order with provenance; over-budget items are named, never cut silently.
+    let dir = scratch("context");
+    let handoff = dir.join("handoff.json");
+    std::fs::write(&handoff, json!({"task_id": "rel-7", "from_agent": "pm", "to_agent": "release-engineer", "task": "Ship 2.4.1", "context": {"notes": "docs/release.md"}, "status": "pending", "created_at": "2026-11-02T09:00:00Z"}).to_string()).unwrap();
+    let agent = demo();
+    let args = ["context", s(&agent), "--handoff", s(&handoff), "--wake-reason", "issue_assigned", "--budget", "task=60"];
+    let a = lid(&args);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let b = lid(&args);
+    assert_eq!(a.stdout, b.stdout, "byte-identical bundles");
+    let v = json_of(&a);
+    let names: Vec<&str> = v["sections"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["identity", "session", "task", "knowledge"]);
+    let stub = &v["sections"][0]["items"][0];
+    assert_eq!((stub["selected_by"].as_str(), stub["uri"].as_str()), (Some("boot_stub"), Some("instruction:demo/release-engineer/manifest/v1")));
+    assert_eq!(stub["sha256"].as_str().unwrap().len(), 64);
+    assert!(v["sections"][1]["items"][0]["text"].as_str().unwrap().contains("Task: Ship 2.4.1"));
+    let task = &v["sections"][2];
+    assert!(task["tokens"].as_u64().unwrap() <= 60);
+    assert!(task["dropped"].as_array().unwrap().iter().any(|d| d["reason"] == "section_budget"), "{task}");
+    let md = lid(&[&args[..], &["--markdown"]].concat());
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("\n## Identity\n") && md.contains("\n## Session\n") && md.contains("<!-- dropped: "), "{md}");
+}
