@@ -281,10 +281,11 @@ pub fn read_pack(spec: &PackSpec, mut title_of: impl FnMut(&str, &str) -> Option
     files.sort_by(|a, b| layout_rank(a).cmp(&layout_rank(b)).then(a.cmp(b)));
     for f in files {
         let Some(name) = unit_name(f) else { continue };
-        if chosen.contains_key(&name) {
-            collisions.push(name);
-        } else {
-            chosen.insert(name, f.as_str());
+        match chosen.entry(name) {
+            std::collections::btree_map::Entry::Occupied(o) => collisions.push(o.key().clone()),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(f.as_str());
+            }
         }
     }
     if chosen.is_empty() {
