@@ -29,6 +29,15 @@ pub struct AuditRecord {
     pub source: String,
     #[serde(default)]
     pub manifest_version: String,
+    /// The SHA-256 of each loaded chunk's content, in `loaded_chunks` order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunk_sha256: Vec<String>,
+    /// The response's `assembly_sha256`: replaying the request must reproduce it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub assembly_sha256: String,
+    /// The §21.3.1 request, so the call can be replayed (`lid audit replay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<serde_json::Value>,
 }
 
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -246,6 +255,9 @@ mod tests {
             created_at: 0,
             source: "recall_instruction".into(),
             manifest_version: "v1".into(),
+            chunk_sha256: vec![],
+            assembly_sha256: String::new(),
+            request: None,
         }
     }
 

@@ -106,6 +106,9 @@ pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, w
         created_at: ctx.now_ms,
         source: "task_type_preload".into(),
         manifest_version: m.manifest_version.clone(),
+        chunk_sha256: p.units.iter().map(|u| crate::store::Fact { content: u.content.clone(), ..Default::default() }.content_sha256()).collect(),
+        assembly_sha256: String::new(),
+        request: None,
     };
     match serde_json::to_string(&record).map_err(|e| e.to_string()).and_then(|j| audit.append(&j)) {
         Ok(()) => p.audit_token = ids.audit_token,

@@ -78,6 +78,9 @@ pub struct Chunk {
     pub source: String,
     /// `manifest_hint`, `ranked` or `guarantee_load`.
     pub selected_by: String,
+    /// SHA-256 of `content`: what exactly the agent was shown (content-addressed recall).
+    #[serde(default)]
+    pub sha256: String,
 }
 
 /// A unit left out, and why.
@@ -99,6 +102,18 @@ pub struct RecallResponse {
     pub omitted: Vec<Omitted>,
     pub audit_token: String,
     pub warnings: Vec<String>,
+    /// SHA-256 of the assembly ([`assembly_sha256`]); recorded in the audit so a replay
+    /// can prove what the agent saw.
+    #[serde(default)]
+    pub assembly_sha256: String,
+}
+
+/// The digest of an assembly: SHA-256 of the JSON array of
+/// `[name, fact_uri, version, sha256, selected_by]` of every chunk, in order.
+pub fn assembly_sha256(chunks: &[Chunk]) -> String {
+    use sha2::{Digest, Sha256};
+    let rows: Vec<[&str; 5]> = chunks.iter().map(|c| [c.name.as_str(), c.fact_uri.as_str(), c.version.as_str(), c.sha256.as_str(), c.selected_by.as_str()]).collect();
+    Sha256::digest(serde_json::to_string(&rows).unwrap_or_default().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A unit's resolved content.
@@ -358,6 +373,7 @@ impl<'m> Corpus<'m> {
             score,
             source: r.source.to_string(),
             selected_by: selected_by.to_string(),
+            sha256: r.fact.content_sha256(),
         })
     }
 }
@@ -428,6 +444,9 @@ pub fn recall_corpus(corpus: &Corpus<'_>, audit: &dyn AuditSink, req: &RecallReq
         created_at: ctx.now_ms,
         source: "recall_instruction".into(),
         manifest_version: m.manifest_version.clone(),
+        chunk_sha256: resp.chunks.iter().map(|c| c.sha256.clone()).collect(),
+        assembly_sha256: resp.assembly_sha256.clone(),
+        request: serde_json::to_value(req).ok(),
     };
     if let Err(e) = audit.append(&serde_json::to_string(&record).unwrap_or_default()) {
         // §21.3.4: audit is best-effort; the response is still returned.
@@ -525,5 +544,6 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
     chunks.extend(body);
     chunks.extend(tail);
     let total_tokens = chunks.iter().map(|c| c.tokens).sum();
-    RecallResponse { chunks, total_tokens, truncated, missed_hints, omitted, audit_token: String::new(), warnings }
+    let assembly_sha256 = assembly_sha256(&chunks);
+    RecallResponse { chunks, total_tokens, truncated, missed_hints, omitted, audit_token: String::new(), warnings, assembly_sha256 }
 }

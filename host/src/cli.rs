@@ -188,6 +188,16 @@ pub enum AuditCommand {
         #[arg(long, default_value_t = 7)]
         days: u32,
     },
+    /// Re-run an audited recall against the agent directory and compare digests: exit 0
+    /// when the agent would see exactly the same assembly, 2 when it would not.
+    Replay {
+        agent_dir: PathBuf,
+        /// The record's `audevent_…` id or its `audi_…` token
+        id: String,
+        /// Audit log (JSONL); default AGENT_DIR/.lid/audit.jsonl
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -524,6 +534,44 @@ fn run(cli: &Cli) -> Result<i32> {
                 println!("{n}");
             }
             Ok(0)
+        }
+        Command::Audit { command: AuditCommand::Replay { agent_dir, id, file } } => {
+            let a = load_agent(agent_dir)?;
+            let path = file.clone().unwrap_or_else(|| a.root.join(".lid").join("audit.jsonl"));
+            let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let rec: Value = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|r| r["id"].as_str() == Some(id.as_str()) || r["audit_token"].as_str() == Some(id.as_str()))
+                .with_context(|| format!("no audit record {id:?} in {}", path.display()))?;
+            let (Some(req), Some(want)) = (rec.get("request").filter(|r| r.is_object()), rec["assembly_sha256"].as_str()) else {
+                anyhow::bail!("record {id:?} has no request and assembly digest to replay (preload records and records written before content-addressed recall cannot be replayed)");
+            };
+            let rt = runtime()?;
+            // A replay is not a new recall: nothing is appended to the audit.
+            let resp = engine_ok(rt.recall(&storage_of(&a, Arc::new(NoAudit)), &a.manifest_json, &req.to_string(), "{}")?)?;
+            let got = resp["assembly_sha256"].as_str().unwrap_or_default();
+            let now: Vec<(String, String)> = resp["chunks"].as_array().into_iter().flatten().map(|c| (c["name"].as_str().unwrap_or("").to_string(), c["sha256"].as_str().unwrap_or("").to_string())).collect();
+            let then: Vec<(String, String)> = rec["loaded_chunks"].as_array().into_iter().flatten().zip(rec["chunk_sha256"].as_array().into_iter().flatten()).map(|(n, h)| (n.as_str().unwrap_or("").to_string(), h.as_str().unwrap_or("").to_string())).collect();
+            let same = got == want;
+            if cli.json {
+                print_json(&json!({"id": rec["id"], "same": same, "recorded_sha256": want, "replayed_sha256": got, "recorded": then, "replayed": now}));
+            } else {
+                println!("{} {}: recorded {want}, replayed {got}", if same { "same" } else { "DIFFERENT" }, rec["id"].as_str().unwrap_or(""));
+                if !same {
+                    for (n, h) in &then {
+                        if !now.contains(&(n.clone(), h.clone())) {
+                            println!("  recorded only: {n} {h}");
+                        }
+                    }
+                    for (n, h) in &now {
+                        if !then.contains(&(n.clone(), h.clone())) {
+                            println!("  replayed only: {n} {h}");
+                        }
+                    }
+                }
+            }
+            Ok(if same { 0 } else { 2 })
         }
         Command::Audit { command: AuditCommand::Report { agent, db, file, k, days } } => {
             let recs: Vec<Value> = match (file, agent) {

@@ -348,3 +348,33 @@ fn boot_context_is_composed_in_order_and_byte_identical() {
     let md = String::from_utf8_lossy(&md.stdout);
     assert!(md.contains("\n## Identity\n") && md.contains("\n## Session\n") && md.contains("<!-- dropped: "), "{md}");
 }
+
+#[test]
+fn audit_replay_proves_what_the_agent_saw() {
+    // Content-addressed recall: the audit row carries the assembly digest and the request;
+    // a replay over unchanged units matches (exit 0), over an edited unit it does not (2).
+    let dir = scratch("replay");
+    let agent = dir.join("agent");
+    std::fs::create_dir_all(agent.join("units")).unwrap();
+    std::fs::copy(demo().join("manifest.json"), agent.join("manifest.json")).unwrap();
+    for f in std::fs::read_dir(demo().join("units")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, agent.join("units").join(f.file_name().unwrap())).unwrap();
+    }
+    let r = lid(&["--json", "recall", s(&agent), "how do I roll back a bad deploy", "--max-chunks", "2"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v = json_of(&r);
+    let token = v["audit_token"].as_str().unwrap();
+    let same = lid(&["--json", "audit", "replay", s(&agent), token]);
+    assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stderr));
+    assert_eq!(json_of(&same)["replayed_sha256"], v["assembly_sha256"]);
+    let first = v["chunks"][0]["name"].as_str().unwrap();
+    let unit = agent.join("units").join(format!("{first}.md"));
+    let text = std::fs::read_to_string(&unit).unwrap();
+    std::fs::write(&unit, format!("{text}\nOne more line.\n")).unwrap();
+    let changed = lid(&["audit", "replay", s(&agent), token]);
+    assert_eq!(changed.status.code(), Some(2));
+    let out = String::from_utf8_lossy(&changed.stdout);
+    assert!(out.starts_with("DIFFERENT") && out.contains(&format!("recorded only: {first} ")), "{out}");
+    assert_eq!(lid(&["audit", "replay", s(&agent), "audi_nope"]).status.code(), Some(1));
+}

@@ -97,6 +97,19 @@ fn assembly_follows_section_21_3_3() {
     assert_eq!(row["audit_token"], v["audit_token"]);
     assert!(row["id"].as_str().unwrap().starts_with("audevent_"));
     assert_eq!(row["loaded_chunks"].as_array().unwrap().len(), 3);
+    // Content-addressed: each chunk's sha256 is of its content; the assembly digest and
+    // the chunk digests go into the audit row with the request, for replay.
+    for c in v["chunks"].as_array().unwrap() {
+        let want = lid_core::store::Fact { content: c["content"].as_str().unwrap().to_string(), ..Default::default() }.content_sha256();
+        assert_eq!(c["sha256"].as_str(), Some(want.as_str()));
+    }
+    let digest = v["assembly_sha256"].as_str().unwrap();
+    assert_eq!(digest.len(), 64);
+    assert_eq!(row["assembly_sha256"].as_str(), Some(digest));
+    assert_eq!(row["chunk_sha256"].as_array().unwrap().len(), 3);
+    assert_eq!(row["request"]["max_chunks"], 2);
+    let other = recall(&rt, &st, &a.manifest_json, json!({"intent": "roll back a bad deploy", "manifest_hint": ["release-checklist"], "max_chunks": 1}));
+    assert_ne!(other["assembly_sha256"].as_str(), Some(digest), "a different assembly has a different digest");
 }
 
 #[test]
