@@ -421,6 +421,27 @@ impl Service {
         }
     }
 
+    /// Admission lint (README, "Admission lint"), as `lid serve` runs it: hidden,
+    /// bidirectional, zero-width or control characters and over-long lines refuse the
+    /// write (`unit_admission_rejected`, 422, recorded as a service event); injection-like
+    /// instruction text is a warning.
+    async fn admit(&self, agent: &str, units: Vec<Value>) -> ApiResult<Vec<Value>> {
+        if units.is_empty() {
+            return Ok(vec![]);
+        }
+        let r = parse(&lid_core::api::lint_units(&Value::Array(units).to_string())?)?;
+        let errors = r["errors"].as_array().cloned().unwrap_or_default();
+        if !errors.is_empty() {
+            if let Ok(st) = event(&self.store, Some(agent), "admission_rejected", &json!({"errors": errors}), now_ms()) {
+                let _ = self.store.batch(vec![st]).await;
+            }
+            let summary = errors.iter().map(|e| format!("{} [{} line {}]", e["code"].as_str().unwrap_or(""), e["unit"].as_str().unwrap_or(""), e["line"])).collect::<Vec<_>>().join("; ");
+            return Err(ApiError::new(422, "unit_admission_rejected", format!("unit text refused ({} finding(s)): {summary}; remove the characters or break the lines and retry", errors.len()))
+                .with_details(json!({"errors": errors, "warnings": r["warnings"]})));
+        }
+        Ok(r["warnings"].as_array().cloned().unwrap_or_default())
+    }
+
     /// `PUT /v1/agents/{id}/units/{name}`: a new immutable unit version (Spec-13 gate;
     /// denials recorded in `service_events`). KV first, then the ledger row.
     pub async fn write_unit(&self, agent: &str, name: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
@@ -437,6 +458,7 @@ impl Service {
             return Err(e);
         }
         let content = body.get("content").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request("invalid_request", "send the unit text as {\"content\": \"…\"}"))?;
+        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})]).await?;
         let current = self.store.snapshot(agent).await.map_err(|e| if e.code == "recall_backend_unavailable" { e } else { ApiError::backend(e.message) })?;
         let deployment = match (current.as_deref().map(current_of), body.get("deployment").and_then(Value::as_str)) {
             (Some((d, _)), _) => d,
@@ -460,7 +482,7 @@ impl Service {
         let ia = if interpret_as == "content" { InterpretAs::Content } else { InterpretAs::Instruction };
         let fact = Self::new_fact(&uri, &version, content, ia, &who.entity_uri, 0.9);
         let sha = fact.sha256.clone().unwrap_or_default();
-        let out = |unchanged: bool| json!({"uri": uri, "version": version, "sha256": sha, "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": unchanged});
+        let out = |unchanged: bool| json!({"uri": uri, "version": version, "sha256": sha, "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": unchanged, "admission_warnings": admission_warnings});
         match sha_of(&self.store, &uri).await? {
             Some(h) if h == sha => return Ok(out(true)),
             Some(_) => return Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version"))),
@@ -571,6 +593,7 @@ impl Service {
             None => self.store.ledger(agent).await?,
         };
         let mut staged: Vec<(Fact, String, String)> = Vec::new(); // (fact, unit key, unit name)
+        let mut admission_warnings = Vec::new();
         if let Some(units) = obj.get("units").and_then(Value::as_object) {
             if !units.is_empty() && !who.has(CAP_INSTRUCTION_WRITE) {
                 if let Ok(st) = event(&self.store, Some(agent), "capability_denied", &json!({"action": "publish_units", "entity_uri": who.entity_uri, "key_id": who.key_id}), now) {
@@ -578,6 +601,7 @@ impl Service {
                 }
                 return Err(ApiError::new(403, "instruction_write_required", "publishing unit contents writes instruction facts and needs the `instruction:write` capability (Spec-13); admin authority alone is not enough"));
             }
+            admission_warnings = self.admit(agent, units.iter().filter_map(|(n, c)| c.as_str().map(|c| json!({"name": n, "content": c, "interpret_as": "instruction"}))).collect()).await?;
             for (name, content) in units {
                 let Some(content) = content.as_str() else {
                     return Err(ApiError::bad_request("invalid_request", format!("`units.{name}` must be the unit's markdown text")));
@@ -723,6 +747,7 @@ impl Service {
             "coverage_report": cov_units.iter().map(|u| json!({"unit": u["unit"], "coverage_pct": u["coverage_pct"], "passed": u["passed"], "hit_at_10": u["hit_at_10"]})).collect::<Vec<_>>(),
             "units_written": staged.iter().map(|s| s.0.uri.clone()).collect::<Vec<_>>(),
             "warnings": report["warnings"],
+            "admission_warnings": admission_warnings,
             "provenance": provenance,
         }))
     }

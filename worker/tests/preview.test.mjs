@@ -3,7 +3,7 @@
 // manifest with a known error, and checks what the page shows against the native CLI
 // (`lid validate --json`, LID_BIN): the error code and entry, the manifest's token count
 // and every entry's. Screenshot: test-output/preview.png.
-//   LID_WORKER_URL=http://127.0.0.1:8787 LID_BIN=../target/release/lid node --test tests/
+//   LID_WORKER_URL=http://127.0.0.1:8787 LID_BIN=../target/release/lid node --test tests/preview.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
