@@ -223,6 +223,12 @@ pub fn compose_context(manifest: &str, request: &str, context: &str, facts: &dyn
     Ok(to_json(&serde_json::json!({ "bundle": bundle, "markdown": markdown })))
 }
 
+/// Export a manifest and its units as a SKILL.md tree, one AGENTS.md or Cursor rules
+/// ([`crate::export`]): `{"format","files":[{"path","content"}],"unavailable"}`.
+pub fn export(manifest: &str, format: &str, facts: &dyn Facts) -> Result<String, EngineError> {
+    Ok(to_json(&crate::export::export(&load_manifest(manifest)?, facts, format)?))
+}
+
 /// Admission lint of unit texts (`[{"name","content","interpret_as"}]`): a
 /// [`crate::lint::Report`] as JSON.
 pub fn lint_units(units: &str) -> Result<String, EngineError> {

@@ -145,6 +145,10 @@ impl Guest for Component {
         crate::api::compose_context(&manifest, &request, &context, &KvFacts::open(), &HostAudit).map_err(wit_err)
     }
 
+    fn export_agent(manifest: String, format: String) -> Result<String, WitError> {
+        crate::api::export(&manifest, &format, &KvFacts::open()).map_err(wit_err)
+    }
+
     fn lint_units(units: String) -> Result<String, WitError> {
         crate::api::lint_units(&units).map_err(wit_err)
     }

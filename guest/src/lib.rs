@@ -15,6 +15,7 @@ pub mod context;
 pub mod coverage;
 pub mod error;
 pub mod eval;
+pub mod export;
 pub mod handoff;
 pub mod lint;
 pub mod knowledge;

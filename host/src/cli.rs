@@ -130,6 +130,17 @@ pub enum Command {
         #[arg(long)]
         markdown: bool,
     },
+    /// Write the manifest and its units for other tools: a SKILL.md tree, one AGENTS.md,
+    /// or Cursor rules (`.cursor/rules/*.mdc`).
+    Export {
+        agent_dir: PathBuf,
+        /// skill | agents-md | cursor-rules
+        #[arg(long)]
+        format: String,
+        /// Directory to write into (created if missing)
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Compose a handoff message (JSON) into the boot context's Session Markdown;
     /// `--reverse` reads a Session document back into the handoff JSON.
     ComposeHandoff {
@@ -502,6 +513,37 @@ fn run(cli: &Cli) -> Result<i32> {
                 print!("{}", out["markdown"].as_str().unwrap_or_default());
             } else {
                 println!("{}", serde_json::to_string_pretty(&out["bundle"])?);
+            }
+            Ok(0)
+        }
+        Command::Export { agent_dir, format, out } => {
+            let a = load_agent(agent_dir)?;
+            let rt = runtime()?;
+            let x = engine_ok(rt.export(&storage_of(&a, Arc::new(NoAudit)), &a.manifest_json, format)?)?;
+            let files = x["files"].as_array().cloned().unwrap_or_default();
+            // Check every path before writing anything.
+            for f in &files {
+                let p = Path::new(f["path"].as_str().unwrap_or(""));
+                if p.as_os_str().is_empty() || p.is_absolute() || p.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+                    anyhow::bail!("refusing to write {:?} outside {}: fix the unit name in the manifest", p, out.display());
+                }
+            }
+            for f in &files {
+                let path = out.join(f["path"].as_str().unwrap_or(""));
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+                }
+                std::fs::write(&path, f["content"].as_str().unwrap_or("")).with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            if cli.json {
+                print_json(&json!({"format": x["format"], "files": files.iter().map(|f| &f["path"]).collect::<Vec<_>>(), "unavailable": x["unavailable"]}));
+            } else {
+                for f in &files {
+                    println!("{}", out.join(f["path"].as_str().unwrap_or("")).display());
+                }
+                for u in x["unavailable"].as_array().into_iter().flatten() {
+                    println!("warning: unit {} has no readable instruction content; not exported", u);
+                }
             }
             Ok(0)
         }

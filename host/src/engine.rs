@@ -324,6 +324,11 @@ impl Runtime {
         Ok(self.call(st, |l, s| l.lid_engine_engine().call_compose_context(s, manifest, request, context))?.map_err(Into::into))
     }
 
+    /// The manifest and units exported as `skill`, `agents-md` or `cursor-rules` files.
+    pub fn export(&self, st: &Storage, manifest: &str, format: &str) -> Result<Result<String, EngineFailure>> {
+        Ok(self.call(st, |l, s| l.lid_engine_engine().call_export_agent(s, manifest, format))?.map_err(Into::into))
+    }
+
     /// The engine's identity JSON (`engine`, `ranker_version`, `stub_version`, `wit`).
     pub fn info(&self) -> Result<String> {
         let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };

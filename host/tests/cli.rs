@@ -378,3 +378,22 @@ fn audit_replay_proves_what_the_agent_saw() {
     assert!(out.starts_with("DIFFERENT") && out.contains(&format!("recorded only: {first} ")), "{out}");
     assert_eq!(lid(&["audit", "replay", s(&agent), "audi_nope"]).status.code(), Some(1));
 }
+
+#[test]
+fn export_writes_skill_agents_md_and_cursor_rules() {
+    let out = scratch("export");
+    for (format, first) in [("skill", "SKILL.md"), ("agents-md", "AGENTS.md"), ("cursor-rules", ".cursor/rules/ground-rules.mdc")] {
+        let dir = out.join(format);
+        let r = lid(&["export", s(&demo()), "--format", format, "--out", s(&dir)]);
+        assert!(r.status.success(), "{format}: {}", String::from_utf8_lossy(&r.stderr));
+        let text = std::fs::read_to_string(dir.join(first)).unwrap_or_else(|e| panic!("{format}: {first}: {e}"));
+        assert!(text.contains("Exported by lid from manifest v1"), "{text}");
+    }
+    let skill = std::fs::read_to_string(out.join("skill/SKILL.md")).unwrap();
+    assert!(skill.starts_with("---\nname: release-engineer\n") && skill.contains("## Always applicable\n\n### ground-rules\n"), "{skill}");
+    assert_eq!(std::fs::read_dir(out.join("skill/units")).unwrap().count(), 7);
+    let rule = std::fs::read_to_string(out.join("cursor-rules/.cursor/rules/ground-rules.mdc")).unwrap();
+    assert!(rule.contains("alwaysApply: true"));
+    let bad = lid(&["export", s(&demo()), "--format", "docx", "--out", s(&out)]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("skill, agents-md, cursor-rules"));
+}
