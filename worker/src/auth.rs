@@ -97,8 +97,8 @@ pub fn check_agent_id(a: &str) -> ApiResult<()> {
     }
 }
 
-/// Resolve the `Authorization: Bearer …` header to a principal.
-pub async fn authenticate(store: &Store, env_keys: &[EnvKey], header: Option<&str>) -> ApiResult<Principal> {
+/// The SHA-256 of the bearer secret, or the 401 `api_key_required` error.
+fn secret_hash(header: Option<&str>) -> ApiResult<String> {
     let Some(h) = header else {
         return Err(ApiError::new(401, "api_key_required", "send an API key as `Authorization: Bearer <key>` (create one with POST /v1/keys)"));
     };
@@ -106,29 +106,60 @@ pub async fn authenticate(store: &Store, env_keys: &[EnvKey], header: Option<&st
     if secret.is_empty() {
         return Err(ApiError::new(401, "api_key_required", "the Authorization header must be `Bearer <key>`"));
     }
-    let hash = sha256_hex(secret.as_bytes());
-    if let Some(k) = env_keys.iter().find(|k| k.hash == hash) {
-        return Ok(Principal {
-            key_id: format!("key_env_{}", &hash[..8]),
-            admin_role: true,
-            agent_id: None,
-            capabilities: vec![CAP_ADMIN.into(), CAP_INSTRUCTION_WRITE.into(), CAP_READ.into()],
-            entity_uri: k.entity_uri.clone(),
-        });
-    }
-    #[derive(Deserialize)]
-    struct Row {
-        id: String,
-        role: String,
-        agent_id: Option<String>,
-        capabilities: String,
-        entity_uri: String,
-    }
-    let row: Option<Row> = store.first("SELECT id, role, agent_id, capabilities, entity_uri FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL", args![hash]).await?;
+    Ok(sha256_hex(secret.as_bytes()))
+}
+
+fn env_principal(env_keys: &[EnvKey], hash: &str) -> Option<Principal> {
+    env_keys.iter().find(|k| k.hash == hash).map(|k| Principal {
+        key_id: format!("key_env_{}", &hash[..8]),
+        admin_role: true,
+        agent_id: None,
+        capabilities: vec![CAP_ADMIN.into(), CAP_INSTRUCTION_WRITE.into(), CAP_READ.into()],
+        entity_uri: k.entity_uri.clone(),
+    })
+}
+
+const KEY_SQL: &str = "SELECT id, role, agent_id, capabilities, entity_uri FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL";
+
+#[derive(Deserialize)]
+struct KeyRow {
+    id: String,
+    role: String,
+    agent_id: Option<String>,
+    capabilities: String,
+    entity_uri: String,
+}
+
+fn row_principal(row: Option<KeyRow>) -> ApiResult<Principal> {
     let Some(r) = row else {
         return Err(ApiError::new(401, "api_key_invalid", "this API key is unknown or revoked"));
     };
     Ok(Principal { key_id: r.id, admin_role: r.role == "admin", agent_id: r.agent_id, capabilities: serde_json::from_str(&r.capabilities).unwrap_or_default(), entity_uri: r.entity_uri })
+}
+
+/// Resolve the `Authorization: Bearer …` header to a principal.
+pub async fn authenticate(store: &Store, env_keys: &[EnvKey], header: Option<&str>) -> ApiResult<Principal> {
+    let hash = secret_hash(header)?;
+    if let Some(p) = env_principal(env_keys, &hash) {
+        return Ok(p);
+    }
+    row_principal(store.first(KEY_SQL, args![hash]).await?)
+}
+
+/// [`authenticate`] and the agent's snapshot head ([`Store::head`]) in one D1 round trip
+/// (the recall route's hot path).
+pub async fn authenticate_with_head(store: &Store, env_keys: &[EnvKey], header: Option<&str>, agent: &str) -> ApiResult<(Principal, Option<(String, i64)>)> {
+    let hash = secret_hash(header)?;
+    let rs = store.db.batch(vec![store.stmt(KEY_SQL, args![hash])?, store.stmt(crate::store::HEAD_SQL, args![agent])?]).await?;
+    if let Some(e) = rs.iter().find_map(|r| r.error()) {
+        return Err(ApiError::storage(e));
+    }
+    let p = match env_principal(env_keys, &hash) {
+        Some(p) => p,
+        None => row_principal(rs.first().map(|r| r.results::<KeyRow>()).transpose()?.and_then(|v| v.into_iter().next()))?,
+    };
+    let head = rs.get(1).map(|r| r.results::<crate::store::Head>()).transpose().map_err(|e| ApiError::backend(e))?.and_then(|v| v.into_iter().next());
+    Ok((p, head.map(|h| (h.id, h.generation))))
 }
 
 /// Whether `supervisor` is a declared supervisor of `agent` in the org manifest.

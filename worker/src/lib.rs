@@ -180,10 +180,12 @@ async fn recall(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Respo
     reply(async {
         let svc = service(&ctx.env)?;
         let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        // The key lookup and the snapshot head in one D1 round trip (the hot path).
+        let h = req.headers().get("authorization").ok().flatten();
+        let (p, head) = auth::authenticate_with_head(&svc.store, &svc.env_keys, h.as_deref(), &id).await?;
         p.require_read(&svc.store, &id).await?;
         let body = body_text(&mut req).await?;
-        raw_json(svc.recall(&id, &body).await?)
+        raw_json(svc.recall(&id, &body, head).await?)
     }
     .await)
 }

@@ -203,12 +203,13 @@ impl Service {
     }
 
     /// §21.8.4 / §21.3: recall; the audit record is stored before the answer.
-    pub async fn recall(&self, agent: &str, body: &str) -> ApiResult<String> {
+    /// `head` is the agent's snapshot head, read with the caller's key.
+    pub async fn recall(&self, agent: &str, body: &str, head: Option<(String, i64)>) -> ApiResult<String> {
         let req: Value = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
         if !req.is_object() {
             return Err(ApiError::invalid_json("expected a JSON object"));
         }
-        let s = self.snapshot(agent).await?;
+        let s = self.store.snapshot_at(agent, head).await?.ok_or_else(|| ApiError::manifest_not_found(agent))?;
         let heartbeat_id = req.get("heartbeat_id").and_then(Value::as_str).unwrap_or("");
         let ctx = context(heartbeat_id, None, &s.lift_units);
         let audit = Buffered::default();

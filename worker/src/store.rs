@@ -70,6 +70,16 @@ macro_rules! args {
     ($($a:expr),* $(,)?) => { vec![$($crate::store::Arg::js(&$a)),*] };
 }
 
+/// The snapshot head of an agent: current registry row, newest ledger rowid.
+pub const HEAD_SQL: &str = "SELECT m.id AS id, (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1) AS generation
+     FROM instruction_manifests m WHERE m.agent_id = ?1 AND m.superseded_at IS NULL";
+
+#[derive(Deserialize)]
+pub struct Head {
+    pub id: String,
+    pub generation: i64,
+}
+
 /// The two bindings.
 pub struct Store {
     pub db: D1Database,
@@ -194,18 +204,7 @@ impl Store {
 
     /// (current manifest row id, newest ledger rowid) of `agent`: what a snapshot is built from.
     pub async fn head(&self, agent: &str) -> ApiResult<Option<(String, i64)>> {
-        #[derive(Deserialize)]
-        struct Head {
-            id: String,
-            generation: i64,
-        }
-        let h: Option<Head> = self
-            .first(
-                "SELECT m.id AS id, (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1) AS generation
-                 FROM instruction_manifests m WHERE m.agent_id = ?1 AND m.superseded_at IS NULL",
-                args![agent],
-            )
-            .await?;
+        let h: Option<Head> = self.first(HEAD_SQL, args![agent]).await?;
         Ok(h.map(|h| (h.id, h.generation)))
     }
 
@@ -280,7 +279,13 @@ impl Store {
 
     /// The agent's current snapshot, `None` when it has no manifest.
     pub async fn snapshot(&self, agent: &str) -> ApiResult<Option<Rc<Snapshot>>> {
-        let Some((manifest_id, generation)) = self.head(agent).await.map_err(|e| ApiError::backend(e.message))? else {
+        let head = self.head(agent).await.map_err(|e| ApiError::backend(e.message))?;
+        self.snapshot_at(agent, head).await
+    }
+
+    /// The snapshot for an already read head (`None`: the agent has no manifest).
+    pub async fn snapshot_at(&self, agent: &str, head: Option<(String, i64)>) -> ApiResult<Option<Rc<Snapshot>>> {
+        let Some((manifest_id, generation)) = head else {
             return Ok(None);
         };
         let hit = SNAPSHOTS.with(|s| s.borrow().get(agent).filter(|s| s.manifest_id == manifest_id && s.generation == generation).cloned());
