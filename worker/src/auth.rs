@@ -158,7 +158,7 @@ pub async fn authenticate_with_head(store: &Store, env_keys: &[EnvKey], header: 
         Some(p) => p,
         None => row_principal(rs.first().map(|r| r.results::<KeyRow>()).transpose()?.and_then(|v| v.into_iter().next()))?,
     };
-    let head = rs.get(1).map(|r| r.results::<crate::store::Head>()).transpose().map_err(|e| ApiError::backend(e))?.and_then(|v| v.into_iter().next());
+    let head = rs.get(1).map(|r| r.results::<crate::store::Head>()).transpose().map_err(ApiError::backend)?.and_then(|v| v.into_iter().next());
     Ok((p, head.map(|h| (h.id, h.generation))))
 }
 

@@ -341,6 +341,7 @@ impl Store {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 /// The D1 statements that record one new fact version in the ledger (§21.4.2–3): the
 /// previous version gets `valid_until`, the new row names its sha256 in `derived_from`.
 /// `prev_sha` is the current version's sha256, read before the batch.
