@@ -85,6 +85,13 @@ pub struct Storage {
     pub audit: Arc<dyn AuditLog>,
 }
 
+impl Storage {
+    /// No facts and no audit: for calls that read no storage (token counts, checks).
+    pub fn none() -> Self {
+        Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) }
+    }
+}
+
 /// An open bucket (the resource behind `wasi:keyvalue/store/bucket`).
 pub struct KvBucket;
 
@@ -331,7 +338,7 @@ impl Runtime {
 
     /// The engine's identity JSON (`engine`, `ranker_version`, `stub_version`, `wit`).
     pub fn info(&self) -> Result<String> {
-        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        let st = Storage::none();
         self.call(&st, |l, s| l.lid_engine_engine().call_info(s))
     }
 
@@ -353,25 +360,25 @@ impl Runtime {
 
     /// §21.5.2: the audit submission checked for shape, as normalised JSON.
     pub fn check_audit_submission(&self, body: &str) -> Result<Result<String, EngineFailure>> {
-        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        let st = Storage::none();
         Ok(self.call(&st, |l, s| l.lid_engine_engine().call_check_audit_submission(s, body))?.map_err(Into::into))
     }
 
     /// A handoff message composed into Session Markdown (`{"handoff","session_markdown"}`).
     pub fn compose_handoff(&self, handoff: &str) -> Result<Result<String, EngineFailure>> {
-        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        let st = Storage::none();
         Ok(self.call(&st, |l, s| l.lid_engine_engine().call_compose_handoff(s, handoff))?.map_err(Into::into))
     }
 
     /// Admission lint of unit texts (`[{"name","content","interpret_as"}]`).
     pub fn lint_units(&self, units: &str) -> Result<Result<String, EngineFailure>> {
-        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        let st = Storage::none();
         Ok(self.call(&st, |l, s| l.lid_engine_engine().call_lint_units(s, units))?.map_err(Into::into))
     }
 
     /// A Session document read back into its handoff JSON.
     pub fn session_to_handoff(&self, markdown: &str) -> Result<Result<String, EngineFailure>> {
-        let st = Storage { facts: Arc::new(NoFacts), audit: Arc::new(NoAudit) };
+        let st = Storage::none();
         Ok(self.call(&st, |l, s| l.lid_engine_engine().call_session_to_handoff(s, markdown))?.map_err(Into::into))
     }
 }

@@ -320,7 +320,7 @@ impl Service {
 
     /// §21.5.3 metrics (through the engine) over audit rows.
     pub fn audit_metrics(&self, rows: &[crate::db::AuditRow], k: u32) -> Result<Value, ApiError> {
-        let st = Storage { facts: Arc::new(crate::engine::NoFacts), audit: Arc::new(NoAudit) };
+        let st = Storage::none();
         let recs = serde_json::to_string(rows).map_err(|e| ApiError::new(500, "engine_failed", e.to_string()))?;
         parse_json(&engine(self.rt.audit_metrics(&st, &recs, k))?)
     }
@@ -408,7 +408,7 @@ impl Service {
 
     #[allow(clippy::too_many_arguments)]
     fn new_fact(&self, agent: &str, name: &str, uri: &str, unit_key: &str, version: &str, content: &str, interpret_as: &str, author: &str, provenance: Value) -> Result<NewFact, ApiError> {
-        let st = Storage { facts: Arc::new(crate::engine::NoFacts), audit: Arc::new(NoAudit) };
+        let st = Storage::none();
         let tokens = self.rt.count_tokens(&st, content).map_err(ApiError::engine)?;
         Ok(NewFact {
             uri: uri.to_string(),
@@ -495,7 +495,7 @@ impl Service {
 
         // 1. Validation (§21.2, §21.9), with approvals enforced and versions monotonic.
         let vopts = json!({"wake_reasons": self.wake_reasons, "approvals": approvals, "previous_version": current.as_ref().map(|c| c.1.clone())});
-        let empty = Storage { facts: Arc::new(crate::engine::NoFacts), audit: Arc::new(NoAudit) };
+        let empty = Storage::none();
         let report = parse_json(&self.rt.validate_manifest(&empty, &manifest_json, &vopts.to_string()).map_err(ApiError::engine)?)?;
         if !report["ok"].as_bool().unwrap_or(false) {
             let errors = report["errors"].as_array().cloned().unwrap_or_default();
