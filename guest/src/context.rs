@@ -290,11 +290,11 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
                 continue;
             }
             let required = it.selected_by == "boot_stub";
-            if used + it.tokens <= budget || required {
+            if used.saturating_add(it.tokens) <= budget || required {
                 if required && it.tokens > budget {
                     warnings.push(format!("identity_over_budget: the boot stub is {} tokens, above the {budget}-token identity budget; it is kept whole", it.tokens));
                 }
-                used += it.tokens;
+                used = used.saturating_add(it.tokens);
                 held.push((it.key.clone(), s, it.layer.clone(), it.version.clone()));
                 items.push(it);
             } else {
