@@ -309,6 +309,16 @@ mod tests {
     }
 
     #[test]
+    fn floats_survive_the_round_trip() {
+        // Fuzz regression: without correctly rounded float parsing, 2.555555555555555e+90
+        // re-read from its printed form was a different f64, so Markdown → JSON differed.
+        let mut v = sample();
+        v["context"] = serde_json::from_str(r#"{"n": [0, 2.555555555555555e+90, 0.1, 1e-300, 123456789.123456789]}"#).unwrap();
+        let h = from_value(&v).expect("valid");
+        assert_eq!(parse_session(&render_session(&h)).expect("parses"), h);
+    }
+
+    #[test]
     fn multi_line_and_edge_whitespace_scalars_survive() {
         let mut v = sample();
         v["task"] = json!("  Fix it\n\nthen report ");
