@@ -296,15 +296,7 @@ pub fn read_pack(spec: &PackSpec, mut title_of: impl FnMut(&str, &str) -> Option
         let Some(title) = title_of(&name, path) else { continue };
         entries.push(Entry { description: title, path: Some(path.to_string()), name, ..Entry::default() });
     }
-    let manifest = Manifest {
-        agent_id: spec.id.clone(),
-        deployment: PACK_DEPLOYMENT.to_string(),
-        agent_role: String::new(),
-        manifest_version: "v1".into(),
-        entries,
-        published_at: None,
-        heartbeat_contract: None,
-    };
+    let manifest = pack_manifest(&spec.id, entries);
     Ok(Pack { meta, manifest, collisions })
 }
 
@@ -463,16 +455,13 @@ fn from_blob(spec: &PackSpec, blob: &[u8]) -> Option<Opened> {
         .into_iter()
         .map(|(name, description, path)| Entry { name, description, path: Some(path), ..Entry::default() })
         .collect();
-    let manifest = Manifest {
-        agent_id: spec.id.clone(),
-        deployment: PACK_DEPLOYMENT.to_string(),
-        agent_role: String::new(),
-        manifest_version: "v1".into(),
-        entries,
-        published_at: None,
-        heartbeat_contract: None,
-    };
+    let manifest = pack_manifest(&spec.id, entries);
     Some(Opened { manifest, ranker: Ranker::from_index(p.index), tokens: p.tokens })
+}
+
+/// The manifest a pack is ranked as: its units as path entries under [`PACK_DEPLOYMENT`].
+fn pack_manifest(id: &str, entries: Vec<Entry>) -> Manifest {
+    Manifest { agent_id: id.to_string(), deployment: PACK_DEPLOYMENT.to_string(), manifest_version: "v1".into(), entries, ..Manifest::default() }
 }
 
 #[cfg(test)]

@@ -267,18 +267,9 @@ impl Service {
 
     /// §21.5.2: close an audit record with usage feedback. Idempotent.
     pub async fn submit_audit(&self, who: &Principal, body: &Value) -> ApiResult<()> {
-        let token = body.get("audit_token").and_then(Value::as_str).unwrap_or("");
-        let list = |k: &str| -> ApiResult<Vec<String>> {
-            match body.get(k) {
-                None | Some(Value::Null) => Ok(vec![]),
-                Some(Value::Array(a)) if a.len() <= 512 => a.iter().map(|v| v.as_str().map(str::to_string).ok_or_else(|| ApiError::bad_request("invalid_request", format!("`{k}` must be an array of unit names")))).collect(),
-                Some(_) => Err(ApiError::bad_request("invalid_request", format!("`{k}` must be an array of at most 512 unit names"))),
-            }
-        };
-        let (used, missed) = (list("used_chunks")?, list("missed_chunks")?);
-        if !token.starts_with("audi_") {
-            return Err(ApiError::bad_request("audit_token_invalid", "`audit_token` must be the `audi_…` token of a recall_instruction response"));
-        }
+        // The core's shape checks, as lid serve runs them through the component.
+        let sub = lid_core::audit::parse_submission(&body.to_string())?;
+        let (token, used, missed) = (sub.audit_token.as_str(), sub.used_chunks, sub.missed_chunks);
         #[derive(Deserialize)]
         struct Row {
             agent_id: String,
