@@ -159,6 +159,10 @@ pub enum Command {
     },
     /// Run the §21.8 HTTP service on an embedded SQLite database.
     Serve(crate::serve::ServeArgs),
+    /// Serve MCP on stdin/stdout for a running lid service (`lid serve` or the worker):
+    /// tools recall_instruction and submit_instruction_audit, the boot stub as a prompt
+    /// and a resource, the composed boot context as a resource.
+    Mcp(crate::mcp::McpArgs),
     /// Manage API keys (stored hashed in the service database).
     Keys {
         #[command(subcommand)]
@@ -649,6 +653,7 @@ fn run(cli: &Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Serve(args) => crate::serve::run(args),
+        Command::Mcp(args) => crate::mcp::run_stdio(args),
         Command::Keys { command } => keys(cli, command),
         Command::Publish { agent_dir, db, skip_coverage_gate, approvals, wake_reasons } => {
             let db = crate::db::Db::open(db)?;

@@ -40,6 +40,8 @@ pub fn router(svc: Shared) -> Router {
         .route("/v1/keys", post(create_key).get(list_keys))
         .route("/v1/keys/{key_id}", delete(revoke_key))
         .route("/v1/org-manifest", put(put_org))
+        // MCP over streamable HTTP (issue 5): the same service, in-process.
+        .merge(crate::mcp::router(svc.clone()))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(svc)

@@ -1,0 +1,1020 @@
+//! The MCP server of lid (issue 5, part 5), on the official Rust MCP SDK (`rmcp`):
+//!
+//! - tool `recall_instruction`: the §21.3.1 request in, the §21.3.2 response out (as
+//!   structured content and as its JSON text);
+//! - tool `submit_instruction_audit`: the §21.5.2 usage feedback (`POST /v1/instruction/audit`);
+//! - prompt `boot_stub` and resource `lid://agents/{id}/boot-stub`: the §21.8.1 boot stub;
+//! - resource `lid://agents/{id}/boot-context`: the composed boot context (JSON, or
+//!   Markdown with `?format=markdown`).
+//!
+//! One handler ([`LidMcp`]) over a small [`Backend`] trait, so every tool, prompt and
+//! resource is written once. Two backends: [`HttpBackend`] forwards to a running lid HTTP
+//! service with one API key (`lid mcp`, stdio), and [`ServiceBackend`] calls [`Service`]
+//! in-process (`/mcp` on `lid serve`, streamable HTTP), where every HTTP request is
+//! authenticated from its own `Authorization: Bearer` header as the REST routes are, and
+//! each operation makes the REST route's scope check (§21.4.5).
+//!
+//! lid's API errors (code, status, message, details) become tool results with `isError`
+//! (the error body as structured content), or, for prompts and resources, JSON-RPC errors
+//! carrying the lid error body in `data`: 4xx as invalid params (-32602; an unknown
+//! resource -32002, which rmcp sends as -32602 to peers on protocol 2026-07-28 or later,
+//! SEP-2164), 5xx as internal errors (-32603).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+
+use crate::apierror::ApiError;
+use crate::auth::{self, Principal};
+use crate::service::{ContextQuery, Service};
+
+pub const TOOL_RECALL: &str = "recall_instruction";
+pub const TOOL_AUDIT: &str = "submit_instruction_audit";
+pub const PROMPT_BOOT_STUB: &str = "boot_stub";
+/// Resource URIs: `lid://agents/{id}/boot-stub[?profile=P]`,
+/// `lid://agents/{id}/boot-context[?format=json|markdown][&profile=P]`.
+pub const URI_PREFIX: &str = "lid://agents/";
+
+/// What the MCP handler needs of lid. Calls are blocking (SQLite and the engine in
+/// process, or one HTTP request); the handler runs them on tokio's blocking pool.
+///
+/// `caller` is the principal authenticated from the bearer key of the `/mcp` HTTP request
+/// being served; it is `None` on stdio, where the backend's own key speaks.
+pub trait Backend: Send + Sync + 'static {
+    /// The agent a call acts for when it names none: `--agent` on stdio, the key's own
+    /// agent on `/mcp`.
+    fn default_agent(&self, caller: Option<&Principal>) -> Result<String, ApiError>;
+    /// §21.3 / §21.8.4: the response JSON text; the audit record is written before it
+    /// returns.
+    fn recall(
+        &self,
+        caller: Option<&Principal>,
+        agent: &str,
+        request: &Value,
+    ) -> Result<String, ApiError>;
+    /// §21.5.2: close an audit record; an identical resubmission succeeds and changes nothing.
+    fn submit_audit(&self, caller: Option<&Principal>, body: &Value) -> Result<(), ApiError>;
+    /// §21.8.1: the boot stub's Markdown for `profile` (unknown or none: generic).
+    fn boot_stub(
+        &self,
+        caller: Option<&Principal>,
+        agent: &str,
+        profile: Option<&str>,
+    ) -> Result<String, ApiError>;
+    /// The composed boot context (`GET /v1/agents/{id}/boot-context`): the JSON bundle, or
+    /// its Markdown rendering.
+    fn boot_context(
+        &self,
+        caller: Option<&Principal>,
+        agent: &str,
+        profile: Option<&str>,
+        markdown: bool,
+    ) -> Result<String, ApiError>;
+}
+
+// ---- the in-process backend (`/mcp` on `lid serve`) ---------------------------------
+
+/// Calls [`Service`] directly, with the REST routes' scope checks.
+pub struct ServiceBackend(pub Arc<Service>);
+
+fn principal(caller: Option<&Principal>) -> Result<&Principal, ApiError> {
+    // The /mcp middleware authenticates every request, so this only fails if the handler
+    // is mounted without it.
+    caller.ok_or_else(|| {
+        ApiError::new(
+            401,
+            "api_key_required",
+            "send an API key as `Authorization: Bearer <key>`",
+        )
+    })
+}
+
+impl Backend for ServiceBackend {
+    fn default_agent(&self, caller: Option<&Principal>) -> Result<String, ApiError> {
+        principal(caller)?
+            .agent_id
+            .clone()
+            .ok_or_else(|| ApiError::bad_request("invalid_request", "this API key is not bound to an agent: name the agent with the `agent_id` argument (or in the resource URI)"))
+    }
+
+    fn recall(
+        &self,
+        caller: Option<&Principal>,
+        agent: &str,
+        request: &Value,
+    ) -> Result<String, ApiError> {
+        principal(caller)?.require_read(&self.0.db, agent)?;
+        self.0.recall(agent, &request.to_string())
+    }
+
+    fn submit_audit(&self, caller: Option<&Principal>, body: &Value) -> Result<(), ApiError> {
+        self.0.submit_audit(principal(caller)?, body)
+    }
+
+    fn boot_stub(
+        &self,
+        caller: Option<&Principal>,
+        agent: &str,
+        profile: Option<&str>,
+    ) -> Result<String, ApiError> {
+        principal(caller)?.require_read(&self.0.db, agent)?;
+        match self.0.boot_stub(agent, profile) {
+            Ok((body, ..)) => Ok(body),
+            // As GET /v1/agents/{id}/boot-stub answers (§21.9).
+            Err(e) if e.code == "manifest_not_found" => Err(ApiError::new(
+                404,
+                "boot_stub_not_found",
+                format!("no boot stub for agent {agent:?}: {}", e.message),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn boot_context(
+        &self,
+        caller: Option<&Principal>,
+        agent: &str,
+        profile: Option<&str>,
+        markdown: bool,
+    ) -> Result<String, ApiError> {
+        principal(caller)?.require_read(&self.0.db, agent)?;
+        let q = ContextQuery {
+            profile: profile.map(str::to_string),
+            ..ContextQuery::default()
+        };
+        let v = self.0.boot_context(agent, &q)?;
+        Ok(if markdown {
+            v["markdown"].as_str().unwrap_or_default().to_string()
+        } else {
+            v["bundle"].to_string()
+        })
+    }
+}
+
+// ---- the HTTP client backend (`lid mcp`, stdio) -------------------------------------
+
+/// Forwards every call to a lid HTTP service (`lid serve` or the worker) with one key.
+pub struct HttpBackend {
+    base: String,
+    key: String,
+    agent: String,
+    http: ureq::Agent,
+}
+
+impl HttpBackend {
+    /// `base`: the service's base URL (`http://127.0.0.1:8080`, `https://…`); `key`: an
+    /// API key; `agent`: the default agent.
+    pub fn new(base: &str, key: &str, agent: &str) -> Result<Self, ApiError> {
+        let base = base.trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                format!("--server must be an http:// or https:// base URL, not {base:?}"),
+            ));
+        }
+        if key.trim().is_empty() {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "the API key is empty: pass --key or set LID_API_KEY",
+            ));
+        }
+        auth::check_agent_id(agent)?;
+        let http: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into();
+        Ok(HttpBackend {
+            base,
+            key: key.trim().to_string(),
+            agent: agent.to_string(),
+            http,
+        })
+    }
+
+    /// One request; the response body on 2xx, lid's error otherwise.
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> Result<String, ApiError> {
+        let url = format!("{}{path}", self.base);
+        let auth = format!("Bearer {}", self.key);
+        let res = match (method, body) {
+            ("GET", _) => {
+                let mut r = self.http.get(&url).header("Authorization", &auth);
+                for (k, v) in query {
+                    r = r.query(*k, *v);
+                }
+                r.call()
+            }
+            (_, b) => self
+                .http
+                .post(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .send(b.map(Value::to_string).unwrap_or_default()),
+        };
+        let mut r = res.map_err(|e| {
+            ApiError::new(503, "upstream_unavailable", format!("cannot reach the lid service at {}: {e}; check --server and that the service is running", self.base)).with_details(json!({"retryable": true}))
+        })?;
+        let status = r.status().as_u16();
+        let text = r
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .map_err(|e| {
+                ApiError::new(
+                    502,
+                    "upstream_error",
+                    format!("{method} {url}: reading the answer failed: {e}"),
+                )
+            })?;
+        if (200..300).contains(&status) {
+            return Ok(text);
+        }
+        Err(upstream_error(status, &text))
+    }
+}
+
+/// The lid error of a non-2xx answer (`{"error": {code, status, message, details}}`).
+fn upstream_error(status: u16, body: &str) -> ApiError {
+    let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let e = &v["error"];
+    match (e["code"].as_str(), e["message"].as_str()) {
+        (Some(code), Some(message)) => ApiError::new(
+            e["status"]
+                .as_u64()
+                .and_then(|s| u16::try_from(s).ok())
+                .unwrap_or(status),
+            code,
+            message,
+        )
+        .with_details(e["details"].clone()),
+        _ => {
+            let head: String = body.chars().take(200).collect();
+            ApiError::new(
+                502,
+                "upstream_error",
+                format!(
+                    "the lid service answered HTTP {status} without a lid error body: {head:?}"
+                ),
+            )
+        }
+    }
+}
+
+impl Backend for HttpBackend {
+    fn default_agent(&self, _: Option<&Principal>) -> Result<String, ApiError> {
+        Ok(self.agent.clone())
+    }
+
+    fn recall(
+        &self,
+        _: Option<&Principal>,
+        agent: &str,
+        request: &Value,
+    ) -> Result<String, ApiError> {
+        self.call(
+            "POST",
+            &format!("/v1/agents/{agent}/recall-instruction"),
+            &[],
+            Some(request),
+        )
+    }
+
+    fn submit_audit(&self, _: Option<&Principal>, body: &Value) -> Result<(), ApiError> {
+        self.call("POST", "/v1/instruction/audit", &[], Some(body))
+            .map(|_| ())
+    }
+
+    fn boot_stub(
+        &self,
+        _: Option<&Principal>,
+        agent: &str,
+        profile: Option<&str>,
+    ) -> Result<String, ApiError> {
+        let q: Vec<(&str, &str)> = profile.map(|p| ("profile", p)).into_iter().collect();
+        self.call("GET", &format!("/v1/agents/{agent}/boot-stub"), &q, None)
+    }
+
+    fn boot_context(
+        &self,
+        _: Option<&Principal>,
+        agent: &str,
+        profile: Option<&str>,
+        markdown: bool,
+    ) -> Result<String, ApiError> {
+        let mut q = vec![("format", if markdown { "markdown" } else { "json" })];
+        if let Some(p) = profile {
+            q.push(("profile", p));
+        }
+        self.call("GET", &format!("/v1/agents/{agent}/boot-context"), &q, None)
+    }
+}
+
+// ---- the handler ----------------------------------------------------------------------
+
+/// The MCP server: tools, prompts and resources over one [`Backend`].
+#[derive(Clone)]
+pub struct LidMcp {
+    backend: Arc<dyn Backend>,
+}
+
+impl LidMcp {
+    pub fn new(backend: Arc<dyn Backend>) -> Self {
+        LidMcp { backend }
+    }
+
+    /// Run `f` with the backend on the blocking pool; a panic there is an `internal_error`.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn Backend) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let b = self.backend.clone();
+        tokio::task::spawn_blocking(move || f(b.as_ref()))
+            .await
+            .unwrap_or_else(|e| {
+                Err(ApiError::new(
+                    500,
+                    "internal_error",
+                    format!("the MCP request handler failed and nothing was applied: {e}"),
+                ))
+            })
+    }
+}
+
+/// The principal the `/mcp` middleware authenticated for this HTTP request (none on stdio).
+fn caller(ctx: &RequestContext<RoleServer>) -> Option<Principal> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Principal>())
+        .cloned()
+}
+
+/// The agent named by `agent_id` (checked as a path segment), else the backend's default.
+fn agent_of(
+    b: &dyn Backend,
+    caller: Option<&Principal>,
+    named: Option<&str>,
+) -> Result<String, ApiError> {
+    let agent = match named {
+        Some(a) => a.to_string(),
+        None => b.default_agent(caller)?,
+    };
+    auth::check_agent_id(&agent)?;
+    Ok(agent)
+}
+
+/// A string argument, if present; anything else there is a 400 naming it.
+fn str_arg<'a>(args: &'a JsonObject, name: &str) -> Result<Option<&'a str>, ApiError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ApiError::bad_request(
+            "invalid_request",
+            format!("`{name}` must be a string"),
+        )),
+    }
+}
+
+/// A tool's failure, visible to the caller: `isError` with the lid error body.
+fn tool_error(e: &ApiError) -> CallToolResult {
+    let mut r = CallToolResult::structured_error(e.body());
+    let mut text = format!("{} ({}): {}", e.code, e.status, e.message);
+    if !e.details.is_null() {
+        text.push_str(&format!("\ndetails: {}", e.details));
+    }
+    r.content = vec![ContentBlock::text(text)];
+    r
+}
+
+/// A prompt or resource failure as a JSON-RPC error with the lid error body in `data`.
+fn rpc_error(e: &ApiError, resource: bool) -> McpError {
+    let code = match e.status {
+        404 if resource => ErrorCode::RESOURCE_NOT_FOUND,
+        400..=499 => ErrorCode::INVALID_PARAMS,
+        _ => ErrorCode::INTERNAL_ERROR,
+    };
+    McpError::new(code, format!("{}: {}", e.code, e.message), Some(e.body()))
+}
+
+/// The OpenAPI component schemas, parsed once (`host/src/openapi.json`).
+fn schemas() -> &'static Map<String, Value> {
+    static S: OnceLock<Map<String, Value>> = OnceLock::new();
+    S.get_or_init(|| {
+        let v: Value = serde_json::from_str(crate::http::OPENAPI).unwrap_or(Value::Null);
+        v["components"]["schemas"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    })
+}
+
+/// The OpenAPI schema `name` with its `#/components/schemas/…` references inlined, so an
+/// MCP client can validate against it alone (`{"type": "object"}` if it is missing).
+fn schema(name: &str) -> Map<String, Value> {
+    fn inline(v: &Value, depth: usize) -> Value {
+        match v {
+            Value::Object(m) => {
+                if let Some(target) = m
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix("#/components/schemas/"))
+                {
+                    if depth < 8 {
+                        if let Some(s) = schemas().get(target) {
+                            return inline(s, depth + 1);
+                        }
+                    }
+                    return json!({"type": "object"});
+                }
+                Value::Object(
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), inline(v, depth)))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|v| inline(v, depth)).collect()),
+            v => v.clone(),
+        }
+    }
+    match schemas().get(name).map(|s| inline(s, 0)) {
+        Some(Value::Object(m)) => m,
+        _ => json!({"type": "object"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    }
+}
+
+fn describe(schema: &mut Map<String, Value>, field: &str, text: &str) {
+    if let Some(Value::Object(p)) = schema.get_mut("properties").and_then(|p| p.get_mut(field)) {
+        p.entry("description").or_insert_with(|| json!(text));
+    }
+}
+
+const AGENT_ID_DOC: &str =
+    "The agent whose instructions to use; default: the agent of the API key (or `lid mcp --agent`)";
+
+/// The two tools; their schemas are the REST API's (`RecallRequest`, `RecallResponse`,
+/// `AuditSubmission` in openapi.json) plus `agent_id`.
+pub fn tools() -> Vec<Tool> {
+    let mut recall = schema("RecallRequest");
+    for (f, d) in [
+        (
+            "intent",
+            "What you are about to do or need help with (§21.3.1; required)",
+        ),
+        (
+            "max_chunks",
+            "Maximum number of instruction units to return (default 3)",
+        ),
+        (
+            "token_budget",
+            "Soft token budget for the combined content (default 2000)",
+        ),
+        (
+            "manifest_hint",
+            "Unit names from the manifest to load first, before ranked retrieval",
+        ),
+    ] {
+        describe(&mut recall, f, d);
+    }
+    if let Some(Value::Object(p)) = recall.get_mut("properties") {
+        p.insert(
+            "agent_id".into(),
+            json!({"type": "string", "description": AGENT_ID_DOC}),
+        );
+    }
+    let mut audit = schema("AuditSubmission");
+    for (f, d) in [
+        (
+            "audit_token",
+            "The audit_token of the recall_instruction response (§21.5.2)",
+        ),
+        (
+            "used_chunks",
+            "Names of the returned units you actually used",
+        ),
+        (
+            "missed_chunks",
+            "Names of units you needed but that were not returned",
+        ),
+    ] {
+        describe(&mut audit, f, d);
+    }
+    let recorded = json!({"type": "object", "required": ["recorded", "audit_token"], "properties": {"recorded": {"type": "boolean"}, "audit_token": {"type": "string"}}});
+    vec![
+        Tool::new(
+            TOOL_RECALL,
+            "Load the instruction units relevant to what you are about to do (lid §21.3 recall_instruction): ranked chunks with their content, tokens, versions, and an audit_token to pass to submit_instruction_audit at the end of the task.",
+            recall,
+        )
+        .with_title("Recall instructions")
+        .with_raw_output_schema(Arc::new(schema("RecallResponse")))
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).open_world(false)),
+        Tool::new(
+            TOOL_AUDIT,
+            "Report which recalled instruction units you used and which you missed (lid §21.5.2). Send it once per recall at task end; an identical resubmission is accepted and changes nothing.",
+            audit,
+        )
+        .with_title("Submit instruction audit")
+        .with_raw_output_schema(Arc::new(recorded.as_object().cloned().unwrap_or_default()))
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
+    ]
+}
+
+/// What a `lid://agents/{id}/…` URI names.
+#[derive(Debug, PartialEq)]
+enum LidResource {
+    BootStub {
+        agent: String,
+        profile: Option<String>,
+    },
+    BootContext {
+        agent: String,
+        profile: Option<String>,
+        markdown: bool,
+    },
+}
+
+fn parse_uri(uri: &str) -> Result<LidResource, ApiError> {
+    let not_found = || {
+        ApiError::new(404, "resource_not_found", format!("no resource {uri:?}: lid serves lid://agents/{{id}}/boot-stub[?profile=P] and lid://agents/{{id}}/boot-context[?format=json|markdown][&profile=P]"))
+    };
+    let rest = uri.strip_prefix(URI_PREFIX).ok_or_else(not_found)?;
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (agent, kind) = path.split_once('/').ok_or_else(not_found)?;
+    auth::check_agent_id(agent)?;
+    let (mut profile, mut format) = (None, None);
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("profile", v)) if !v.is_empty() => profile = Some(v.to_string()),
+            Some(("format", v)) if kind == "boot-context" => format = Some(v),
+            _ => {
+                return Err(ApiError::bad_request(
+                    "invalid_request",
+                    format!("unknown query parameter {pair:?} in {uri:?}"),
+                ))
+            }
+        }
+    }
+    let agent = agent.to_string();
+    match kind {
+        "boot-stub" => Ok(LidResource::BootStub { agent, profile }),
+        "boot-context" => match format {
+            None | Some("json") => Ok(LidResource::BootContext {
+                agent,
+                profile,
+                markdown: false,
+            }),
+            Some("markdown") => Ok(LidResource::BootContext {
+                agent,
+                profile,
+                markdown: true,
+            }),
+            Some(f) => Err(ApiError::bad_request(
+                "invalid_request",
+                format!("unknown format {f:?}: use json or markdown"),
+            )),
+        },
+        _ => Err(not_found()),
+    }
+}
+
+fn uri(agent: &str, kind: &str) -> String {
+    format!("{URI_PREFIX}{agent}/{kind}")
+}
+
+impl ServerHandler for LidMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build())
+            .with_server_info(Implementation::new("lid", env!("CARGO_PKG_VERSION")).with_title("lid: Lazy Instruction Discovery"))
+            .with_instructions(
+                "Your instructions are loaded on demand. Read the boot stub (prompt boot_stub) once; before each task call recall_instruction with what you are about to do, follow the returned units, and at the end call submit_instruction_audit with the audit_token and the units you used and missed.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        let who = caller(&ctx);
+        let result = match request.name.as_ref() {
+            TOOL_RECALL => {
+                self.blocking(move |b| {
+                    let agent = agent_of(b, who.as_ref(), str_arg(&args, "agent_id")?)?;
+                    let mut body = args.clone();
+                    body.remove("agent_id");
+                    let text = b.recall(who.as_ref(), &agent, &Value::Object(body))?;
+                    serde_json::from_str(&text).map_err(|e| {
+                        ApiError::new(
+                            500,
+                            "internal_error",
+                            format!("the recall response is not JSON: {e}"),
+                        )
+                    })
+                })
+                .await
+            }
+            TOOL_AUDIT => {
+                self.blocking(move |b| {
+                    let body = Value::Object(args);
+                    b.submit_audit(who.as_ref(), &body)?;
+                    Ok(json!({"recorded": true, "audit_token": body["audit_token"]}))
+                })
+                .await
+            }
+            other => {
+                return Err(McpError::invalid_params(
+                    format!("unknown tool {other:?}: lid has {TOOL_RECALL} and {TOOL_AUDIT}"),
+                    None,
+                ))
+            }
+        };
+        Ok(match result {
+            Ok(v) => CallToolResult::structured(v),
+            Err(e) => tool_error(&e),
+        }
+        .into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let args = vec![
+            PromptArgument::new("profile").with_description("Adapter profile: generic, paperclip-claude-code or openai-assistants (default generic)").with_required(false),
+            PromptArgument::new("agent_id").with_description(AGENT_ID_DOC).with_required(false),
+        ];
+        let p = Prompt::new(PROMPT_BOOT_STUB, Some("The agent's boot stub (lid §21.1, §21.8.1): who it is, how to recall its instructions, and the always-on rules"), Some(args))
+            .with_title("Boot stub");
+        Ok(ListPromptsResult::with_all_items(vec![p])
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if request.name != PROMPT_BOOT_STUB {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown prompt {:?}: lid has {PROMPT_BOOT_STUB}",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let args = request.arguments.unwrap_or_default();
+        let who = caller(&ctx);
+        let (agent, stub) = self
+            .blocking(move |b| {
+                let agent = agent_of(b, who.as_ref(), str_arg(&args, "agent_id")?)?;
+                let stub = b.boot_stub(who.as_ref(), &agent, str_arg(&args, "profile")?)?;
+                Ok((agent, stub))
+            })
+            .await
+            .map_err(|e| rpc_error(&e, false))?;
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, stub)])
+                .with_description(format!("Boot stub of agent {agent}"))
+                .into(),
+        )
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        // The caller's own agent; a key bound to none (an admin's) lists nothing and
+        // reads any agent through the templates.
+        let who = caller(&ctx);
+        let agent = self
+            .blocking(move |b| b.default_agent(who.as_ref()))
+            .await
+            .ok();
+        let resources = agent
+            .map(|a| {
+                vec![
+                    Resource::new(uri(&a, "boot-stub"), format!("{a} boot stub")).with_title("Boot stub").with_description("The agent's boot stub (§21.8.1)").with_mime_type("text/markdown"),
+                    Resource::new(uri(&a, "boot-context"), format!("{a} boot context"))
+                        .with_title("Composed boot context")
+                        .with_description("Identity, session, task and knowledge sections, each within its budget, with provenance (JSON; ?format=markdown for text)")
+                        .with_mime_type("application/json"),
+                ]
+            })
+            .unwrap_or_default();
+        Ok(ListResourcesResult::with_all_items(resources)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let t = vec![
+            ResourceTemplate::new(
+                format!("{URI_PREFIX}{{agent_id}}/boot-stub{{?profile}}"),
+                "boot stub",
+            )
+            .with_description("An agent's boot stub (§21.8.1)")
+            .with_mime_type("text/markdown"),
+            ResourceTemplate::new(
+                format!("{URI_PREFIX}{{agent_id}}/boot-context{{?format,profile}}"),
+                "boot context",
+            )
+            .with_description("An agent's composed boot context: JSON, or format=markdown")
+            .with_mime_type("application/json"),
+        ];
+        Ok(ListResourceTemplatesResult::with_all_items(t))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let what = parse_uri(&uri).map_err(|e| rpc_error(&e, true))?;
+        let who = caller(&ctx);
+        let (text, mime) = self
+            .blocking(move |b| match what {
+                LidResource::BootStub { agent, profile } => Ok((
+                    b.boot_stub(who.as_ref(), &agent, profile.as_deref())?,
+                    "text/markdown",
+                )),
+                LidResource::BootContext {
+                    agent,
+                    profile,
+                    markdown,
+                } => Ok((
+                    b.boot_context(who.as_ref(), &agent, profile.as_deref(), markdown)?,
+                    if markdown {
+                        "text/markdown"
+                    } else {
+                        "application/json"
+                    },
+                )),
+            })
+            .await
+            .map_err(|e| rpc_error(&e, true))?;
+        Ok(
+            ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)])
+                .with_ttl_ms(0)
+                .with_cache_scope(CacheScope::Private)
+                .into(),
+        )
+    }
+}
+
+// ---- /mcp on lid serve ----------------------------------------------------------------
+
+/// `/mcp`: the streamable-HTTP MCP endpoint, calling `svc` in-process. Every request
+/// (POST, GET stream, DELETE) must carry a valid `Authorization: Bearer` key, checked as
+/// the REST routes check it (401 with lid's error body otherwise); the principal rides
+/// in the request's extensions to the handler, which makes each operation's scope check.
+pub fn router<S: Clone + Send + Sync + 'static>(svc: Arc<Service>) -> axum::Router<S> {
+    let backend: Arc<dyn Backend> = Arc::new(ServiceBackend(svc.clone()));
+    // Stop open SSE streams on Ctrl-C, so `lid serve`'s graceful shutdown is not held
+    // up by a client's long-lived GET.
+    let ct = tokio_util::sync::CancellationToken::new();
+    if let Ok(h) = tokio::runtime::Handle::try_current() {
+        let c = ct.clone();
+        h.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                c.cancel();
+            }
+        });
+    }
+    // Every request needs a bearer key, so a DNS-rebinding page (which has none) gets
+    // nothing: the Host allow-list (loopback by default) is not needed, and would refuse
+    // a service deployed behind a hostname.
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_cancellation_token(ct)
+        .with_max_request_body_bytes(crate::http::BODY_LIMIT);
+    let service = StreamableHttpService::new(
+        move || Ok(LidMcp::new(backend.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    axum::Router::new()
+        .route_service("/mcp", service)
+        .route_layer(axum::middleware::from_fn_with_state(svc, authenticate))
+}
+
+async fn authenticate(State(svc): State<Arc<Service>>, mut req: Request, next: Next) -> Response {
+    let key = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    match auth::authenticate(&svc.db, key.as_deref()) {
+        Ok(p) => {
+            req.extensions_mut().insert(p);
+            next.run(req).await
+        }
+        Err(e) => {
+            let mut r = e.into_response();
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            r
+        }
+    }
+}
+
+// ---- lid mcp (stdio) ------------------------------------------------------------------
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct McpArgs {
+    /// Base URL of a running lid service: `lid serve` (http://127.0.0.1:8080) or the worker
+    #[arg(long)]
+    pub server: String,
+    /// API key for the service (default: the LID_API_KEY environment variable, which
+    /// keeps the key out of the process list)
+    #[arg(long)]
+    pub key: Option<String>,
+    /// The agent the tools, prompt and resources act for when a call names none
+    #[arg(long)]
+    pub agent: String,
+}
+
+/// `lid mcp`: serve MCP on stdin/stdout until the client closes it. Logs go to stderr.
+pub fn run_stdio(args: &McpArgs) -> anyhow::Result<i32> {
+    let key = args
+        .key
+        .clone()
+        .or_else(|| std::env::var("LID_API_KEY").ok())
+        .unwrap_or_default();
+    let backend = HttpBackend::new(&args.server, &key, &args.agent).map_err(anyhow::Error::new)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let running = LidMcp::new(Arc::new(backend))
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("starting the MCP server on stdio")?;
+        running.waiting().await.context("the MCP server stopped")?;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_uris() {
+        assert_eq!(
+            parse_uri("lid://agents/a-1/boot-stub").unwrap(),
+            LidResource::BootStub {
+                agent: "a-1".into(),
+                profile: None
+            }
+        );
+        assert_eq!(
+            parse_uri("lid://agents/a/boot-stub?profile=openai-assistants").unwrap(),
+            LidResource::BootStub {
+                agent: "a".into(),
+                profile: Some("openai-assistants".into())
+            }
+        );
+        assert_eq!(
+            parse_uri("lid://agents/a/boot-context?format=markdown").unwrap(),
+            LidResource::BootContext {
+                agent: "a".into(),
+                profile: None,
+                markdown: true
+            }
+        );
+        assert_eq!(
+            parse_uri("lid://agents/a/boot-context").unwrap(),
+            LidResource::BootContext {
+                agent: "a".into(),
+                profile: None,
+                markdown: false
+            }
+        );
+        assert_eq!(parse_uri("lid://agents/a/other").unwrap_err().status, 404);
+        assert_eq!(parse_uri("file:///etc/passwd").unwrap_err().status, 404);
+        assert_eq!(
+            parse_uri("lid://agents/../boot-stub").unwrap_err().code,
+            "invalid_request"
+        );
+        assert_eq!(
+            parse_uri("lid://agents/a/boot-stub?format=markdown")
+                .unwrap_err()
+                .code,
+            "invalid_request"
+        );
+        assert_eq!(
+            parse_uri("lid://agents/a/boot-context?format=xml")
+                .unwrap_err()
+                .code,
+            "invalid_request"
+        );
+    }
+
+    #[test]
+    fn tool_schemas_come_from_the_openapi_description() {
+        let t = tools();
+        let recall = &t[0].input_schema;
+        assert_eq!(recall["required"], json!(["intent"]));
+        for f in [
+            "intent",
+            "max_chunks",
+            "token_budget",
+            "manifest_hint",
+            "agent_id",
+        ] {
+            assert!(
+                recall["properties"].get(f).is_some(),
+                "{f} missing from {recall:?}"
+            );
+        }
+        let out = t[0].output_schema.as_ref().expect("recall output schema");
+        assert!(out["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("audit_token")));
+        assert_eq!(t[1].input_schema["required"], json!(["audit_token"]));
+    }
+
+    #[test]
+    fn lid_errors_keep_their_code() {
+        let e = ApiError::new(403, "instruction_scope_denied", "no");
+        let r = tool_error(&e);
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(
+            r.structured_content.unwrap()["error"]["code"],
+            "instruction_scope_denied"
+        );
+        let j = rpc_error(&e, true);
+        assert_eq!(j.code, ErrorCode::INVALID_PARAMS);
+        assert_eq!(j.data.unwrap()["error"]["status"], 403);
+        assert_eq!(
+            rpc_error(&ApiError::new(404, "boot_stub_not_found", "x"), true).code,
+            ErrorCode::RESOURCE_NOT_FOUND
+        );
+        assert_eq!(
+            rpc_error(&ApiError::new(503, "upstream_unavailable", "x"), false).code,
+            ErrorCode::INTERNAL_ERROR
+        );
+        let u = upstream_error(418, "<html>teapot</html>");
+        assert_eq!((u.status, u.code.as_str()), (502, "upstream_error"));
+        let u = upstream_error(
+            404,
+            r#"{"error":{"code":"manifest_not_found","status":404,"message":"m","details":null}}"#,
+        );
+        assert_eq!(
+            (u.status, u.code.as_str(), u.message.as_str()),
+            (404, "manifest_not_found", "m")
+        );
+    }
+}

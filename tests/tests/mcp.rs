@@ -1,0 +1,218 @@
+//! lid's MCP server (issue 5, part 5) under a real MCP client that lid did not write: the
+//! official Python SDK (`tests/mcp/client.py`, pinned in `tests/mcp/requirements.txt`),
+//! over stdio (`lid mcp`) and streamable HTTP (`/mcp` on `lid serve`), each in the SDK's
+//! 2026-07-28 mode and its legacy handshake mode. What it saw is compared with the REST
+//! API of the same server: the same boot stub (§21.8.1), the same recall (§21.3), the same
+//! boot-context bundle; its audit submissions (§21.5.2) closed the records in the database.
+//!
+//! The client runs in the venv `.ci/run` prepares (`target/mcp-venv`), or the Python named
+//! by `LID_MCP_PYTHON`; without it the test fails and says how to create it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use lid_tests::http::{create_key, demo_publish_body, lid_bin, temp_dir, Server};
+use serde_json::{json, Value};
+
+const SECRET: &str = "mcp-tests-trigger-secret-0123456789";
+const AGENT: &str = "mcp-agent";
+const PEER: &str = "mcp-peer";
+const INTENT: &str = "production is broken after the deploy";
+
+fn python() -> PathBuf {
+    let p = std::env::var_os("LID_MCP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            lid_tests::root()
+                .join("target")
+                .join("mcp-venv")
+                .join("bin")
+                .join("python")
+        });
+    let ok = Command::new(&p)
+        .args(["-c", "import mcp"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "{} cannot import the MCP client SDK: create the venv with `python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install -r tests/mcp/requirements.txt` (as .ci/run does), or point LID_MCP_PYTHON at a Python that has it",
+        p.display()
+    );
+    p
+}
+
+#[test]
+fn official_python_client_over_stdio_and_streamable_http() {
+    let py = python();
+    let dir = temp_dir("mcp");
+    let db = dir.join("lid.db");
+    let admin = create_key(
+        &db,
+        "admin",
+        None,
+        &["admin", "read", "instruction:write"],
+        "admin:mcp",
+    );
+    let key = create_key(&db, "agent", Some(AGENT), &[], "agent:mcp-agent");
+    let server = Server::start(&dir, &db, SECRET, &[]);
+    let c = server.client();
+    let r = c.put(
+        &format!("/v1/agents/{AGENT}/instruction-manifest"),
+        Some(&admin),
+        &demo_publish_body(AGENT, "v1"),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // /mcp authenticates every request like the REST routes: 401 with lid's error body.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).to_string();
+    let accept = [("Accept", "application/json, text/event-stream")];
+    for (k, code) in [
+        (None, "api_key_required"),
+        (
+            Some("lid_agent_0000000000000000000000000000000000000000"),
+            "api_key_invalid",
+        ),
+    ] {
+        let r = c.req_with("POST", "/mcp", k, Some(&init), &accept);
+        assert_eq!((r.status, r.code()), (401, code.to_string()), "{}", r.body);
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    }
+
+    // What the REST API says, to compare with what the MCP client saw.
+    let stub = c.get(&format!("/v1/agents/{AGENT}/boot-stub"), Some(&key));
+    assert_eq!(stub.status, 200);
+    let stub_openai = c
+        .get(
+            &format!("/v1/agents/{AGENT}/boot-stub?profile=openai-assistants"),
+            Some(&key),
+        )
+        .body;
+    let recall = c
+        .post(
+            &format!("/v1/agents/{AGENT}/recall-instruction"),
+            Some(&key),
+            &json!({"intent": INTENT, "max_chunks": 3}),
+        )
+        .json();
+    let names: Vec<Value> = recall["chunks"]
+        .as_array()
+        .expect("chunks")
+        .iter()
+        .map(|c| c["name"].clone())
+        .collect();
+    assert!(!names.is_empty());
+    let ctx = c.get(&format!("/v1/agents/{AGENT}/boot-context"), Some(&key));
+    assert_eq!(ctx.status, 200, "{}", ctx.body);
+    let ctx_md = c.get(
+        &format!("/v1/agents/{AGENT}/boot-context?format=markdown"),
+        Some(&key),
+    );
+
+    let out = Command::new(&py)
+        .arg(
+            lid_tests::root()
+                .join("tests")
+                .join("mcp")
+                .join("client.py"),
+        )
+        .args([
+            "--lid",
+            lid_bin().to_str().unwrap_or_default(),
+            "--base",
+            &server.base,
+            "--key",
+            &key,
+            "--agent",
+            AGENT,
+            "--peer",
+            PEER,
+        ])
+        .env("LID_LOG", "error")
+        .output()
+        .expect("run the MCP client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the MCP client failed ({}):\n{stdout}\n{stderr}\nserver log:\n{}",
+        out.status,
+        server.log_text()
+    );
+    assert!(
+        stdout.contains("mcp client: every check passed over 4 runs and the bad-key run"),
+        "{stdout}"
+    );
+
+    let runs: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("MCP_RESULT "))
+        .map(|l| serde_json::from_str(l).expect("MCP_RESULT JSON"))
+        .collect();
+    let transports: Vec<&str> = runs
+        .iter()
+        .map(|r| r["transport"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        transports,
+        ["stdio-auto", "http-auto", "stdio-legacy", "http-legacy"]
+    );
+    let conn = rusqlite::Connection::open(&db).expect("open db");
+    for r in &runs {
+        let t = r["transport"].as_str().unwrap_or_default();
+        // The modern runs negotiated 2026-07-28; the legacy ones a handshake-era version.
+        let pv = r["protocol_version"].as_str().unwrap_or_default();
+        assert_eq!(
+            pv >= "2026-07-28",
+            t.ends_with("-auto"),
+            "{t}: protocol {pv}"
+        );
+        assert_eq!(
+            r["tools"],
+            json!(["recall_instruction", "submit_instruction_audit"]),
+            "{t}"
+        );
+        assert_eq!(
+            r["prompt_stub"].as_str(),
+            Some(stub.body.as_str()),
+            "{t}: the boot_stub prompt is not GET /boot-stub"
+        );
+        assert_eq!(
+            r["resource_stub"].as_str(),
+            Some(stub.body.as_str()),
+            "{t}: the boot-stub resource is not GET /boot-stub"
+        );
+        assert_eq!(
+            r["prompt_stub_openai"].as_str(),
+            Some(stub_openai.as_str()),
+            "{t}: profile"
+        );
+        assert_eq!(
+            r["recall_chunks"],
+            json!(names),
+            "{t}: recall over MCP differs from the REST recall (§21.3.4)"
+        );
+        assert_eq!(r["boot_context"], ctx.json(), "{t}: boot-context resource");
+        assert_eq!(
+            r["boot_context_markdown"].as_str(),
+            Some(ctx_md.body.as_str()),
+            "{t}: boot-context markdown"
+        );
+        // The audit record of the MCP recall is closed with the submitted feedback.
+        let token = r["audit_token"].as_str().unwrap_or_default();
+        let (agent, used, missed, closed): (String, String, String, Option<i64>) = conn
+            .query_row("SELECT agent_id, used_chunks, missed_chunks, audit_closed FROM instruction_audit WHERE audit_token = ?1", [token], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
+            .unwrap_or_else(|e| panic!("{t}: no audit row for {token}: {e}"));
+        assert_eq!(agent, AGENT);
+        assert!(closed.is_some(), "{t}: audit record not closed");
+        assert_eq!(
+            serde_json::from_str::<Value>(&used).unwrap_or_default(),
+            r["used_chunks"],
+            "{t}"
+        );
+        assert_eq!(
+            missed, "[]",
+            "{t}: the differing resubmission changed a closed record"
+        );
+    }
+}
