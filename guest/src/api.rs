@@ -94,7 +94,7 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
     let req: RecallRequest = parse("recall request", request)?;
     let ctx: RecallContext = parse_or_default("recall context", context)?;
     crate::recall::check_request(&req)?;
-    with_corpus(input, facts, |c| Ok(to_json(&crate::recall::recall_corpus(c, audit, &req, &ctx)?)))
+    with_corpus(input, facts, |c| Ok(to_json(&crate::recall::recall_corpus(c, facts, audit, &req, &ctx)?)))
 }
 
 /// One ranked unit in `rank` output.
@@ -234,6 +234,106 @@ pub fn export(manifest: &str, format: &str, facts: &dyn Facts) -> Result<String,
 pub fn lint_units(units: &str) -> Result<String, EngineError> {
     let units: Vec<crate::lint::UnitText> = parse("units to lint", units)?;
     Ok(to_json(&crate::lint::lint(&units)))
+}
+
+/// A knowledge pack to store (`PUT /v1/agents/{id}/knowledge/{pack}`): the pack id,
+/// its `KNOWLEDGE.md` and its context files by key.
+#[derive(Deserialize)]
+struct PackUpload {
+    id: String,
+    knowledge_md: String,
+    #[serde(default)]
+    units: std::collections::BTreeMap<String, String>,
+}
+
+/// One context file of a read pack upload.
+#[derive(Serialize)]
+struct PackFile {
+    /// The key it was sent under.
+    key: String,
+    /// Its pack-relative path (`units/<name>.md` for a bare name).
+    path: String,
+    /// Its unit name and title (the ranker's description).
+    name: String,
+    title: String,
+    tokens: u32,
+    sha256: String,
+}
+
+/// The pack-relative path a unit key names: a key with a `/` is a path as is; a bare
+/// name is `units/<name>.md`.
+fn pack_path(key: &str) -> String {
+    if key.contains('/') {
+        key.to_string()
+    } else if key.ends_with(".md") {
+        format!("units/{key}")
+    } else {
+        format!("units/{key}.md")
+    }
+}
+
+/// Read a knowledge-pack upload (`{"id","knowledge_md","units":{key: text}}`) as hosts
+/// store it (Agent Knowledge runtime, Steps 1–2, [`crate::knowledge`]): the compact
+/// `catalog` entry, the full front matter (`meta`), every context file (`files`: key,
+/// path, unit name, title, tokens, sha256, by path), layout `collisions` and the pack
+/// `digest` ([`crate::content::pack_digest`]). Front-matter problems are 422 with the
+/// knowledge error's code; a key that names no context file is `invalid_request`.
+pub fn read_knowledge_pack(upload: &str) -> Result<String, EngineError> {
+    let up: PackUpload = parse("knowledge pack upload", upload)?;
+    let mut by_path: std::collections::BTreeMap<String, (&str, &str)> = std::collections::BTreeMap::new();
+    let mut bad = Vec::new();
+    for (key, text) in &up.units {
+        let path = pack_path(key);
+        if crate::knowledge::unit_name(&path).is_none() {
+            bad.push(key.clone());
+        } else if by_path.insert(path.clone(), (key, text)).is_some() {
+            return Err(EngineError::InvalidRequest(format!("two unit keys name the same file {path:?}")));
+        }
+    }
+    if !bad.is_empty() {
+        return Err(EngineError::InvalidRequest(format!(
+            "unit keys {bad:?} name no context file: use a bare unit name (stored as units/<name>.md) or a path units/<name>.md, compiled/…/<part>.md or documents/…/<part>.md"
+        )));
+    }
+    let spec = crate::knowledge::PackSpec { id: up.id.clone(), knowledge_md: up.knowledge_md.clone(), files: by_path.keys().cloned().collect(), digest: None };
+    let pack = crate::knowledge::read_pack(&spec, |name, path| by_path.get(path).map(|(_, text)| crate::knowledge::unit_title(name, text))).map_err(EngineError::Knowledge)?;
+    let names: std::collections::BTreeMap<&str, (&str, &str)> =
+        pack.manifest.entries.iter().filter_map(|e| e.path.as_deref().map(|p| (p, (e.name.as_str(), e.description.as_str())))).collect();
+    let files: Vec<PackFile> = by_path
+        .iter()
+        .map(|(path, (key, text))| {
+            let (name, title) = names.get(path.as_str()).copied().unwrap_or_default();
+            PackFile {
+                key: key.to_string(),
+                path: path.clone(),
+                name: name.to_string(),
+                title: title.to_string(),
+                tokens: count_tokens(text),
+                sha256: crate::store::Fact { content: text.to_string(), ..Default::default() }.content_sha256(),
+            }
+        })
+        .collect();
+    let contents: Vec<(String, String)> = by_path.iter().map(|(p, (_, t))| (p.clone(), t.to_string())).collect();
+    // The compact catalog entry (runtime standard, Step 2): the required fields, `trust`
+    // and `version` (null when absent), the optional catalog fields present, the units.
+    let m = &pack.meta;
+    let mut catalog = serde_json::json!({
+        "name": m.name, "description": m.description, "type": m.kind, "status": m.status,
+        "trust": m.fields.get("trust"), "version": m.fields.get("version"), "units": pack.manifest.entries.len(),
+    });
+    for f in ["profile", "runtime.mode", "language", "grounding", "scope", "compatibility"] {
+        if let Some(v) = m.fields.get(f) {
+            catalog[f] = serde_json::json!(v);
+        }
+    }
+    Ok(to_json(&serde_json::json!({
+        "id": up.id,
+        "catalog": catalog,
+        "meta": pack.meta,
+        "files": files,
+        "collisions": pack.collisions,
+        "digest": crate::content::pack_digest(&up.knowledge_md, &contents),
+    })))
 }
 
 /// Warm lazily initialised state (for snapshots and benchmarks).

@@ -38,6 +38,21 @@ pub struct AuditRecord {
     /// The §21.3.1 request, so the call can be replayed (`lid audit replay`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<serde_json::Value>,
+    /// The items of the recall's `content` channel (Spec-13), in response order: what
+    /// data the agent was shown beside its instructions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content_served: Vec<ContentServed>,
+    /// The response's `content_sha256` when content was served (the assembly digest
+    /// covers instructions only).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub content_sha256: String,
+}
+
+/// One content item served, by fact URI and content digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContentServed {
+    pub uri: String,
+    pub sha256: String,
 }
 
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -258,6 +273,8 @@ mod tests {
             chunk_sha256: vec![],
             assembly_sha256: String::new(),
             request: None,
+            content_served: vec![],
+            content_sha256: String::new(),
         }
     }
 

@@ -67,6 +67,14 @@ impl Facts for KvFacts {
             let _ = b.set(key, blob);
         }
     }
+
+    fn content_sources(&self, agent_id: &str) -> Result<Option<crate::content::ContentSources>, StoreError> {
+        let key = format!("{}{agent_id}", crate::content::SOURCES_PREFIX);
+        match self.raw(&key)? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| StoreError(format!("{key:?} is not a content-sources document: {e}"))),
+        }
+    }
 }
 
 struct HostAudit;
@@ -155,6 +163,10 @@ impl Guest for Component {
 
     fn session_to_handoff(markdown: String) -> Result<String, WitError> {
         crate::api::session_to_handoff(&markdown).map_err(wit_err)
+    }
+
+    fn read_knowledge_pack(upload: String) -> Result<String, WitError> {
+        crate::api::read_knowledge_pack(&upload).map_err(wit_err)
     }
 }
 

@@ -4,7 +4,9 @@
 //!
 //! lid's own codes (beyond §21.9): `invalid_json`, `invalid_request`, `manifest_invalid`,
 //! `boot_stub_too_large`, `preload_unit_unavailable` (fatal form, §21.1.5 rule 4),
-//! `unit_not_found`, `migrate_invalid`, `handoff_invalid`. §21.9 codes used here include `intent_required`,
+//! `unit_not_found`, `migrate_invalid`, `handoff_invalid`, and the knowledge-pack codes
+//! (`knowledge_front_matter_invalid`, `knowledge_field_missing`, `knowledge_pack_empty`,
+//! `knowledge_pack_id_invalid`, 422). §21.9 codes used here include `intent_required`,
 //! `recall_backend_unavailable` and `audit_token_invalid`.
 
 use serde::{Deserialize, Serialize};
@@ -51,6 +53,9 @@ pub enum EngineError {
     /// A handoff message or Session document with problems (every one in `details`).
     #[error("invalid handoff: {0}")]
     Handoff(crate::handoff::HandoffError),
+    /// An uploaded knowledge pack that cannot be read (its code is the knowledge error's).
+    #[error("knowledge pack rejected: {0}")]
+    Knowledge(crate::knowledge::KnowledgeError),
 }
 
 impl EngineError {
@@ -66,13 +71,14 @@ impl EngineError {
             EngineError::Migrate(_) => "migrate_invalid",
             EngineError::AuditTokenInvalid(_) => "audit_token_invalid",
             EngineError::Handoff(_) => "handoff_invalid",
+            EngineError::Knowledge(e) => e.code(),
         }
     }
 
     pub fn status(&self) -> u16 {
         match self {
             EngineError::BackendUnavailable(_) | EngineError::PreloadUnitUnavailable { .. } => 503,
-            EngineError::StubTooLarge { .. } => 422,
+            EngineError::StubTooLarge { .. } | EngineError::Knowledge(_) => 422,
             _ => 400,
         }
     }

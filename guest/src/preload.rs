@@ -109,6 +109,8 @@ pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, w
         chunk_sha256: p.units.iter().map(|u| crate::store::Fact { content: u.content.clone(), ..Default::default() }.content_sha256()).collect(),
         assembly_sha256: String::new(),
         request: None,
+        content_served: vec![],
+        content_sha256: String::new(),
     };
     match serde_json::to_string(&record).map_err(|e| e.to_string()).and_then(|j| audit.append(&j)) {
         Ok(()) => p.audit_token = ids.audit_token,

@@ -7,7 +7,9 @@
 //! Facts are versioned and immutable (§21.4.2). A fact is stored under its full
 //! `instruction:` URI; the version list of a unit under its version-less key
 //! (`instruction:{deployment}/{agent}/{unit}`), as a JSON array of version strings.
-//! File-path units (§21.6.1) are read under `path:{relative path}`.
+//! File-path units (§21.6.1) are read under `path:{relative path}`. The sources of an
+//! agent's recall `content` channel are listed under `lid-content:{agent_id}`
+//! ([`crate::content::ContentSources`], Spec-13).
 
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +49,10 @@ pub struct Fact {
     /// when it is absent or malformed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// Held in quarantine (Spec-13, "Federation boundary": a fact from another
+    /// organisation or a federation peer): never served in either recall channel.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
 }
 
 impl Fact {
@@ -81,6 +87,11 @@ pub trait Facts {
     /// Offer a derived blob for caching. Best-effort; hosts may ignore it. The key is a
     /// fingerprint of everything the blob was derived from, so entries never go stale.
     fn cache(&self, _key: &str, _blob: &[u8]) {}
+    /// What the agent's recall `content` channel may serve ([`crate::content`]); `None`
+    /// when the host lists nothing (the channel is then empty).
+    fn content_sources(&self, _agent_id: &str) -> Result<Option<crate::content::ContentSources>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// Append-only audit sink (§21.5.1). Appends may fail; callers must not lose the response.
@@ -103,6 +114,7 @@ pub struct MemoryFacts {
     facts: std::collections::BTreeMap<String, Fact>,
     versions: std::collections::BTreeMap<String, Vec<String>>,
     derived: std::sync::Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
+    content: std::collections::BTreeMap<String, crate::content::ContentSources>,
 }
 
 impl MemoryFacts {
@@ -120,6 +132,11 @@ impl MemoryFacts {
         }
         self.facts.insert(fact.uri.clone(), fact);
     }
+
+    /// List what `agent_id`'s recall content channel may serve.
+    pub fn set_content_sources(&mut self, agent_id: &str, sources: crate::content::ContentSources) {
+        self.content.insert(agent_id.to_string(), sources);
+    }
 }
 
 impl Facts for MemoryFacts {
@@ -136,5 +153,8 @@ impl Facts for MemoryFacts {
         if let Ok(mut d) = self.derived.lock() {
             d.insert(key.to_string(), blob.to_vec());
         }
+    }
+    fn content_sources(&self, agent_id: &str) -> Result<Option<crate::content::ContentSources>, StoreError> {
+        Ok(self.content.get(agent_id).cloned())
     }
 }

@@ -19,7 +19,13 @@ use serde_json::{json, Value};
 use crate::engine::{FactSource, DERIVED_PREFIX};
 
 /// Every migration, in order (file name, SQL). `tests` check this matches `migrations/`.
-pub const MIGRATIONS: &[(&str, &str)] = &[("0001_lid.sql", include_str!("../../migrations/0001_lid.sql"))];
+pub const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_lid.sql", include_str!("../../migrations/0001_lid.sql")),
+    ("0002_content_channel.sql", include_str!("../../migrations/0002_content_channel.sql")),
+];
+
+/// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
+pub const CONTENT_SOURCES_PREFIX: &str = "lid-content:";
 
 /// A storage failure (the database cannot be read or written).
 #[derive(Debug, thiserror::Error)]
@@ -203,11 +209,13 @@ impl Db {
             let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
             let mut manifest_json = None;
             let mut provenance = Value::Null;
+            // Quarantined (and promoted-from) rows never reach the engine (Spec-13).
             let mut st = c.prepare_cached(
                 "SELECT uri, unit_key, version, content, interpret_as, valid_until, authored_by, authored_at, source_trust,
                         derived_from, tokens, sha256, provenance, unit_name
-                 FROM instruction_facts WHERE agent_id = ?1 ORDER BY rowid",
+                 FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL ORDER BY rowid",
             )?;
+            let mut content_units = std::collections::BTreeSet::new();
             let mut rows = st.query(params![agent])?;
             while let Some(r) = rows.next()? {
                 let uri: String = r.get(0)?;
@@ -218,11 +226,15 @@ impl Db {
                     manifest_json = Some(content.clone());
                     provenance = serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or(Value::Null);
                 }
+                let interpret_as: String = r.get(4)?;
+                if interpret_as == "content" && uri.starts_with("instruction:") {
+                    content_units.insert(unit_key.clone());
+                }
                 let fact = EngineFact {
                     uri: &uri,
                     content: &content,
                     version: &version,
-                    interpret_as: &r.get::<_, String>(4)?,
+                    interpret_as: &interpret_as,
                     valid_until: r.get::<_, Option<String>>(5)?.as_deref(),
                     authored_by: &r.get::<_, String>(6)?,
                     authored_at: &r.get::<_, String>(7)?,
@@ -237,6 +249,17 @@ impl Db {
             }
             for (k, vs) in versions {
                 map.insert(k, serde_json::to_vec(&vs).map_err(|e| DbError::Corrupt(e.to_string()))?);
+            }
+            // The recall content channel's sources (Spec-13): content units and current packs.
+            let mut packs = Vec::new();
+            let mut pst = c.prepare_cached("SELECT pack, version, prefix, files, digest FROM knowledge_packs WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY pack")?;
+            let mut prow = pst.query(params![agent])?;
+            while let Some(r) = prow.next()? {
+                let files: Value = serde_json::from_str(&r.get::<_, String>(3)?).map_err(|e| DbError::Corrupt(format!("knowledge_packs.files: {e}")))?;
+                packs.push(json!({"id": r.get::<_, String>(0)?, "version": r.get::<_, String>(1)?, "prefix": r.get::<_, String>(2)?, "files": files, "digest": r.get::<_, String>(4)?}));
+            }
+            if !content_units.is_empty() || !packs.is_empty() {
+                map.insert(format!("{CONTENT_SOURCES_PREFIX}{agent}"), json!({"facts": content_units, "packs": packs}).to_string().into_bytes());
             }
             let manifest_json = manifest_json.ok_or_else(|| DbError::Corrupt(format!("manifest fact {fact_uri} is missing")))?;
             let mut lift = Vec::new();
@@ -504,6 +527,9 @@ pub struct AuditRow {
     pub source: String,
     #[serde(default)]
     pub manifest_version: String,
+    /// The content channel items served (`{uri, sha256}`, Spec-13); not part of replies.
+    #[serde(default, skip_serializing)]
+    pub content_served: Vec<Value>,
 }
 
 impl Db {
@@ -521,8 +547,8 @@ impl Db {
                 ],
             )?;
             tx.execute(
-                "INSERT INTO instruction_audit_meta (id, source, manifest_version) VALUES (?1, ?2, ?3)",
-                params![r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version],
+                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served) VALUES (?1, ?2, ?3, ?4)",
+                params![r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version, json!(r.content_served).to_string()],
             )?;
             Ok::<_, DbError>(())
         })
@@ -554,6 +580,7 @@ impl Db {
                     created_at: r.get(10)?,
                     source: r.get(11)?,
                     manifest_version: r.get(12)?,
+                    content_served: vec![],
                 })
             })?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)

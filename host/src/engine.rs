@@ -381,6 +381,12 @@ impl Runtime {
         let st = Storage::none();
         Ok(self.call(&st, |l, s| l.lid_engine_engine().call_session_to_handoff(s, markdown))?.map_err(Into::into))
     }
+
+    /// A knowledge-pack upload read for storage (`{"id","meta","files","collisions","digest"}`).
+    pub fn read_knowledge_pack(&self, upload: &str) -> Result<Result<String, EngineFailure>> {
+        let st = Storage::none();
+        Ok(self.call(&st, |l, s| l.lid_engine_engine().call_read_knowledge_pack(s, upload))?.map_err(Into::into))
+    }
 }
 
 /// Compile `bytes`, or load the cached compilation for this engine.

@@ -355,17 +355,7 @@ impl Service {
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let version = match body.get("version").and_then(Value::as_str) {
             Some(v) => v.to_string(),
-            None => {
-                let latest: Option<String> = self.db.read(|c| {
-                    Ok(c.query_row("SELECT version FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", params![unit_key], |r| r.get(0))
-                        .optional()?)
-                })?;
-                match latest.as_deref().map(|v| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())) {
-                    None => "v1".to_string(),
-                    Some(Some(n)) => format!("v{}", n + 1),
-                    Some(None) => return Err(ApiError::bad_request("invalid_request", format!("the latest version {latest:?} is not of the form vN: pass `version` explicitly"))),
-                }
-            }
+            None => self.next_version(&unit_key)?,
         };
         let uri = format!("{unit_key}/{version}");
         if crate::db::split_fact_uri(&uri).is_none() || crate::auth::check_agent_id(name).is_err() || version.eq_ignore_ascii_case("latest") {
@@ -682,4 +672,320 @@ impl Service {
             "provenance": provenance,
         }))
     }
+}
+
+// ---- the content channel: knowledge packs, quarantine (Spec-13) -------------------------
+
+/// Sender claims on a federated fact that ask for more than quarantine (Spec-13,
+/// "Federation boundary": never honoured on the sender's say-so): the keys and values.
+pub fn promotion_claims(body: &Value) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    for (k, v) in body.as_object().into_iter().flatten() {
+        let asks = match k.as_str() {
+            "promote" | "promoted" | "trusted" => v.as_bool() != Some(false) && !v.is_null(),
+            "quarantine" | "quarantined" => v.as_bool() != Some(true),
+            "interpret_as" => v.as_str() != Some("content"),
+            "trust" | "source_trust" => !v.is_null(),
+            _ => false,
+        };
+        if asks {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+impl Service {
+    /// The agent's deployment: the current manifest's, else `deployment` from the body.
+    fn deployment_of(&self, agent: &str, body: &Value) -> Result<String, ApiError> {
+        match (self.current(agent)?, body.get("deployment").and_then(Value::as_str)) {
+            (Some((d, _)), _) => Ok(d),
+            (None, Some(d)) if crate::auth::check_agent_id(d).is_ok() => Ok(d.to_string()),
+            _ => Err(ApiError::bad_request("invalid_request", format!("agent {agent:?} has no manifest yet: pass `deployment` with the first write"))),
+        }
+    }
+
+    /// Record a denied write as a `capability_denied` service event, then return the denial.
+    fn denied(&self, agent: &str, who: &Principal, action: &str, e: ApiError, extra: Value) -> ApiError {
+        let mut detail = json!({"action": action, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
+        if let (Some(d), Some(x)) = (detail.as_object_mut(), extra.as_object()) {
+            d.extend(x.clone());
+        }
+        let _ = self.db.write(|tx| insert_event(tx, Some(agent), "capability_denied", &detail, now_ms()).map(|_| ()));
+        e
+    }
+
+    /// The next `vN` of a unit (v1 when it has none).
+    fn next_version(&self, unit_key: &str) -> Result<String, ApiError> {
+        let latest: Option<String> = self.db.read(|c| {
+            Ok(c.query_row("SELECT version FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", params![unit_key], |r| r.get(0))
+                .optional()?)
+        })?;
+        match latest.as_deref().map(|v| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())) {
+            None => Ok("v1".to_string()),
+            Some(Some(n)) => Ok(format!("v{}", n + 1)),
+            Some(None) => Err(ApiError::bad_request("invalid_request", format!("the latest version {latest:?} is not of the form vN: pass `version` explicitly"))),
+        }
+    }
+
+    /// `PUT /v1/agents/{id}/knowledge/{pack}`: store a knowledge pack as content facts
+    /// (`interpret_as: content`) and register it, in one transaction. Write authority for
+    /// the agent (its own key or an admin) is enough: content is data, not instructions.
+    /// Returns the pack's catalog entry and whether anything changed.
+    pub fn upload_knowledge(&self, agent: &str, pack: &str, body: &Value, who: &Principal) -> Result<(Value, bool), ApiError> {
+        if let Err(e) = who.require_self(agent) {
+            return Err(self.denied(agent, who, "knowledge_upload", e, json!({"pack": pack})));
+        }
+        let kmd = body.get("knowledge_md").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::bad_request("invalid_request", "send the pack as {\"knowledge_md\": \"<KNOWLEDGE.md text>\", \"units\": {\"<name or path>\": \"<text>\"}}")
+        })?;
+        let units = body.get("units").and_then(Value::as_object).cloned().unwrap_or_default();
+        if let Some((k, _)) = units.iter().find(|(_, v)| !v.is_string()) {
+            return Err(ApiError::bad_request("invalid_request", format!("`units.{k}` must be the file's markdown text")));
+        }
+        let read = parse_json(&engine(self.rt.read_knowledge_pack(&json!({"id": pack, "knowledge_md": kmd, "units": units}).to_string()))?)?;
+        let files = read["files"].as_array().cloned().unwrap_or_default();
+        let text_of = |f: &Value| units.get(f["key"].as_str().unwrap_or_default()).and_then(Value::as_str).unwrap_or_default().to_string();
+        let mut lint = vec![json!({"name": "KNOWLEDGE.md", "content": kmd, "interpret_as": "content"})];
+        lint.extend(files.iter().map(|f| json!({"name": f["path"], "content": text_of(f), "interpret_as": "content"})));
+        let admission_warnings = self.admit(agent, lint)?;
+        let deployment = self.deployment_of(agent, body)?;
+        let digest = read["digest"].as_str().unwrap_or_default().to_string();
+        let rows: Vec<(String, String, Option<i64>)> = self.db.read(|c| {
+            let mut st = c.prepare_cached("SELECT version, digest, superseded_at FROM knowledge_packs WHERE agent_id = ?1 AND pack = ?2")?;
+            let rows = st.query_map(params![agent, pack], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        if let Some((v, _, _)) = rows.iter().find(|(_, d, s)| s.is_none() && *d == digest) {
+            let mut entry = self.knowledge_catalog(agent)?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
+            entry["unchanged"] = json!(true);
+            entry["upload_version"] = json!(v);
+            entry["admission_warnings"] = json!(admission_warnings);
+            return Ok((entry, false));
+        }
+        let n = rows.iter().filter_map(|(v, _, _)| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())).max().unwrap_or(0) + 1;
+        let version = format!("v{n}");
+        let prefix = format!("knowledge:{deployment}/{agent}/{pack}/{version}/");
+        let key_prefix = format!("knowledge:{deployment}/{agent}/{pack}/");
+        let now = now_ms();
+        let provenance = json!({"knowledge_pack": pack, "pack_version": version, "uploaded_by_key": who.key_id});
+        let mut facts = vec![self.new_fact(agent, &format!("{pack}/KNOWLEDGE.md"), &format!("{prefix}KNOWLEDGE.md"), &format!("{key_prefix}KNOWLEDGE.md"), &version, kmd, "content", &who.entity_uri, provenance.clone())?];
+        for f in &files {
+            let path = f["path"].as_str().unwrap_or_default();
+            facts.push(NewFact {
+                uri: format!("{prefix}{path}"),
+                unit_key: format!("{key_prefix}{path}"),
+                agent_id: agent.to_string(),
+                unit_name: format!("{pack}/{path}"),
+                version: version.clone(),
+                content: text_of(f),
+                interpret_as: "content".into(),
+                tokens: f["tokens"].as_i64().unwrap_or(0),
+                authored_by: who.entity_uri.clone(),
+                authored_at: iso(now),
+                source_trust: 0.9,
+                provenance: provenance.clone(),
+            });
+        }
+        let catalog = read["catalog"].clone();
+        let units_n = catalog["units"].as_i64().unwrap_or(0);
+        let paths: Vec<&str> = files.iter().filter_map(|f| f["path"].as_str()).collect();
+        self.db.write(|tx| {
+            for f in &facts {
+                if let Err(h) = insert_fact(tx, f, now)? {
+                    return Err(ApiError::new(409, "fact_version_conflict", format!("{} was written concurrently with other content (sha256 {h}); retry the upload", f.uri)));
+                }
+            }
+            // Files of the previous version that this one no longer has are retired too.
+            tx.execute(
+                "UPDATE instruction_facts SET valid_until = ?1 WHERE agent_id = ?2 AND substr(unit_key, 1, length(?3)) = ?3 AND valid_until IS NULL AND substr(uri, 1, length(?4)) <> ?4",
+                params![iso(now), agent, key_prefix, prefix],
+            )
+            .map_err(DbError::from)?;
+            tx.execute("UPDATE knowledge_packs SET superseded_at = ?1 WHERE agent_id = ?2 AND pack = ?3 AND superseded_at IS NULL", params![now, agent, pack]).map_err(DbError::from)?;
+            tx.execute(
+                "INSERT INTO knowledge_packs (agent_id, pack, version, prefix, meta, files, digest, units, uploaded_by, created_at, superseded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL)",
+                params![agent, pack, version, prefix, catalog.to_string(), json!(paths).to_string(), digest, units_n, who.entity_uri, now],
+            )
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => ApiError::new(409, "fact_version_conflict", format!("pack {pack:?} {version} was uploaded concurrently; retry")),
+                e => ApiError::storage(e.into()),
+            })?;
+            insert_event(tx, Some(agent), "knowledge_pack_upload", &json!({"pack": pack, "version": version, "digest": digest, "entity_uri": who.entity_uri}), now)?;
+            Ok::<_, ApiError>(())
+        })?;
+        let mut entry = pack_entry(pack, &version, &catalog, &digest, now, &who.entity_uri);
+        entry["unchanged"] = json!(false);
+        entry["files"] = json!(facts.iter().skip(1).map(|f| json!({"path": f.uri.strip_prefix(&prefix).unwrap_or_default(), "uri": f.uri, "sha256": f.sha256(), "tokens": f.tokens})).collect::<Vec<_>>());
+        entry["collisions"] = read["collisions"].clone();
+        entry["admission_warnings"] = json!(admission_warnings);
+        Ok((entry, true))
+    }
+
+    /// `GET /v1/agents/{id}/knowledge`: the catalog of the agent's current packs, by id.
+    pub fn knowledge_catalog(&self, agent: &str) -> Result<Vec<Value>, ApiError> {
+        Ok(self.db.read(|c| {
+            let mut st = c.prepare_cached("SELECT pack, version, meta, digest, created_at, uploaded_by FROM knowledge_packs WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY pack")?;
+            let rows = st.query_map(params![agent], |r| {
+                let meta: Value = serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or(Value::Null);
+                Ok(pack_entry(&r.get::<_, String>(0)?, &r.get::<_, String>(1)?, &meta, &r.get::<_, String>(3)?, r.get(4)?, &r.get::<_, String>(5)?))
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?)
+    }
+
+    /// `POST /v1/agents/{id}/federated-facts`: a fact from another organisation or a
+    /// federation peer (`origin`), stored in quarantine (Spec-13). Sender claims asking
+    /// for more (`promote`, `quarantine: false`, `interpret_as: instruction`, a trust) are
+    /// ignored and recorded as a `promotion_rejected` service event; the fact stays
+    /// quarantined until an admin promotes it.
+    pub fn receive_federated(&self, agent: &str, body: &Value, who: &Principal) -> Result<Value, ApiError> {
+        if let Err(e) = who.require_self(agent) {
+            return Err(self.denied(agent, who, "federated_fact", e, json!({})));
+        }
+        let (name, content, origin) = federated_fields(body)?;
+        let claims = promotion_claims(body);
+        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": "content"})])?;
+        let deployment = self.deployment_of(agent, body)?;
+        let sha = sha256_hex(content.as_bytes());
+        let uri = format!("quarantine:{deployment}/{agent}/{name}/{}", &sha[..16]);
+        let provenance = json!({"origin": origin, "received_by": who.entity_uri, "key_id": who.key_id, "sender_claims": claims});
+        let mut fact = self.new_fact(agent, name, &uri, &uri, "q1", content, "content", origin, provenance)?;
+        fact.source_trust = 0.0;
+        let now = now_ms();
+        let (written, status) = self.db.write(|tx| {
+            let w = insert_fact(tx, &fact, now)?;
+            if w == Ok(FactWrite::Inserted) {
+                tx.execute("UPDATE instruction_facts SET quarantine = 'quarantined', origin = ?1 WHERE uri = ?2", params![origin, uri])?;
+                insert_event(tx, Some(agent), "fact_quarantined", &json!({"uri": uri, "name": name, "origin": origin, "entity_uri": who.entity_uri}), now)?;
+            }
+            if !claims.is_empty() {
+                let detail = json!({"uri": uri, "origin": origin, "claims": claims, "entity_uri": who.entity_uri, "reason": "a sender's assertion cannot promote a fact (Spec-13, federation boundary)"});
+                insert_event(tx, Some(agent), "promotion_rejected", &detail, now)?;
+            }
+            let status: Option<String> = tx.query_row("SELECT quarantine FROM instruction_facts WHERE uri = ?1", params![uri], |r| r.get(0)).optional()?.flatten();
+            Ok::<_, DbError>((w, status))
+        })?;
+        if written.is_err() {
+            return Err(ApiError::new(409, "fact_version_conflict", format!("{uri} holds other content")));
+        }
+        Ok(json!({
+            "uri": uri, "name": name, "origin": origin, "sha256": sha, "quarantine": status,
+            "ignored_claims": claims.keys().collect::<Vec<_>>(), "unchanged": written == Ok(FactWrite::Unchanged), "admission_warnings": admission_warnings,
+        }))
+    }
+
+    /// `GET /v1/agents/{id}/federated-facts` (admins): quarantined and promoted facts.
+    pub fn federated_facts(&self, agent: &str) -> Result<Value, ApiError> {
+        let facts = self.db.read(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT uri, unit_name, origin, quarantine, sha256, content, created_at, provenance FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NOT NULL ORDER BY created_at, uri",
+            )?;
+            let rows = st.query_map(params![agent], |r| {
+                let prov: Value = serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or(Value::Null);
+                Ok(json!({"uri": r.get::<_, String>(0)?, "name": r.get::<_, String>(1)?, "origin": r.get::<_, Option<String>>(2)?, "quarantine": r.get::<_, String>(3)?,
+                    "sha256": r.get::<_, String>(4)?, "content": r.get::<_, String>(5)?, "received_at": iso(r.get(6)?), "sender_claims": prov["sender_claims"]}))
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        Ok(json!({"agent_id": agent, "facts": facts}))
+    }
+
+    /// `POST /v1/agents/{id}/facts/promote`: an admin holding `instruction:write` promotes
+    /// a quarantined fact into the agent's live facts (`interpret_as` content by default,
+    /// or instruction), as a new version of unit `name` (default: the fact's own name).
+    /// The quarantined row becomes `promoted`; who promoted it is recorded (Spec-13, Audit).
+    pub fn promote(&self, agent: &str, body: &Value, who: &Principal) -> Result<Value, ApiError> {
+        let uri = body.get("uri").and_then(Value::as_str).unwrap_or_default().to_string();
+        if let Err(e) = who.require_admin().and_then(|_| who.require_instruction_write(agent)) {
+            return Err(self.denied(agent, who, "promote", e, json!({"uri": uri})));
+        }
+        let interpret_as = body.get("interpret_as").and_then(Value::as_str).unwrap_or("content");
+        if !["instruction", "content"].contains(&interpret_as) {
+            return Err(ApiError::bad_request("invalid_request", "`interpret_as` must be \"instruction\" or \"content\""));
+        }
+        let row: Option<(String, String, Option<String>, String)> = self.db.read(|c| {
+            Ok(c.query_row("SELECT content, unit_name, origin, quarantine FROM instruction_facts WHERE uri = ?1 AND agent_id = ?2 AND quarantine IS NOT NULL", params![uri, agent], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()?)
+        })?;
+        let Some((content, qname, origin, state)) = row else {
+            return Err(ApiError::new(404, "quarantined_fact_not_found", format!("agent {agent:?} has no quarantined fact {uri:?}: GET /v1/agents/{agent}/federated-facts lists them")));
+        };
+        if state == "promoted" {
+            return Err(ApiError::new(409, "fact_already_promoted", format!("{uri} was already promoted; quarantined facts are promoted once")));
+        }
+        let name = body.get("name").and_then(Value::as_str).unwrap_or(&qname).to_string();
+        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
+        let deployment = self.deployment_of(agent, body)?;
+        let unit_key = format!("instruction:{deployment}/{agent}/{name}");
+        let version = match body.get("version").and_then(Value::as_str) {
+            Some(v) => v.to_string(),
+            None => self.next_version(&unit_key)?,
+        };
+        let live = format!("{unit_key}/{version}");
+        if crate::db::split_fact_uri(&live).is_none() || crate::auth::check_agent_id(&name).is_err() || version.eq_ignore_ascii_case("latest") {
+            return Err(ApiError::bad_request("invalid_request", format!("{live:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2)")));
+        }
+        let origin = origin.unwrap_or_default();
+        let provenance = json!({"promoted_from": uri, "promoted_by": who.entity_uri, "key_id": who.key_id, "origin": origin});
+        let fact = self.new_fact(agent, &name, &live, &unit_key, &version, &content, interpret_as, &origin, provenance)?;
+        let now = now_ms();
+        self.db.write(|tx| {
+            if insert_fact(tx, &fact, now)? != Ok(FactWrite::Inserted) {
+                return Err(ApiError::new(409, "fact_version_conflict", format!("{live} already exists; pass another `version`")));
+            }
+            if tx.execute("UPDATE instruction_facts SET quarantine = 'promoted' WHERE uri = ?1 AND quarantine = 'quarantined'", params![uri]).map_err(DbError::from)? != 1 {
+                return Err(ApiError::new(409, "fact_already_promoted", format!("{uri} was promoted concurrently")));
+            }
+            if interpret_as == "instruction" {
+                tx.execute("DELETE FROM boot_stubs WHERE agent_id = ?1", params![agent]).map_err(DbError::from)?;
+            }
+            let detail = json!({"uri": live, "promoted_from": uri, "interpret_as": interpret_as, "origin": origin, "promoted_by": who.entity_uri, "key_id": who.key_id});
+            insert_event(tx, Some(agent), "fact_promoted", &detail, now)?;
+            Ok::<_, ApiError>(())
+        })?;
+        Ok(json!({"uri": live, "version": version, "interpret_as": interpret_as, "sha256": fact.sha256(), "promoted_from": uri, "promoted_by": who.entity_uri, "origin": origin, "admission_warnings": admission_warnings}))
+    }
+
+    /// `GET /v1/agents/{id}/service-events` (admins): the agent's service events, oldest
+    /// first (capability denials, quarantines, rejected promotions, promotions, …),
+    /// optionally of one `kind`.
+    pub fn service_events(&self, agent: &str, kind: Option<&str>) -> Result<Value, ApiError> {
+        let events = self.db.read(|c| {
+            let mut st = c.prepare_cached("SELECT id, kind, detail, created_at FROM service_events WHERE agent_id = ?1 AND (?2 IS NULL OR kind = ?2) ORDER BY created_at, rowid")?;
+            let rows = st.query_map(params![agent, kind], |r| {
+                let detail: Value = serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or(Value::Null);
+                Ok(json!({"id": r.get::<_, String>(0)?, "kind": r.get::<_, String>(1)?, "detail": detail, "created_at": iso(r.get(3)?)}))
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        Ok(json!({"agent_id": agent, "events": events}))
+    }
+}
+
+/// A pack's catalog entry as the service lists it: the engine's catalog fields plus the
+/// upload's id, version, digest, time and uploader.
+fn pack_entry(pack: &str, version: &str, catalog: &Value, digest: &str, at: i64, by: &str) -> Value {
+    let mut e = json!({"pack": pack, "upload_version": version, "digest": digest, "uploaded_at": iso(at), "uploaded_by": by});
+    if let (Some(o), Some(c)) = (e.as_object_mut(), catalog.as_object()) {
+        for (k, v) in c {
+            o.insert(k.clone(), v.clone());
+        }
+    }
+    e
+}
+
+/// `name`, `content` and `origin` of a federated fact, checked.
+pub fn federated_fields(body: &Value) -> Result<(&str, &str, &str), ApiError> {
+    let s = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (name, content, origin) = (s("name"), s("content"), s("origin"));
+    if crate::auth::check_agent_id(name).is_err() || content.is_empty() {
+        return Err(ApiError::bad_request("invalid_request", "send {\"name\": \"<unit-name>\", \"content\": \"…\", \"origin\": \"org:<sender>\"}: a unit name of [A-Za-z0-9._-] and the text"));
+    }
+    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || c.is_control()) || !origin.contains(':') {
+        return Err(ApiError::bad_request("invalid_request", "`origin` must name the sending organisation or federation peer as an entity URI (e.g. \"org:other-co\" or \"federation:peer-1\")"));
+    }
+    Ok((name, content, origin))
 }

@@ -3,7 +3,7 @@
 //! The same routes, JSON, status codes and error codes as `lid serve` (§21.8; README
 //! "The service"), with `lid-core` compiled for `wasm32-unknown-unknown` and linked in:
 //! facts in KV (`FACTS`), the §21.7 tables and lid's in D1 (`DB`, created by
-//! `migrations/0001_lid.sql`), bootstrap admin keys from the `LID_ADMIN_KEYS` secret, the
+//! `migrations/*.sql`), bootstrap admin keys from the `LID_ADMIN_KEYS` secret, the
 //! heartbeat trigger key from `LID_HEARTBEAT_SECRET`. One handler per route; each
 //! authenticates, checks scope (§21.4.5) and calls [`service::Service`].
 //!
@@ -280,6 +280,79 @@ async fn put_org(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Resp
     .await)
 }
 
+// ---- the content channel: knowledge packs and quarantine (Spec-13) ----------------------
+
+async fn put_knowledge(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let (id, pack) = (param(&ctx, "id"), param(&ctx, "pack"));
+        let p = caller(&svc, &req).await?;
+        auth::check_agent_id(&id)?;
+        let body = json_body(&mut req).await?;
+        let (v, created) = svc.upload_knowledge(&id, &pack, &body, &p).await?;
+        json_response(&v, if created { 201 } else { 200 })
+    }
+    .await)
+}
+
+async fn list_knowledge(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        p.require_read(&svc.store, &id).await?;
+        json_response(&json!({"agent_id": id, "packs": svc.knowledge_catalog(&id).await?}), 200)
+    }
+    .await)
+}
+
+async fn post_federated(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        auth::check_agent_id(&id)?;
+        let body = json_body(&mut req).await?;
+        json_response(&svc.receive_federated(&id, &body, &p).await?, 202)
+    }
+    .await)
+}
+
+async fn list_federated(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        p.require_admin()?;
+        json_response(&svc.federated_facts(&id).await?, 200)
+    }
+    .await)
+}
+
+async fn promote_fact(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        auth::check_agent_id(&id)?;
+        let body = json_body(&mut req).await?;
+        json_response(&svc.promote(&id, &body, &p).await?, 201)
+    }
+    .await)
+}
+
+async fn service_events(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        p.require_admin()?;
+        let kind = req.url().ok().and_then(|u| u.query_pairs().find(|(k, _)| k == "kind").map(|(_, v)| v.into_owned()));
+        json_response(&svc.service_events(&id, kind.as_deref()).await?, 200)
+    }
+    .await)
+}
+
 /// The routes of `lid serve` (`host/src/http.rs`), one handler each.
 pub fn router() -> Router<'static, ()> {
     Router::new()
@@ -293,6 +366,12 @@ pub fn router() -> Router<'static, ()> {
         .post_async("/v1/agents/:id/recall-instruction", recall)
         .post_async("/v1/agents/:id/heartbeat", heartbeat)
         .put_async("/v1/agents/:id/units/:name", put_unit)
+        .get_async("/v1/agents/:id/knowledge", list_knowledge)
+        .put_async("/v1/agents/:id/knowledge/:pack", put_knowledge)
+        .post_async("/v1/agents/:id/federated-facts", post_federated)
+        .get_async("/v1/agents/:id/federated-facts", list_federated)
+        .post_async("/v1/agents/:id/facts/promote", promote_fact)
+        .get_async("/v1/agents/:id/service-events", service_events)
         .post_async("/v1/instruction/audit", submit_audit)
         .post_async("/v1/keys", create_key)
         .get_async("/v1/keys", list_keys)

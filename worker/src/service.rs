@@ -68,6 +68,9 @@ pub struct AuditRow {
     pub source: String,
     #[serde(default)]
     pub manifest_version: String,
+    /// The content channel items served (`{uri, sha256}`, Spec-13); not part of replies.
+    #[serde(default, skip_serializing)]
+    pub content_served: Vec<Value>,
 }
 
 /// A JSON array, or (from D1) its text.
@@ -125,8 +128,8 @@ impl Service {
                 args![r.id, r.agent_id, r.heartbeat_id, r.session_start, r.intent, json!(r.loaded_chunks).to_string(), json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at],
             );
             let meta = self.store.stmt(
-                "INSERT INTO instruction_audit_meta (id, source, manifest_version) VALUES (?1, ?2, ?3)",
-                args![r.id, if r.source.is_empty() { "recall_instruction".to_string() } else { r.source.clone() }, r.manifest_version],
+                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served) VALUES (?1, ?2, ?3, ?4)",
+                args![r.id, if r.source.is_empty() { "recall_instruction".to_string() } else { r.source.clone() }, r.manifest_version, json!(r.content_served).to_string()],
             );
             stmts.push(ins.map_err(|e| e.message)?);
             stmts.push(meta.map_err(|e| e.message)?);
@@ -410,6 +413,7 @@ impl Service {
             derived_from: None,
             tokens: Some(lid_core::api::count_tokens(content)),
             sha256: Some(sha256_hex(content.as_bytes())),
+            quarantined: false,
         }
     }
 
@@ -461,11 +465,7 @@ impl Service {
         let latest = current_version(&self.store, &unit_key).await?;
         let version = match body.get("version").and_then(Value::as_str) {
             Some(v) => v.to_string(),
-            None => match latest.as_ref().map(|(_, v, _)| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())) {
-                None => "v1".to_string(),
-                Some(Some(n)) => format!("v{}", n + 1),
-                Some(None) => return Err(ApiError::bad_request("invalid_request", format!("the latest version {:?} is not of the form vN: pass `version` explicitly", latest.map(|l| l.1)))),
-            },
+            None => next_version(latest.as_ref().map(|l| l.1.as_str()))?,
         };
         let uri = format!("{unit_key}/{version}");
         if split_fact_uri(&uri).is_none() || lid_core::uri::InstructionUri::parse(&uri).is_err() || check_agent_id(name).is_err() || version.eq_ignore_ascii_case("latest") {
@@ -748,4 +748,348 @@ impl Service {
 /// Facts for engine calls that read none.
 pub fn no_facts() -> WorkerFacts {
     WorkerFacts::default()
+}
+
+// ---- the content channel: knowledge packs, quarantine (Spec-13) -------------------------
+// Mirrors `lid serve` (host/src/service.rs) route for route; see its docs.
+
+/// Sender claims on a federated fact that ask for more than quarantine (Spec-13,
+/// "Federation boundary": never honoured on the sender's say-so).
+pub fn promotion_claims(body: &Value) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    for (k, v) in body.as_object().into_iter().flatten() {
+        let asks = match k.as_str() {
+            "promote" | "promoted" | "trusted" => v.as_bool() != Some(false) && !v.is_null(),
+            "quarantine" | "quarantined" => v.as_bool() != Some(true),
+            "interpret_as" => v.as_str() != Some("content"),
+            "trust" | "source_trust" => !v.is_null(),
+            _ => false,
+        };
+        if asks {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// `name`, `content` and `origin` of a federated fact, checked.
+pub fn federated_fields(body: &Value) -> ApiResult<(&str, &str, &str)> {
+    let s = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (name, content, origin) = (s("name"), s("content"), s("origin"));
+    if check_agent_id(name).is_err() || content.is_empty() {
+        return Err(ApiError::bad_request("invalid_request", "send {\"name\": \"<unit-name>\", \"content\": \"…\", \"origin\": \"org:<sender>\"}: a unit name of [A-Za-z0-9._-] and the text"));
+    }
+    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || c.is_control()) || !origin.contains(':') {
+        return Err(ApiError::bad_request("invalid_request", "`origin` must name the sending organisation or federation peer as an entity URI (e.g. \"org:other-co\" or \"federation:peer-1\")"));
+    }
+    Ok((name, content, origin))
+}
+
+/// The next `vN` after `latest` (v1 when there is none).
+fn next_version(latest: Option<&str>) -> ApiResult<String> {
+    match latest.map(|v| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())) {
+        None => Ok("v1".to_string()),
+        Some(Some(n)) => Ok(format!("v{}", n + 1)),
+        Some(None) => Err(ApiError::bad_request("invalid_request", format!("the latest version {latest:?} is not of the form vN: pass `version` explicitly"))),
+    }
+}
+
+/// A pack's catalog entry as the service lists it.
+fn pack_entry(pack: &str, version: &str, catalog: &Value, digest: &str, at: i64, by: &str) -> Value {
+    let mut e = json!({"pack": pack, "upload_version": version, "digest": digest, "uploaded_at": iso(at), "uploaded_by": by});
+    if let (Some(o), Some(c)) = (e.as_object_mut(), catalog.as_object()) {
+        for (k, v) in c {
+            o.insert(k.clone(), v.clone());
+        }
+    }
+    e
+}
+
+impl Service {
+    /// The agent's deployment: the current manifest's, else `deployment` from the body.
+    async fn deployment_of(&self, agent: &str, body: &Value) -> ApiResult<String> {
+        let current = self.store.snapshot(agent).await?;
+        match (current.as_deref().map(current_of), body.get("deployment").and_then(Value::as_str)) {
+            (Some((d, _)), _) => Ok(d),
+            (None, Some(d)) if check_agent_id(d).is_ok() => Ok(d.to_string()),
+            _ => Err(ApiError::bad_request("invalid_request", format!("agent {agent:?} has no manifest yet: pass `deployment` with the first write"))),
+        }
+    }
+
+    /// Record a denied write as a `capability_denied` service event; returns the denial.
+    async fn denied(&self, agent: &str, who: &Principal, action: &str, e: ApiError, extra: Value) -> ApiError {
+        let mut detail = json!({"action": action, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
+        if let (Some(d), Some(x)) = (detail.as_object_mut(), extra.as_object()) {
+            d.extend(x.clone());
+        }
+        if let Ok(st) = event(&self.store, Some(agent), "capability_denied", &detail, now_ms()) {
+            let _ = self.store.batch(vec![st]).await;
+        }
+        e
+    }
+
+    /// `PUT /v1/agents/{id}/knowledge/{pack}`: the pack's files to KV first, then the
+    /// ledger rows and the registry row in one D1 batch (as publish does).
+    pub async fn upload_knowledge(&self, agent: &str, pack: &str, body: &Value, who: &Principal) -> ApiResult<(Value, bool)> {
+        if let Err(e) = who.require_self(agent) {
+            return Err(self.denied(agent, who, "knowledge_upload", e, json!({"pack": pack})).await);
+        }
+        let kmd = body.get("knowledge_md").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::bad_request("invalid_request", "send the pack as {\"knowledge_md\": \"<KNOWLEDGE.md text>\", \"units\": {\"<name or path>\": \"<text>\"}}")
+        })?;
+        let units = body.get("units").and_then(Value::as_object).cloned().unwrap_or_default();
+        if let Some((k, _)) = units.iter().find(|(_, v)| !v.is_string()) {
+            return Err(ApiError::bad_request("invalid_request", format!("`units.{k}` must be the file's markdown text")));
+        }
+        let read = parse(&lid_core::api::read_knowledge_pack(&json!({"id": pack, "knowledge_md": kmd, "units": units}).to_string())?)?;
+        let files = read["files"].as_array().cloned().unwrap_or_default();
+        let text_of = |f: &Value| units.get(f["key"].as_str().unwrap_or_default()).and_then(Value::as_str).unwrap_or_default().to_string();
+        let mut lint = vec![json!({"name": "KNOWLEDGE.md", "content": kmd, "interpret_as": "content"})];
+        lint.extend(files.iter().map(|f| json!({"name": f["path"], "content": text_of(f), "interpret_as": "content"})));
+        let admission_warnings = self.admit(agent, lint).await?;
+        let deployment = self.deployment_of(agent, body).await?;
+        let digest = read["digest"].as_str().unwrap_or_default().to_string();
+        #[derive(Deserialize)]
+        struct Row {
+            version: String,
+            digest: String,
+            superseded_at: Option<i64>,
+        }
+        let rows: Vec<Row> = self.store.all("SELECT version, digest, superseded_at FROM knowledge_packs WHERE agent_id = ?1 AND pack = ?2", args![agent, pack]).await?;
+        if let Some(r) = rows.iter().find(|r| r.superseded_at.is_none() && r.digest == digest) {
+            let mut entry = self.knowledge_catalog(agent).await?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
+            entry["unchanged"] = json!(true);
+            entry["upload_version"] = json!(r.version);
+            entry["admission_warnings"] = json!(admission_warnings);
+            return Ok((entry, false));
+        }
+        let n = rows.iter().filter_map(|r| r.version.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())).max().unwrap_or(0) + 1;
+        let version = format!("v{n}");
+        let prefix = format!("knowledge:{deployment}/{agent}/{pack}/{version}/");
+        let key_prefix = format!("knowledge:{deployment}/{agent}/{pack}/");
+        let now = now_ms();
+        let provenance = json!({"knowledge_pack": pack, "pack_version": version, "uploaded_by_key": who.key_id});
+        let mut facts: Vec<(Fact, String, String)> = vec![(Self::new_fact(&format!("{prefix}KNOWLEDGE.md"), &version, kmd, InterpretAs::Content, &who.entity_uri, 0.9), format!("{key_prefix}KNOWLEDGE.md"), format!("{pack}/KNOWLEDGE.md"))];
+        for f in &files {
+            let path = f["path"].as_str().unwrap_or_default();
+            facts.push((Self::new_fact(&format!("{prefix}{path}"), &version, &text_of(f), InterpretAs::Content, &who.entity_uri, 0.9), format!("{key_prefix}{path}"), format!("{pack}/{path}")));
+        }
+        let ledger = self.store.ledger(agent).await?;
+        let prev: BTreeMap<&str, &str> = ledger.iter().filter(|r| r.valid_until.is_none()).map(|r| (r.unit_key.as_str(), r.sha256.as_str())).collect();
+        let catalog = read["catalog"].clone();
+        let paths: Vec<&str> = files.iter().filter_map(|f| f["path"].as_str()).collect();
+        futures_util::future::try_join_all(facts.iter().map(|(f, _, _)| self.store.put_fact(f))).await?;
+        let mut stmts = Vec::new();
+        for (f, key, name) in &facts {
+            stmts.extend(ledger_insert(&self.store, f, key, agent, name, prev.get(key.as_str()).copied(), &provenance, now)?);
+        }
+        stmts.push(self.store.stmt(
+            "UPDATE instruction_facts SET valid_until = ?1 WHERE agent_id = ?2 AND substr(unit_key, 1, length(?3)) = ?3 AND valid_until IS NULL AND substr(uri, 1, length(?4)) <> ?4",
+            args![iso(now), agent, key_prefix, prefix],
+        )?);
+        stmts.push(self.store.stmt("UPDATE knowledge_packs SET superseded_at = ?1 WHERE agent_id = ?2 AND pack = ?3 AND superseded_at IS NULL", args![now, agent, pack])?);
+        stmts.push(self.store.stmt(
+            "INSERT INTO knowledge_packs (agent_id, pack, version, prefix, meta, files, digest, units, uploaded_by, created_at, superseded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL)",
+            args![agent, pack, version, prefix, catalog.to_string(), json!(paths).to_string(), digest, catalog["units"].as_i64().unwrap_or(0), who.entity_uri, now],
+        )?);
+        stmts.push(event(&self.store, Some(agent), "knowledge_pack_upload", &json!({"pack": pack, "version": version, "digest": digest, "entity_uri": who.entity_uri}), now)?);
+        if let Err(e) = self.store.batch(stmts).await {
+            let msg = e.to_string();
+            if msg.contains("UNIQUE") || msg.contains("constraint") {
+                return Err(ApiError::new(409, "fact_version_conflict", format!("pack {pack:?} {version} was uploaded concurrently; retry")));
+            }
+            return Err(ApiError::storage(e));
+        }
+        let mut entry = pack_entry(pack, &version, &catalog, &digest, now, &who.entity_uri);
+        entry["unchanged"] = json!(false);
+        entry["files"] = json!(facts
+            .iter()
+            .skip(1)
+            .map(|(f, _, _)| json!({"path": f.uri.strip_prefix(&prefix).unwrap_or_default(), "uri": f.uri, "sha256": f.sha256, "tokens": f.tokens}))
+            .collect::<Vec<_>>());
+        entry["collisions"] = read["collisions"].clone();
+        entry["admission_warnings"] = json!(admission_warnings);
+        Ok((entry, true))
+    }
+
+    /// `GET /v1/agents/{id}/knowledge`: the catalog of the agent's current packs.
+    pub async fn knowledge_catalog(&self, agent: &str) -> ApiResult<Vec<Value>> {
+        Ok(self
+            .store
+            .current_packs(agent)
+            .await?
+            .into_iter()
+            .map(|r| pack_entry(&r.pack, &r.version, &serde_json::from_str(&r.meta).unwrap_or(Value::Null), &r.digest, r.created_at, &r.uploaded_by))
+            .collect())
+    }
+
+    /// `POST /v1/agents/{id}/federated-facts`: stored in quarantine (D1 only, never KV);
+    /// sender claims are ignored and recorded as `promotion_rejected`.
+    pub async fn receive_federated(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
+        if let Err(e) = who.require_self(agent) {
+            return Err(self.denied(agent, who, "federated_fact", e, json!({})).await);
+        }
+        let (name, content, origin) = federated_fields(body)?;
+        let claims = promotion_claims(body);
+        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": "content"})]).await?;
+        let deployment = self.deployment_of(agent, body).await?;
+        let sha = sha256_hex(content.as_bytes());
+        let uri = format!("quarantine:{deployment}/{agent}/{name}/{}", &sha[..16]);
+        let fact = Self::new_fact(&uri, "q1", content, InterpretAs::Content, origin, 0.0);
+        let now = now_ms();
+        let existing = sha_of(&self.store, &uri).await?;
+        if existing.as_deref().is_some_and(|h| h != sha) {
+            return Err(ApiError::new(409, "fact_version_conflict", format!("{uri} holds other content")));
+        }
+        let mut stmts = Vec::new();
+        if existing.is_none() {
+            let provenance = json!({"origin": origin, "received_by": who.entity_uri, "key_id": who.key_id, "sender_claims": claims});
+            stmts.extend(ledger_insert(&self.store, &fact, &uri, agent, name, None, &provenance, now)?);
+            stmts.push(self.store.stmt("UPDATE instruction_facts SET quarantine = 'quarantined', origin = ?1 WHERE uri = ?2", args![origin, uri])?);
+            stmts.push(event(&self.store, Some(agent), "fact_quarantined", &json!({"uri": uri, "name": name, "origin": origin, "entity_uri": who.entity_uri}), now)?);
+        }
+        if !claims.is_empty() {
+            let detail = json!({"uri": uri, "origin": origin, "claims": claims, "entity_uri": who.entity_uri, "reason": "a sender's assertion cannot promote a fact (Spec-13, federation boundary)"});
+            stmts.push(event(&self.store, Some(agent), "promotion_rejected", &detail, now)?);
+        }
+        if !stmts.is_empty() {
+            if let Err(e) = self.store.batch(stmts).await {
+                // Received concurrently (primary key): the identical fact is already held.
+                if sha_of(&self.store, &uri).await?.as_deref() != Some(sha.as_str()) {
+                    return Err(ApiError::storage(e));
+                }
+            }
+        }
+        #[derive(Deserialize)]
+        struct Q {
+            quarantine: Option<String>,
+        }
+        let status = self.store.first::<Q>("SELECT quarantine FROM instruction_facts WHERE uri = ?1", args![uri]).await?.and_then(|q| q.quarantine);
+        Ok(json!({
+            "uri": uri, "name": name, "origin": origin, "sha256": sha, "quarantine": status,
+            "ignored_claims": claims.keys().collect::<Vec<_>>(), "unchanged": existing.is_some(), "admission_warnings": admission_warnings,
+        }))
+    }
+
+    /// `GET /v1/agents/{id}/federated-facts` (admins).
+    pub async fn federated_facts(&self, agent: &str) -> ApiResult<Value> {
+        #[derive(Deserialize)]
+        struct Row {
+            uri: String,
+            unit_name: String,
+            origin: Option<String>,
+            quarantine: String,
+            sha256: String,
+            content: String,
+            created_at: i64,
+            provenance: Option<String>,
+        }
+        let rows: Vec<Row> = self
+            .store
+            .all(
+                "SELECT uri, unit_name, origin, quarantine, sha256, content, created_at, provenance FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NOT NULL ORDER BY created_at, uri",
+                args![agent],
+            )
+            .await?;
+        let facts: Vec<Value> = rows
+            .into_iter()
+            .map(|r| {
+                let prov: Value = r.provenance.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
+                json!({"uri": r.uri, "name": r.unit_name, "origin": r.origin, "quarantine": r.quarantine, "sha256": r.sha256, "content": r.content, "received_at": iso(r.created_at), "sender_claims": prov["sender_claims"]})
+            })
+            .collect();
+        Ok(json!({"agent_id": agent, "facts": facts}))
+    }
+
+    /// `POST /v1/agents/{id}/facts/promote`: an admin holding `instruction:write` promotes
+    /// a quarantined fact (new live fact to KV first, then one D1 batch whose first
+    /// statement fails the CHECK constraint unless the row is still quarantined).
+    pub async fn promote(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
+        let uri = body.get("uri").and_then(Value::as_str).unwrap_or_default().to_string();
+        if let Err(e) = who.require_admin().and_then(|_| who.require_instruction_write(agent)) {
+            return Err(self.denied(agent, who, "promote", e, json!({"uri": uri})).await);
+        }
+        let interpret_as = body.get("interpret_as").and_then(Value::as_str).unwrap_or("content");
+        if !["instruction", "content"].contains(&interpret_as) {
+            return Err(ApiError::bad_request("invalid_request", "`interpret_as` must be \"instruction\" or \"content\""));
+        }
+        #[derive(Deserialize)]
+        struct Row {
+            content: String,
+            unit_name: String,
+            origin: Option<String>,
+            quarantine: String,
+        }
+        let row: Option<Row> = self
+            .store
+            .first("SELECT content, unit_name, origin, quarantine FROM instruction_facts WHERE uri = ?1 AND agent_id = ?2 AND quarantine IS NOT NULL", args![uri, agent])
+            .await?;
+        let Some(row) = row else {
+            return Err(ApiError::new(404, "quarantined_fact_not_found", format!("agent {agent:?} has no quarantined fact {uri:?}: GET /v1/agents/{agent}/federated-facts lists them")));
+        };
+        let already = || ApiError::new(409, "fact_already_promoted", format!("{uri} was already promoted; quarantined facts are promoted once"));
+        if row.quarantine == "promoted" {
+            return Err(already());
+        }
+        let name = body.get("name").and_then(Value::as_str).unwrap_or(&row.unit_name).to_string();
+        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": row.content, "interpret_as": interpret_as})]).await?;
+        let deployment = self.deployment_of(agent, body).await?;
+        let unit_key = format!("instruction:{deployment}/{agent}/{name}");
+        let latest = current_version(&self.store, &unit_key).await?;
+        let version = match body.get("version").and_then(Value::as_str) {
+            Some(v) => v.to_string(),
+            None => next_version(latest.as_ref().map(|l| l.1.as_str()))?,
+        };
+        let live = format!("{unit_key}/{version}");
+        if split_fact_uri(&live).is_none() || lid_core::uri::InstructionUri::parse(&live).is_err() || check_agent_id(&name).is_err() || version.eq_ignore_ascii_case("latest") {
+            return Err(ApiError::bad_request("invalid_request", format!("{live:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2)")));
+        }
+        if sha_of(&self.store, &live).await?.is_some() {
+            return Err(ApiError::new(409, "fact_version_conflict", format!("{live} already exists; pass another `version`")));
+        }
+        let origin = row.origin.unwrap_or_default();
+        let ia = if interpret_as == "instruction" { InterpretAs::Instruction } else { InterpretAs::Content };
+        let fact = Self::new_fact(&live, &version, &row.content, ia, &origin, 0.9);
+        let provenance = json!({"promoted_from": uri, "promoted_by": who.entity_uri, "key_id": who.key_id, "origin": origin});
+        let now = now_ms();
+        self.store.put_fact(&fact).await?;
+        let mut stmts = vec![self.store.stmt("UPDATE instruction_facts SET quarantine = CASE WHEN quarantine = 'quarantined' THEN 'promoted' ELSE 'not-quarantined' END WHERE uri = ?1", args![uri])?];
+        stmts.extend(ledger_insert(&self.store, &fact, &unit_key, agent, &name, latest.as_ref().map(|l| l.2.as_str()), &provenance, now)?);
+        if ia == InterpretAs::Instruction {
+            stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
+        }
+        let detail = json!({"uri": live, "promoted_from": uri, "interpret_as": interpret_as, "origin": origin, "promoted_by": who.entity_uri, "key_id": who.key_id});
+        stmts.push(event(&self.store, Some(agent), "fact_promoted", &detail, now)?);
+        if let Err(e) = self.store.batch(stmts).await {
+            let msg = e.to_string();
+            if msg.contains("CHECK") {
+                return Err(already());
+            }
+            if msg.contains("UNIQUE") || msg.contains("constraint") {
+                return Err(ApiError::new(409, "fact_version_conflict", format!("{live} was written concurrently; pass another `version`")));
+            }
+            return Err(ApiError::storage(e));
+        }
+        Ok(json!({"uri": live, "version": version, "interpret_as": interpret_as, "sha256": fact.sha256, "promoted_from": uri, "promoted_by": who.entity_uri, "origin": origin, "admission_warnings": admission_warnings}))
+    }
+
+    /// `GET /v1/agents/{id}/service-events` (admins), oldest first, optionally one `kind`.
+    pub async fn service_events(&self, agent: &str, kind: Option<&str>) -> ApiResult<Value> {
+        #[derive(Deserialize)]
+        struct Row {
+            id: String,
+            kind: String,
+            detail: String,
+            created_at: i64,
+        }
+        let rows: Vec<Row> = self
+            .store
+            .all("SELECT id, kind, detail, created_at FROM service_events WHERE agent_id = ?1 AND (?2 IS NULL OR kind = ?2) ORDER BY created_at, rowid", args![agent, kind.map(str::to_string)])
+            .await?;
+        let events: Vec<Value> = rows
+            .into_iter()
+            .map(|r| json!({"id": r.id, "kind": r.kind, "detail": serde_json::from_str::<Value>(&r.detail).unwrap_or(Value::Null), "created_at": iso(r.created_at)}))
+            .collect();
+        Ok(json!({"agent_id": agent, "events": events}))
+    }
 }

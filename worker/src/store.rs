@@ -1,5 +1,5 @@
 //! The worker's storage: instruction facts in **KV**, everything relational in **D1**
-//! (the §21.7 tables and lid's, created by `migrations/0001_lid.sql` unchanged).
+//! (the §21.7 tables and lid's, created by `migrations/*.sql` unchanged).
 //!
 //! KV layout (binding `FACTS`): one immutable value per fact, the fact's JSON (the shape
 //! `lid serve` hands the component, `lid_core::store::Fact`) under its full
@@ -16,11 +16,18 @@
 //! Each isolate keeps the agent's [`Snapshot`] (manifest + facts) keyed by the D1 head
 //! (current manifest row, newest ledger rowid), as `lid serve` does, and the ranker's
 //! derived index blobs in memory.
+//!
+//! The recall `content` channel (Spec-13) reads the agent's content-typed units and its
+//! uploaded knowledge packs (registry `knowledge_packs`, files as content facts in KV
+//! under `knowledge:{deployment}/{agent}/{pack}/{version}/{path}`), listed for the engine
+//! as [`ContentSources`]. Quarantined facts (`migrations/0002_content_channel.sql`) live
+//! in the D1 ledger only: they are never written to KV, so the engine cannot read them.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use lid_core::content::{ContentSources, StoredPack};
 use lid_core::store::{Fact, Facts, StoreError};
 use serde::Deserialize;
 use serde_json::Value;
@@ -95,6 +102,11 @@ pub struct LedgerRow {
     pub valid_until: Option<String>,
     pub sha256: String,
     pub provenance: Option<String>,
+    #[serde(default)]
+    pub interpret_as: Option<String>,
+    /// `quarantined` / `promoted` (Spec-13), `None` for a live fact.
+    #[serde(default)]
+    pub quarantine: Option<String>,
 }
 
 /// One agent's current manifest and the facts it needs, as the engine sees them.
@@ -124,6 +136,7 @@ thread_local! {
 pub struct WorkerFacts {
     facts: BTreeMap<String, Fact>,
     versions: BTreeMap<String, Vec<String>>,
+    content: Option<ContentSources>,
 }
 
 impl WorkerFacts {
@@ -150,6 +163,9 @@ impl Facts for WorkerFacts {
     fn cached(&self, key: &str) -> Option<Vec<u8>> {
         DERIVED.with(|d| d.borrow().get(key).map(|b| b.as_ref().clone()))
     }
+    fn content_sources(&self, _agent_id: &str) -> Result<Option<ContentSources>, StoreError> {
+        Ok(self.content.clone())
+    }
     fn cache(&self, key: &str, blob: &[u8]) {
         DERIVED.with(|d| {
             let mut d = d.borrow_mut();
@@ -159,6 +175,19 @@ impl Facts for WorkerFacts {
             d.insert(key.to_string(), Rc::new(blob.to_vec()));
         });
     }
+}
+
+/// A current `knowledge_packs` row.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PackRow {
+    pub pack: String,
+    pub version: String,
+    pub prefix: String,
+    pub meta: String,
+    pub files: String,
+    pub digest: String,
+    pub created_at: i64,
+    pub uploaded_by: String,
 }
 
 /// `instruction:{d}/{a}/{unit}/{version}` → (unit key, unit name, version).
@@ -209,7 +238,7 @@ impl Store {
     }
 
     pub async fn ledger(&self, agent: &str) -> ApiResult<Vec<LedgerRow>> {
-        self.all("SELECT uri, unit_key, version, valid_until, sha256, provenance FROM instruction_facts WHERE agent_id = ?1 ORDER BY rowid", args![agent]).await
+        self.all("SELECT uri, unit_key, version, valid_until, sha256, provenance, interpret_as, quarantine FROM instruction_facts WHERE agent_id = ?1 ORDER BY rowid", args![agent]).await
     }
 
     /// One fact from KV.
@@ -277,6 +306,57 @@ impl Store {
         Ok((facts, complete))
     }
 
+    /// The agent's current packs (registry rows, by pack id).
+    pub async fn current_packs(&self, agent: &str) -> ApiResult<Vec<PackRow>> {
+        self.all("SELECT pack, version, prefix, meta, files, digest, created_at, uploaded_by FROM knowledge_packs WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY pack", args![agent]).await
+    }
+
+    /// Read the content channel's sources into `facts` (Spec-13): the latest version of
+    /// each content-typed unit and every file of each current pack, from KV in parallel.
+    /// Returns whether every fact the ledger names was visible in KV.
+    pub async fn content_for(&self, agent: &str, ledger: &[LedgerRow], facts: &mut WorkerFacts) -> ApiResult<bool> {
+        let mut units: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for r in ledger.iter().filter(|r| r.quarantine.is_none() && r.uri.starts_with("instruction:")) {
+            units.entry(r.unit_key.as_str()).or_default().push(r.version.clone());
+        }
+        let content_keys: Vec<String> = ledger
+            .iter()
+            .filter(|r| r.quarantine.is_none() && r.uri.starts_with("instruction:") && r.interpret_as.as_deref() == Some("content"))
+            .map(|r| r.unit_key.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let packs = self.current_packs(agent).await.map_err(|e| ApiError::backend(e.message))?;
+        let mut wanted: Vec<(String, String)> = Vec::new(); // (unit key, uri)
+        for key in &content_keys {
+            if let Some(v) = lid_core::uri::latest(units.get(key.as_str()).map(Vec::as_slice).unwrap_or_default()) {
+                wanted.push((key.clone(), format!("{key}/{v}")));
+            }
+        }
+        let mut stored = Vec::new();
+        for p in &packs {
+            let files: Vec<String> = serde_json::from_str(&p.files).map_err(|e| ApiError::backend(format!("knowledge_packs.files of {}: {e}", p.pack)))?;
+            for f in std::iter::once("KNOWLEDGE.md").chain(files.iter().map(String::as_str)) {
+                let uri = format!("{}{f}", p.prefix);
+                wanted.push((uri.clone(), uri));
+            }
+            stored.push(StoredPack { id: p.pack.clone(), version: p.version.clone(), prefix: p.prefix.clone(), files, digest: Some(p.digest.clone()) });
+        }
+        wanted.retain(|(_, u)| !facts.contains(u));
+        let got = futures_util::future::join_all(wanted.iter().map(|(_, uri)| self.kv_fact(uri))).await;
+        let mut complete = true;
+        for ((key, _), f) in wanted.iter().zip(got) {
+            match f.map_err(ApiError::backend)? {
+                Some(fact) => facts.insert(key, fact),
+                None => complete = false,
+            }
+        }
+        if !content_keys.is_empty() || !stored.is_empty() {
+            facts.content = Some(ContentSources { facts: content_keys, packs: stored });
+        }
+        Ok(complete)
+    }
+
     /// The agent's current snapshot, `None` when it has no manifest.
     pub async fn snapshot(&self, agent: &str) -> ApiResult<Option<Rc<Snapshot>>> {
         let head = self.head(agent).await.map_err(|e| ApiError::backend(e.message))?;
@@ -311,7 +391,9 @@ impl Store {
             .map_err(ApiError::backend)?
             .ok_or_else(|| ApiError::backend(format!("manifest fact {} is not visible in KV yet (eventual consistency); retry in a few seconds", row.fact_uri)))?;
         let provenance = ledger.iter().find(|r| r.uri == row.fact_uri).and_then(|r| r.provenance.as_deref()).and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
-        let (facts, complete) = self.facts_for(&manifest.content, &ledger, &[]).await?;
+        let (mut facts, complete) = self.facts_for(&manifest.content, &ledger, &[]).await?;
+        let content_complete = self.content_for(agent, &ledger, &mut facts).await?;
+        let complete = complete && content_complete;
         #[derive(Deserialize)]
         struct Unit {
             unit: String,

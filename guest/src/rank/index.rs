@@ -2,8 +2,8 @@
 //!
 //! Owns everything [`super::Ranker::build`] derives from the units once, so that
 //! ranking an intent only walks the postings of its words:
-//! field term frequencies and lengths (BM25F), unordered pairs of adjacent content
-//! words as extra terms (the phrase signal, [`pair_term`]), concept postings from the
+//! field term frequencies and lengths (BM25F), each field's content words in order
+//! (the phrase signal: adjacent pairs, [`Index::pair_postings`]), concept postings from the
 //! lexicon (semantic signal), a character-trigram index over the vocabulary
 //! (morphology and typos), and the unit link graph plus task-type triggers
 //! (graph signal). All of it is `serde`-serialisable (postcard), so it can be
@@ -233,6 +233,15 @@ pub struct Index {
     /// Per doc: field lengths in words.
     #[serde(with = "flat")]
     pub field_len: Vec<[u32; NF]>,
+    /// Every doc's content words (compounds and stopwords skipped) as term ids, field by
+    /// field in text order: doc `d`'s are `seq[seq_start[d]..seq_start[d + 1]]`, its
+    /// field `f` the next `field_len[d][f]` of them. The phrase signal reads adjacent
+    /// pairs here ([`Index::pair_postings`]) instead of indexing every pair as a term,
+    /// which took most of a large corpus' index.
+    #[serde(with = "flat")]
+    pub seq_start: Vec<u32>,
+    #[serde(with = "flat")]
+    pub seq: Vec<u32>,
     pub avg_len: [f32; NF],
     /// Per doc: linked units (doc, strength), undirected, strongest first.
     pub links: Vec<Vec<(u32, f32)>>,
@@ -296,16 +305,6 @@ pub fn trigrams(term: &str) -> Vec<u64> {
     out
 }
 
-/// The term of an unordered pair of adjacent content-word stems: `"{a} {b}"` with
-/// `a <= b` (a space never occurs inside a stem, so pairs never collide with words).
-pub fn pair_term(a: &str, b: &str, out: &mut String) {
-    let (x, y) = if a <= b { (a, b) } else { (b, a) };
-    out.clear();
-    out.push_str(x);
-    out.push(' ');
-    out.push_str(y);
-}
-
 /// Whether a term takes part in fuzzy (trigram) matching.
 pub fn fuzzy_term(t: &str) -> bool {
     t.chars().count() >= 4 && t.chars().all(|c| c.is_alphabetic())
@@ -352,6 +351,11 @@ impl Index {
             && self.trigrams.values.iter().all(|&t| (t as usize) < terms)
             && self.term_grams.len() == terms
             && self.field_len.len() == n
+            && self.seq_start.len() == n + 1
+            && self.seq_start.first() == Some(&0)
+            && self.seq_start.last().is_some_and(|&l| l as usize == self.seq.len())
+            && self.seq_start.windows(2).zip(&self.field_len).all(|(w, l)| w[0] <= w[1] && (w[1] - w[0]) as u64 == l.iter().map(|&x| x as u64).sum::<u64>())
+            && self.seq.iter().all(|&t| (t as usize) < terms)
             && self.avg_len.iter().all(|a| a.is_finite() && *a > 0.0)
             && self.links.len() == n
             && self.links.iter().flatten().all(|&(d, v)| (d as usize) < n && v.is_finite())
@@ -398,8 +402,11 @@ impl Index {
         // per doc: (interim stem id, field, surface id, compound)
         let mut occ: Vec<Vec<(u32, u8, u32, bool)>> = Vec::with_capacity(n);
         let mut field_len: Vec<[u32; NF]> = Vec::with_capacity(n);
+        // all docs' content words in order (interim stem ids), and where each doc's start
+        let mut seq: Vec<u32> = Vec::new();
+        let mut seq_start: Vec<u32> = Vec::with_capacity(n + 1);
+        seq_start.push(0);
         let mut joinbuf = String::new();
-        let mut pairbuf = String::new();
         for u in units {
             let mut lens = [0u32; NF];
             let mut o: Vec<(u32, u8, u32, bool)> = Vec::new();
@@ -425,8 +432,6 @@ impl Index {
                         &joinbuf
                     }
                 };
-                // the previous content word's stem id, for phrase (pair) terms
-                let mut prev: Option<u32> = None;
                 each_word(text, |w, compound, _| {
                     let sid = match surf_ids.get(w) {
                         Some(&id) => id,
@@ -453,33 +458,16 @@ impl Index {
                     }
                     if !compound {
                         lens[f] += 1;
+                        // consecutive content words (stopwords skipped): proximity for
+                        // the ranker's phrase signal
+                        seq.push(stid);
                     }
                     o.push((stid, f as u8, sid, compound));
-                    if compound {
-                        return;
-                    }
-                    // consecutive content words (stopwords skipped) also index as an
-                    // unordered pair term: proximity for the ranker's phrase signal
-                    if let Some(p) = prev.replace(stid) {
-                        if p != stid {
-                            pair_term(&stems[p as usize], &stems[stid as usize], &mut pairbuf);
-                            let pid = match stem_ids.get(pairbuf.as_str()) {
-                                Some(&x) => x,
-                                None => {
-                                    let x = stems.len() as u32;
-                                    stem_ids.insert(pairbuf.clone(), x);
-                                    stems.push(pairbuf.clone());
-                                    x
-                                }
-                            };
-                            // flagged compound: no field length, no concepts
-                            o.push((pid, f as u8, sid, true));
-                        }
-                    }
                 });
             }
             occ.push(o);
             field_len.push(lens);
+            seq_start.push(seq.len() as u32);
         }
         let mut avg_len = [0f32; NF];
         for f in 0..NF {
@@ -499,6 +487,9 @@ impl Index {
         let mut final_id = vec![u32::MAX; stems.len()];
         for (k, &i) in order.iter().enumerate() {
             final_id[i as usize] = k as u32;
+        }
+        for s in &mut seq {
+            *s = final_id[*s as usize];
         }
         let term_text: Vec<String> = order.iter().map(|&i| stems[i as usize].clone()).collect();
         let terms: BTreeMap<String, u32> = term_text.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
@@ -592,6 +583,8 @@ impl Index {
             trigrams: Csr::from_pairs(gram_pairs),
             term_grams,
             field_len,
+            seq_start,
+            seq,
             avg_len,
             links,
             task_types: units.iter().map(|u| u.task_types.to_vec()).collect(),
@@ -611,6 +604,45 @@ impl Index {
     /// Document frequency of a term id.
     pub fn df(&self, id: u32) -> usize {
         self.postings(id).len()
+    }
+
+    /// The postings of the unordered pair of distinct terms `a` and `b` as adjacent
+    /// content words of one field (the phrase signal), into `out` in doc order: per
+    /// unit, the BM25F pseudo frequency of the pair's occurrences, as for a word. Only
+    /// units with both terms are read.
+    pub fn pair_postings(&self, a: u32, b: u32, out: &mut Vec<Posting>) {
+        out.clear();
+        if a == b {
+            return;
+        }
+        let (pa, pb) = (self.postings(a), self.postings(b));
+        let (mut i, mut j) = (0, 0);
+        while let (Some(x), Some(y)) = (pa.get(i), pb.get(j)) {
+            if x.doc < y.doc {
+                i += 1;
+                continue;
+            }
+            if y.doc < x.doc {
+                j += 1;
+                continue;
+            }
+            let d = x.doc as usize;
+            i += 1;
+            j += 1;
+            let (Some(&lens), Some(&s)) = (self.field_len.get(d), self.seq_start.get(d)) else { continue };
+            let mut at = s as usize;
+            let mut counts = [0u16; NF];
+            for f in 0..NF {
+                let end = at.saturating_add(lens[f] as usize);
+                let words = self.seq.get(at..end).unwrap_or(&[]);
+                at = end;
+                let c = words.windows(2).filter(|w| (w[0] == a && w[1] == b) || (w[0] == b && w[1] == a)).count();
+                counts[f] = c.min(u16::MAX as usize) as u16;
+            }
+            if counts.iter().any(|&c| c > 0) {
+                out.push(Posting { doc: x.doc, w: pseudo_tf(&counts, &lens, &self.avg_len) });
+            }
+        }
     }
 }
 

@@ -13,7 +13,7 @@
 //!   body on Porter stems, divided by the score a unit matching every intent
 //!   term would get, so it reads as "how much of the intent the unit covers";
 //!   plus a *phrase* share: adjacent intent words that are adjacent in the unit
-//!   too (unordered pair terms, stopwords skipped), a proximity signal;
+//!   too (unordered pairs, stopwords skipped), a proximity signal;
 //! - *semantic*: soft coverage of the intent's words: each word is matched to a
 //!   unit by its stem, by a near spelling (character trigrams: morphology,
 //!   identifiers, typos), by a shared lexicon concept (synonym, derivation,
@@ -44,7 +44,7 @@ use index::{fuzzy_term, sat, trigrams, Index, K1};
 /// The ranker's model version: reported by hosts beside the manifest, and part of the
 /// cache key of precomputed indexes. Bump it whenever the index layout, the lexicon or
 /// the tokenisation changes.
-pub const RANKER_VERSION: &str = "lid-rank-6 (bm25f+phrase-pairs+wordnet-concepts+technical-thesaurus+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-7 (bm25f+phrase-pairs+wordnet-concepts+technical-thesaurus+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -288,23 +288,27 @@ impl Ranker {
                 }
             }
         }
-        // phrase: adjacent intent words adjacent in the unit too (unordered pair terms);
+        // phrase: adjacent intent words adjacent in the unit too (unordered pairs);
         // a pair no unit has is skipped, so it never lowers anyone's coverage
         let mut phrase = vec![0f64; n];
         let mut phrase_norm = 0f64;
         if p.phrase > 0.0 {
-            let mut buf = String::new();
-            let mut seen: Vec<u32> = Vec::new();
+            let mut seen: Vec<(u32, u32)> = Vec::new();
+            let mut posts: Vec<index::Posting> = Vec::new();
             for (a, b) in self.query_pairs(intent) {
-                index::pair_term(&a, &b, &mut buf);
-                let Some(id) = ix.term_id(&buf) else { continue };
-                if seen.contains(&id) {
+                let (Some(x), Some(y)) = (ix.term_id(&a), ix.term_id(&b)) else { continue };
+                let pair = (x.min(y), x.max(y));
+                if seen.contains(&pair) {
                     continue;
                 }
-                seen.push(id);
-                let w = idf(nf, ix.df(id) as f64);
+                seen.push(pair);
+                ix.pair_postings(x, y, &mut posts);
+                if posts.is_empty() {
+                    continue;
+                }
+                let w = idf(nf, posts.len() as f64);
                 phrase_norm += w;
-                for post in ix.postings(id) {
+                for post in &posts {
                     if let Some(slot) = phrase.get_mut(post.doc as usize) {
                         *slot += w * sat(post.w) as f64;
                     }
@@ -368,21 +372,16 @@ impl Ranker {
         }
 
         let total = wl + ws + wg;
-        let mut out: Vec<Scored> = (0..n)
-            .map(|d| {
-                let raw = (wl * lex[d] + ws * sem[d] + wg * graph[d]) / total;
-                Scored {
-                    index: d,
-                    name: ix.names.get(d).cloned().unwrap_or_default(),
-                    score: calibrate(raw, p.calib_scale),
-                    lexical: lex[d],
-                    semantic: sem[d],
-                    graph: graph[d],
-                }
-            })
-            .collect();
-        out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.name.cmp(&b.name)).then(a.index.cmp(&b.index)));
-        out
+        // Sort (score, doc) keys, then build the results in order: the comparator is a
+        // strict total order (the doc breaks every tie), so the order is the one sorting
+        // the results themselves gives, without moving them.
+        let name = |d: usize| ix.names.get(d).map(String::as_str).unwrap_or("");
+        let mut order: Vec<(f64, usize)> = (0..n).map(|d| (calibrate((wl * lex[d] + ws * sem[d] + wg * graph[d]) / total, p.calib_scale), d)).collect();
+        order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| name(a.1).cmp(name(b.1))).then(a.1.cmp(&b.1)));
+        order
+            .into_iter()
+            .map(|(score, d)| Scored { index: d, name: name(d).to_string(), score, lexical: lex[d], semantic: sem[d], graph: graph[d] })
+            .collect()
     }
 
     /// Per unit, how well one intent word is matched (0..1): exact stem,
@@ -701,6 +700,12 @@ mod tests {
         let mut bad = idx.clone();
         bad.posting_start.pop();
         assert!(!bad.is_consistent_for(&names), "truncated offsets");
+        let mut bad = idx.clone();
+        bad.seq[0] = u32::MAX;
+        assert!(!bad.is_consistent_for(&names), "word sequence names an unknown term");
+        let mut bad = idx.clone();
+        bad.seq.pop();
+        assert!(!bad.is_consistent_for(&names), "word sequence shorter than the field lengths");
         let mut bad = idx;
         bad.links.clear();
         assert!(!bad.is_consistent_for(&names), "per-doc tables missing");

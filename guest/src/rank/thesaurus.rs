@@ -9,15 +9,14 @@
 //! units that use another member, at [`SYNONYM`] strength, in the semantic signal only
 //! (the lexical signal stays literal). Words are matched by Porter stem.
 
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
-
+#[cfg(test)]
 use super::stem::stem;
 
 /// Match strength of a thesaurus synonym relative to the word itself.
 pub const SYNONYM: f32 = 0.7;
 
-/// Interchangeable words, one idea per group.
+/// Interchangeable words, one idea per group (matched through [`STEMS`]).
+#[cfg_attr(not(test), allow(dead_code))]
 const GROUPS: &[&[&str]] = &[
     // removing and undoing
     &["remove", "delete", "drop", "strip", "erase", "discard", "purge", "unset", "clear", "eliminate"],
@@ -158,29 +157,152 @@ const GROUPS: &[&[&str]] = &[
     &["documentation", "docs", "doc", "spec", "specification", "manual"],
 ];
 
-/// Stem -> the stems of its synonyms (sorted, deduplicated, itself excluded).
-fn table() -> &'static BTreeMap<String, Vec<String>> {
-    static TABLE: OnceLock<BTreeMap<String, Vec<String>>> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for g in GROUPS {
-            let stems: Vec<String> = g.iter().filter(|w| !w.contains(' ')).map(|w| stem(w)).collect();
-            for s in &stems {
-                let e = t.entry(s.clone()).or_default();
-                e.extend(stems.iter().filter(|o| *o != s).cloned());
-            }
-        }
-        for v in t.values_mut() {
-            v.sort();
-            v.dedup();
-        }
-        t
-    })
-}
+/// [`GROUPS`] by Porter stem, group by group (words of more than one word left out):
+/// written out so that no instance stems the table on its first recall (the component
+/// starts a fresh instance per call). `stems_are_the_groups_stemmed` checks it.
+const STEMS: &[&[&str]] = &[
+    &["remov", "delet", "drop", "strip", "eras", "discard", "purg", "unset", "clear", "elimin"],
+    &["reset", "revert", "restor", "rollback", "undo"],
+    &["overrid", "overwrit", "replac", "supersed"],
+    &["exclud", "omit", "skip", "ignor", "filter"],
+    &["disabl", "deactiv"],
+    &["enabl", "activ"],
+    &["miss", "absent", "nonexist", "unavail", "lack"],
+    &["option", "nonrequir", "unrequir"],
+    &["requir", "mandatori", "compulsori", "obligatori"],
+    &["default", "fallback", "implicit"],
+    &["fail", "failur", "error", "fault", "crash", "broken"],
+    &["down", "outag", "unavail", "unreach", "offlin"],
+    &["retri", "reattempt", "backoff"],
+    &["reconnect", "resum", "resumpt", "resum", "reestablish", "redeliv", "redeliveri", "replai"],
+    &["disconnect", "drop", "interrupt", "sever"],
+    &["timeout", "deadlin", "expiri", "expir"],
+    &["invalid", "malform", "bad", "corrupt", "illeg"],
+    &["limit", "cap", "ceil", "maximum", "quota", "threshold", "bound"],
+    &["restrict", "constrain", "throttl", "confin"],
+    &["limit", "downsid", "drawback", "caveat", "disadvantag", "shortcom", "restrict", "unsupport"],
+    &["benefit", "advantag", "upsid", "pro"],
+    &["start", "launch", "boot", "spawn", "begin", "startup"],
+    &["stop", "halt", "termin", "kill", "shutdown", "end"],
+    &["cancel", "abort", "revok", "withdraw"],
+    &["restart", "reboot", "relaunch", "reload"],
+    &["creat", "make", "provis", "gener", "establish"],
+    &["updat", "modifi", "chang", "edit", "alter", "patch"],
+    &["deploi", "releas", "rollout", "ship", "publish"],
+    &["instal", "setup", "bootstrap"],
+    &["manag", "maintain", "administ", "oper", "control", "handl", "govern"],
+    &["attach", "connect", "join", "link", "bind", "mount", "plug"],
+    &["detach", "disconnect", "unlink", "unmount", "unplug"],
+    &["upgrad", "migrat", "migrat", "updat"],
+    &["wait", "block", "await", "paus"],
+    &["schedul", "cron", "period", "interv", "recur"],
+    &["run", "execut", "invok", "exec"],
+    &["configur", "specifi", "defin", "declar", "set"],
+    &["allow", "permit", "whitelist", "allowlist"],
+    &["deni", "reject", "refus", "forbid", "blocklist", "blacklist"],
+    &["increas", "rais", "grow", "expand", "extend"],
+    &["decreas", "reduc", "lower", "shrink", "trim"],
+    &["convert", "transform", "translat", "map", "coerc"],
+    &["show", "displai", "print", "output", "render", "view"],
+    &["test", "assert", "verifi", "check"],
+    &["subscrib", "listen", "follow", "watch"],
+    &["size", "length", "capac", "volum"],
+    &["store", "persist", "save", "retain", "keep"],
+    &["retent", "lifetim", "ttl", "expir"],
+    &["cach", "memoiz", "buffer"],
+    &["fetch", "retriev", "get", "read", "load", "pull"],
+    &["send", "emit", "push", "transmit", "post", "dispatch"],
+    &["receiv", "accept", "ingest", "consum"],
+    &["list", "enumer", "index", "catalog"],
+    &["search", "find", "lookup", "queri", "discov"],
+    &["copi", "duplic", "clone", "replic", "mirror"],
+    &["merg", "combin", "join", "union", "concaten"],
+    &["split", "chunk", "partit", "shard", "segment"],
+    &["sort", "order", "rank"],
+    &["pagin", "pagin", "page", "cursor", "offset"],
+    &["compress", "gzip", "zip", "deflat"],
+    &["encrypt", "cipher", "enciph"],
+    &["hash", "digest", "checksum", "fingerprint"],
+    &["authent", "authent", "login", "signin", "credenti", "auth"],
+    &["author", "author", "permiss", "grant", "consent", "scope"],
+    &["secret", "password", "credenti", "token", "kei"],
+    &["attack", "exploit", "threat", "malici", "adversari", "attack"],
+    &["mitig", "protect", "safeguard", "defens", "countermeasur"],
+    &["expos", "publish", "open", "bind", "listen"],
+    &["isol", "sandbox", "separ", "segreg"],
+    &["trust", "verifi", "valid", "check"],
+    &["privat", "intern", "local", "loopback", "localhost"],
+    &["public", "extern", "remot"],
+    &["exist", "preexist", "extern", "unmanag"],
+    &["config", "configur", "set", "set", "option", "prefer"],
+    &["paramet", "param", "argument", "arg", "flag", "option"],
+    &["variabl", "var", "env", "environ"],
+    &["directori", "dir", "folder", "path"],
+    &["file", "document"],
+    &["field", "attribut", "properti", "kei", "element"],
+    &["format", "schema", "syntax", "structur", "shape", "layout"],
+    &["exampl", "sampl", "illustr", "demo"],
+    &["overview", "introduct", "summari", "basic"],
+    &["templat", "pattern", "placehold"],
+    &["label", "tag", "annot", "metadata"],
+    &["name", "identifi", "id", "alia"],
+    &["version", "revis", "releas"],
+    &["depend", "prerequisit", "requir", "depend"],
+    &["group", "cluster", "collect", "set", "pool"],
+    &["server", "host", "backend", "servic"],
+    &["host", "machin", "laptop", "workstat", "comput", "node"],
+    &["client", "consum", "caller", "frontend"],
+    &["contain", "pod", "instanc"],
+    &["imag", "snapshot"],
+    &["network", "subnet", "vlan", "bridg"],
+    &["port", "socket", "endpoint"],
+    &["address", "ip", "hostnam"],
+    &["databas", "db", "datastor", "store"],
+    &["queue", "buffer", "backlog"],
+    &["log", "log", "trace", "record", "audit"],
+    &["metric", "measur", "statist", "stat", "gaug", "counter"],
+    &["alert", "notif", "alarm", "page", "warn"],
+    &["monitor", "observ", "watch", "probe"],
+    &["health", "live", "readi", "healthcheck", "aliv"],
+    &["memori", "ram", "mem"],
+    &["cpu", "processor", "core"],
+    &["gpu", "acceler", "cuda"],
+    &["disk", "volum", "storag", "drive"],
+    &["request", "call", "invoc", "queri"],
+    &["respons", "repli", "result", "answer"],
+    &["messag", "event", "notif"],
+    &["stream", "stream", "sse", "chunk"],
+    &["progress", "statu", "percent", "complet"],
+    &["latenc", "delai", "lag", "durat"],
+    &["throughput", "rate", "bandwidth"],
+    &["percentil", "quantil"],
+    &["averag", "mean", "avg"],
+    &["count", "total", "number", "talli"],
+    &["differ", "compar", "comparison", "versu", "vs"],
+    &["previou", "prior", "earlier", "last", "former"],
+    &["todai", "now", "current", "present"],
+    &["user", "human", "person", "oper"],
+    &["model", "llm", "ai"],
+    &["tool", "function", "plugin", "extens"],
+    &["prompt", "instruct", "templat"],
+    &["app", "applic", "program"],
+    &["product", "prod", "live"],
+    &["develop", "dev", "local"],
+    &["document", "doc", "doc", "spec", "specif", "manual"],
+];
 
-/// The stems a word's stem stands in for in technical English (empty if none).
-pub fn synonyms(word_stem: &str) -> &'static [String] {
-    table().get(word_stem).map(Vec::as_slice).unwrap_or(&[])
+/// The stems a word's stem stands in for in technical English (empty if none): the other
+/// members of every group it is in, sorted, deduplicated, itself excluded.
+pub fn synonyms(word_stem: &str) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for g in STEMS {
+        if g.contains(&word_stem) {
+            out.extend(g.iter().copied().filter(|o| *o != word_stem));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 #[cfg(test)]
@@ -190,13 +312,32 @@ mod tests {
     #[test]
     fn groups_are_symmetric_and_exclude_the_word() {
         let s = synonyms(&stem("absent"));
-        assert!(s.contains(&stem("missing")), "{s:?}");
-        assert!(synonyms(&stem("missing")).contains(&stem("absent")));
-        assert!(!s.contains(&stem("absent")));
+        assert!(s.contains(&stem("missing").as_str()), "{s:?}");
+        assert!(synonyms(&stem("missing")).contains(&stem("absent").as_str()));
+        assert!(!s.contains(&stem("absent").as_str()));
         assert!(synonyms("zzzz").is_empty());
         for g in GROUPS {
             assert!(g.len() >= 2, "{g:?}");
             assert!(g.iter().all(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == ' ')), "{g:?}");
+        }
+    }
+
+    #[test]
+    fn stems_are_the_groups_stemmed() {
+        assert_eq!(STEMS.len(), GROUPS.len());
+        let mut table: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for (g, s) in GROUPS.iter().zip(STEMS) {
+            let stems: Vec<String> = g.iter().filter(|w| !w.contains(' ')).map(|w| stem(w)).collect();
+            assert_eq!(stems, *s, "{g:?}");
+            for x in &stems {
+                table.entry(x.clone()).or_default().extend(stems.iter().filter(|o| *o != x).cloned());
+            }
+        }
+        // the same answers as a stem -> synonyms table built from the words
+        for (k, mut v) in table {
+            v.sort();
+            v.dedup();
+            assert_eq!(v, synonyms(&k), "{k}");
         }
     }
 }
