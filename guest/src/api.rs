@@ -229,6 +229,31 @@ pub fn export(manifest: &str, format: &str, facts: &dyn Facts) -> Result<String,
     Ok(to_json(&crate::export::export(&load_manifest(manifest)?, facts, format)?))
 }
 
+/// Knowledge catalog and activation ([`crate::resolve`], runtime standard steps 2–3):
+/// `request` is `{"packs": [{"path","knowledge_md"}], "activate": {"query","explicit",
+/// "disabled","implicit"}?}` in discovery order; returns `{"catalog": {"packs",
+/// "diagnostics"}, "activated": {"packs","diagnostics"} | null}`.
+pub fn knowledge_catalog(request: &str) -> Result<String, EngineError> {
+    #[derive(Deserialize)]
+    struct Req {
+        packs: Vec<crate::resolve::Found>,
+        #[serde(default)]
+        activate: Option<crate::resolve::Activate>,
+    }
+    let r: Req = parse("knowledge catalog request", request)?;
+    let catalog = crate::resolve::catalog(&r.packs);
+    let activated = r.activate.as_ref().map(|a| crate::resolve::activate(&catalog, a));
+    Ok(to_json(&serde_json::json!({ "catalog": catalog, "activated": activated })))
+}
+
+/// Knowledge selection ([`crate::resolve::select`], steps 4–6): `request` is
+/// `{"query","budget","packs": [{"path","activation","knowledge_md","files": {path: text}}]}`;
+/// returns `{"items","fenced","record"}`.
+pub fn knowledge_select(request: &str) -> Result<String, EngineError> {
+    let r: crate::resolve::Select = parse("knowledge selection request", request)?;
+    Ok(to_json(&crate::resolve::select(&r)?))
+}
+
 /// Admission lint of unit texts (`[{"name","content","interpret_as"}]`): a
 /// [`crate::lint::Report`] as JSON.
 pub fn lint_units(units: &str) -> Result<String, EngineError> {

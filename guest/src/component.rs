@@ -161,6 +161,14 @@ impl Guest for Component {
         crate::api::lint_units(&units).map_err(wit_err)
     }
 
+    fn knowledge_catalog(request: String) -> Result<String, WitError> {
+        crate::api::knowledge_catalog(&request).map_err(wit_err)
+    }
+
+    fn knowledge_select(request: String) -> Result<String, WitError> {
+        crate::api::knowledge_select(&request).map_err(wit_err)
+    }
+
     fn session_to_handoff(markdown: String) -> Result<String, WitError> {
         crate::api::session_to_handoff(&markdown).map_err(wit_err)
     }

@@ -82,6 +82,30 @@ pub struct KnowledgeItem {
     pub text: String,
 }
 
+fn budgets<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::collections::BTreeMap<String, u32>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        Map(std::collections::BTreeMap<String, u32>),
+        Compact(String),
+        Null(()),
+    }
+    match Form::deserialize(d)? {
+        Form::Map(m) => Ok(m),
+        Form::Null(()) => Ok(Default::default()),
+        Form::Compact(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                p.split_once(['=', ':'])
+                    .and_then(|(k, n)| n.trim().parse::<u32>().ok().map(|n| (k.trim().to_string(), n)))
+                    .ok_or_else(|| serde::de::Error::custom(format!("budget {p:?}: use SECTION=TOKENS, e.g. task=1500")))
+            })
+            .collect(),
+    }
+}
+
 fn agent_layer() -> String {
     "agent".into()
 }
@@ -110,8 +134,9 @@ pub struct ContextRequest {
     pub layers: Vec<LayerItem>,
     #[serde(default)]
     pub knowledge: Vec<KnowledgeItem>,
-    /// Per-section budgets overriding the defaults.
-    #[serde(default)]
+    /// Per-section budgets overriding the defaults: a map, or the compact form hosts take
+    /// from a query string, `"task=1500,session=800"` (`:` works too).
+    #[serde(default, deserialize_with = "budgets")]
     pub budgets: std::collections::BTreeMap<String, u32>,
     #[serde(default)]
     pub unavailable: Vec<Unavailable>,
@@ -212,6 +237,9 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
                 l.key
             )));
         }
+    }
+    if let Some(k) = req.budgets.keys().find(|k| !SECTIONS.iter().any(|s| s.0 == k.as_str())) {
+        return Err(EngineError::InvalidRequest(format!("budget for unknown section {k:?}: sections are identity, session, task and knowledge")));
     }
     let mut warnings: Vec<String> = req.unavailable.iter().map(|u| format!("source_unavailable: {} ({}); composed without it", u.source, u.reason)).collect();
     let manifest_uri = crate::uri::manifest_uri(&m.deployment, &m.agent_id, &m.manifest_version);
@@ -377,6 +405,20 @@ mod tests {
             "budgets": {"task": 300}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn budgets_take_a_map_or_the_compact_query_form_and_reject_unknown_sections() {
+        let r: ContextRequest = serde_json::from_value(serde_json::json!({"budgets": "task=1500, session:800"})).unwrap();
+        assert_eq!(r.budgets.into_iter().collect::<Vec<_>>(), [("session".to_string(), 800), ("task".to_string(), 1500)]);
+        let r: ContextRequest = serde_json::from_value(serde_json::json!({"budgets": null})).unwrap();
+        assert!(r.budgets.is_empty());
+        let bad = serde_json::from_value::<ContextRequest>(serde_json::json!({"budgets": "task=lots"})).unwrap_err();
+        assert!(bad.to_string().contains("SECTION=TOKENS"), "{bad}");
+        let (m, facts) = agent();
+        let r: ContextRequest = serde_json::from_value(serde_json::json!({"budgets": "tasks=10"})).unwrap();
+        let e = compose(&m, &facts, &NoAudit, &r, &Default::default()).unwrap_err();
+        assert!(e.to_string().contains("unknown section \"tasks\""), "{e}");
     }
 
     #[test]

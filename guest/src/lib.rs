@@ -25,6 +25,7 @@ pub mod migrate;
 pub mod preload;
 pub mod rank;
 pub mod recall;
+pub mod resolve;
 pub mod store;
 pub mod stub;
 pub mod tokens;

@@ -129,6 +129,16 @@ pub enum Command {
         /// Print the Markdown rendering instead of the JSON bundle
         #[arg(long)]
         markdown: bool,
+        /// Folders to scan for knowledge packs; what `lid knowledge resolve` selects for
+        /// --query (and --pack) fills the knowledge section
+        #[arg(long = "packs")]
+        pack_roots: Vec<PathBuf>,
+        /// The query that activates and ranks knowledge (default: the handoff's task)
+        #[arg(long)]
+        query: Option<String>,
+        /// Activate this pack explicitly (repeatable)
+        #[arg(long = "pack")]
+        packs: Vec<String>,
     },
     /// Write the manifest and its units for other tools: a SKILL.md tree, one AGENTS.md,
     /// or Cursor rules (`.cursor/rules/*.mdc`).
@@ -151,6 +161,12 @@ pub enum Command {
         out: Option<PathBuf>,
         #[arg(long)]
         reverse: bool,
+    },
+    /// Knowledge packs on local folders (Agent Knowledge runtime): scan for the catalog,
+    /// resolve a query into fenced context with a runs/context-*.json record.
+    Knowledge {
+        #[command(subcommand)]
+        command: crate::knowledge_cli::KnowledgeCommand,
     },
     /// The discovery audit (§21.5).
     Audit {
@@ -486,7 +502,8 @@ fn run(cli: &Cli) -> Result<i32> {
             (None, Some(dir)) => eval(cli, Corpora::Packs(dir), probes),
             (None, None) => bail!("lid eval needs --agents DIR or --packs DIR"),
         },
-        Command::Context { agent_dir, request, handoff, wake_reason, profile, budgets, markdown } => {
+        Command::Knowledge { command } => crate::knowledge_cli::run(&runtime()?, cli.json, command),
+        Command::Context { agent_dir, request, handoff, wake_reason, profile, budgets, markdown, pack_roots, query, packs } => {
             let a = load_agent(agent_dir)?;
             let mut req: Value = match request {
                 Some(f) => serde_json::from_str(&read_input(f)?).with_context(|| format!("{} is not JSON", f.display()))?,
@@ -509,6 +526,17 @@ fn run(cli: &Cli) -> Result<i32> {
                 req["budgets"][section] = json!(n);
             }
             let rt = runtime()?;
+            if !pack_roots.is_empty() {
+                let query = query.clone().unwrap_or_else(|| req["handoff"]["task"].as_str().unwrap_or_default().to_string());
+                let budget = req["budgets"]["knowledge"].as_u64().unwrap_or(2000) as u32;
+                let args = crate::knowledge_cli::ResolveArgs { roots: pack_roots, query: &query, packs, disabled: &[], implicit: true, budget, max_depth: crate::pack_dir::SCAN_MAX_DEPTH };
+                let sel = crate::knowledge_cli::resolve(&rt, &args)?;
+                if let Some(k) = req["knowledge"].as_array_mut() {
+                    k.extend(sel["items"].as_array().cloned().unwrap_or_default());
+                } else {
+                    req["knowledge"] = sel["items"].clone();
+                }
+            }
             let now = now_ms();
             let ctx = json!({"now_ms": now, "entropy": entropy(), "heartbeat_id": format!("cli-{now}"), "session_start_ms": now});
             let st = storage_of(&a, Arc::new(JsonlAudit::new(a.root.join(".lid").join("audit.jsonl"))));

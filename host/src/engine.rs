@@ -376,6 +376,18 @@ impl Runtime {
         Ok(self.call(&st, |l, s| l.lid_engine_engine().call_lint_units(s, units))?.map_err(Into::into))
     }
 
+    /// Knowledge catalog and activation from discovered packs' `KNOWLEDGE.md` texts.
+    pub fn knowledge_catalog(&self, request: &str) -> Result<Result<String, EngineFailure>> {
+        let st = Storage::none();
+        Ok(self.call(&st, |l, s| l.lid_engine_engine().call_knowledge_catalog(s, request))?.map_err(Into::into))
+    }
+
+    /// Knowledge selection from activated, read packs (items, fences, diagnostics record).
+    pub fn knowledge_select(&self, request: &str) -> Result<Result<String, EngineFailure>> {
+        let st = Storage::none();
+        Ok(self.call(&st, |l, s| l.lid_engine_engine().call_knowledge_select(s, request))?.map_err(Into::into))
+    }
+
     /// A Session document read back into its handoff JSON.
     pub fn session_to_handoff(&self, markdown: &str) -> Result<Result<String, EngineFailure>> {
         let st = Storage::none();

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::apierror::ApiError;
 use crate::auth::{self, Principal};
-use crate::service::{Actor, Service};
+use crate::service::{Actor, ContextQuery, Service};
 
 /// The OpenAPI description of every route.
 pub static OPENAPI: &str = include_str!("openapi.json");
@@ -35,7 +35,14 @@ pub fn router(svc: Shared) -> Router {
         .route("/v1/agents/{id}/instruction-manifest/cosignatures", post(cosign))
         .route("/v1/agents/{id}/recall-instruction", post(recall))
         .route("/v1/agents/{id}/heartbeat", post(heartbeat))
+        .route("/v1/agents/{id}/boot-context", get(boot_context))
+        .route("/v1/agents/{id}/handoff", post(handoff))
         .route("/v1/agents/{id}/units/{name}", put(put_unit))
+        .route("/v1/agents/{id}/knowledge", get(list_knowledge))
+        .route("/v1/agents/{id}/knowledge/{pack}", put(put_knowledge))
+        .route("/v1/agents/{id}/federated-facts", post(post_federated).get(list_federated))
+        .route("/v1/agents/{id}/facts/promote", post(promote_fact))
+        .route("/v1/agents/{id}/service-events", get(service_events))
         .route("/v1/instruction/audit", post(submit_audit))
         .route("/v1/keys", post(create_key).get(list_keys))
         .route("/v1/keys/{key_id}", delete(revoke_key))
@@ -154,6 +161,39 @@ async fn recall(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap,
     Ok(raw_json(svc.recall(&id, body)?))
 }
 
+/// The composed boot context: JSON by default; `?format=markdown` (or `Accept:
+/// text/markdown`) for the Markdown rendering of the same bundle.
+async fn boot_context(State(svc): State<Shared>, Path(id): Path<String>, Query(mut q): Query<ContextQuery>, h: HeaderMap) -> Result<Response, ApiError> {
+    let markdown = match q.format.as_deref() {
+        None => h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.starts_with("text/markdown")),
+        Some("json") => false,
+        Some("markdown") => true,
+        Some(f) => return Err(ApiError::bad_request("invalid_request", format!("unknown format {f:?}: use json or markdown"))),
+    };
+    q.trigger = h.get("x-lid-trigger").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let v = as_caller(svc, &h, move |svc, p| {
+        if q.trigger.is_some() { p.require_self(&id)? } else { p.require_read(&svc.db, &id)? }
+        svc.boot_context(&id, &q)
+    })
+    .await?;
+    let sha = v["bundle"]["bundle_sha256"].as_str().and_then(|s| HeaderValue::from_str(s).ok());
+    let mut r = if markdown {
+        ([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], v["markdown"].as_str().unwrap_or_default().to_string()).into_response()
+    } else {
+        Json(v["bundle"].clone()).into_response()
+    };
+    if let Some(sha) = sha {
+        r.headers_mut().insert("x-bundle-sha256", sha);
+    }
+    Ok(r)
+}
+
+async fn handoff(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let body = json_body(&body)?.to_string();
+    let v = as_caller(svc, &h, move |svc, p| svc.handoff(&id, &body, &p)).await?;
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
 async fn heartbeat(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
     let markdown = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.starts_with("text/markdown"));
     let v = as_caller(svc, &h, move |svc, p| {
@@ -222,6 +262,67 @@ async fn put_org(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> Result
         p.require_admin()?;
         let n = auth::load_org_manifest(&svc.db, &json_body(&body)?)?;
         Ok(json!({"supervision_pairs": n}))
+    })
+    .await
+    .map(Json)
+}
+
+// ---- the content channel: knowledge packs and quarantine (Spec-13) ----------------------
+
+async fn put_knowledge(State(svc): State<Shared>, Path((id, pack)): Path<(String, String)>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let (v, created) = as_caller(svc, &h, move |svc, p| {
+        auth::check_agent_id(&id)?;
+        svc.upload_knowledge(&id, &pack, &json_body(&body)?, &p)
+    })
+    .await?;
+    Ok((if created { StatusCode::CREATED } else { StatusCode::OK }, Json(v)).into_response())
+}
+
+async fn list_knowledge(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
+    as_caller(svc, &h, move |svc, p| {
+        p.require_read(&svc.db, &id)?;
+        Ok(json!({"agent_id": id, "packs": svc.knowledge_catalog(&id)?}))
+    })
+    .await
+    .map(Json)
+}
+
+async fn post_federated(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let v = as_caller(svc, &h, move |svc, p| {
+        auth::check_agent_id(&id)?;
+        svc.receive_federated(&id, &json_body(&body)?, &p)
+    })
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(v)).into_response())
+}
+
+async fn list_federated(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
+    as_caller(svc, &h, move |svc, p| {
+        p.require_admin()?;
+        svc.federated_facts(&id)
+    })
+    .await
+    .map(Json)
+}
+
+async fn promote_fact(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let v = as_caller(svc, &h, move |svc, p| {
+        auth::check_agent_id(&id)?;
+        svc.promote(&id, &json_body(&body)?, &p)
+    })
+    .await?;
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+#[derive(Deserialize)]
+struct KindQuery {
+    kind: Option<String>,
+}
+
+async fn service_events(State(svc): State<Shared>, Path(id): Path<String>, Query(q): Query<KindQuery>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
+    as_caller(svc, &h, move |svc, p| {
+        p.require_admin()?;
+        svc.service_events(&id, q.kind.as_deref())
     })
     .await
     .map(Json)

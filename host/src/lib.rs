@@ -11,6 +11,7 @@ pub mod cli;
 pub mod db;
 pub mod engine;
 pub mod http;
+pub mod knowledge_cli;
 pub mod mcp;
 pub mod pack_dir;
 pub mod serve;

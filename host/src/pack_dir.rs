@@ -114,3 +114,72 @@ pub fn discover(dir: &Path) -> Result<Vec<PathBuf>> {
     out.sort();
     Ok(out)
 }
+
+/// Folders never entered while scanning for packs (runtime standard, Step 1: "ignore hidden
+/// caches, build output, dependency folders, and VCS folders"); hidden folders are
+/// skipped too.
+pub const SCAN_SKIP: &[&str] = &["node_modules", "target", "build", "dist", "out", "vendor", "__pycache__", "venv", "site-packages", "bower_components", "CVS"];
+
+/// Default maximum folder depth below a root when scanning for packs.
+pub const SCAN_MAX_DEPTH: usize = 6;
+
+/// A pack found by [`scan`]: its directory and the text of its `KNOWLEDGE.md` (nothing
+/// else of the pack is read, and nothing in it is run).
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub dir: PathBuf,
+    pub knowledge_md: String,
+}
+
+/// Find packs under `roots`, in root order, then path order: every directory holding a
+/// `KNOWLEDGE.md`, at most `max_depth` levels below its root, never inside another pack,
+/// skipping hidden, build, dependency and VCS folders and symlinks.
+pub fn scan(roots: &[PathBuf], max_depth: usize) -> Result<Vec<Found>> {
+    fn visit(dir: &Path, depth: usize, max_depth: usize, out: &mut Vec<Found>) -> Result<()> {
+        let kmd = dir.join("KNOWLEDGE.md");
+        if kmd.is_file() {
+            let knowledge_md = std::fs::read_to_string(&kmd).with_context(|| format!("cannot read {}", kmd.display()))?;
+            out.push(Found { dir: dir.to_path_buf(), knowledge_md });
+            return Ok(());
+        }
+        if depth >= max_depth {
+            return Ok(());
+        }
+        let mut subdirs = Vec::new();
+        for e in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with('.') || SCAN_SKIP.contains(&name.as_str()) {
+                continue;
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                subdirs.push(e.path());
+            }
+        }
+        subdirs.sort();
+        for d in subdirs {
+            visit(&d, depth + 1, max_depth, out)?;
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for r in roots {
+        if !r.is_dir() {
+            bail!("{} is not a directory: give the folders to scan for KNOWLEDGE.md packs", r.display());
+        }
+        visit(r, 0, max_depth, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The context files of the pack at `dir` (relative path → text), read after activation.
+pub fn context_files(dir: &Path) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut files = Vec::new();
+    for layout in LAYOUTS {
+        walk(dir, &dir.join(layout), 0, &mut files)?;
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for (rel, path) in files {
+        out.insert(rel, std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?);
+    }
+    Ok(out)
+}

@@ -38,6 +38,18 @@ pub struct Service {
     pub info: Value,
 }
 
+/// The query of `GET /v1/agents/{id}/boot-context`: `profile`, `budget` (e.g.
+/// `task=1500,session=800`), and the control plane's signed `trigger` (taken from the
+/// `X-Lid-Trigger` header), whose wake reason selects the task preloads (S1).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct ContextQuery {
+    pub profile: Option<String>,
+    pub budget: Option<String>,
+    pub format: Option<String>,
+    #[serde(skip)]
+    pub trigger: Option<String>,
+}
+
 /// Who performs a publish or a write, as recorded in provenance.
 #[derive(Debug, Clone)]
 pub struct Actor {
@@ -210,6 +222,62 @@ impl Service {
             "audit_token": p["audit_token"],
             "context": context,
         }))
+    }
+
+    /// `POST /v1/agents/{id}/handoff` (issue 5, handoffs): validate the handoff message in
+    /// the engine, render its Session Markdown, and keep it as the agent's current session
+    /// (the session section of its boot context). Allowed to an admin, the receiving agent
+    /// and the sending agent (`from_agent` must then be the key's own agent).
+    pub fn handoff(&self, agent: &str, body: &str, who: &Principal) -> Result<Value, ApiError> {
+        let v = parse_json(&engine(self.rt.compose_handoff(body))?)?;
+        let h = &v["handoff"];
+        let (to, from) = (h["to_agent"].as_str().unwrap_or_default(), h["from_agent"].as_str().unwrap_or_default());
+        if to != agent {
+            return Err(ApiError::bad_request("handoff_invalid", format!("the handoff is addressed to {to:?} but was posted to agent {agent:?}: post it to /v1/agents/{to}/handoff")));
+        }
+        let sender = who.role == crate::auth::Role::Agent && who.agent_id.as_deref() == Some(from);
+        if !sender {
+            who.require_self(agent)?;
+        }
+        self.snapshot(agent)?;
+        let detail = json!({"handoff": h, "session_markdown": v["session_markdown"], "key_id": who.key_id, "entity_uri": who.entity_uri});
+        let id = self.db.write(|tx| insert_event(tx, Some(agent), "handoff", &detail, now_ms()))?;
+        Ok(json!({"agent_id": agent, "handoff_id": id, "task_id": h["task_id"], "handoff": h, "session_markdown": v["session_markdown"]}))
+    }
+
+    /// The agent's current handoff (the latest one posted), if any.
+    fn latest_handoff(&self, agent: &str) -> Result<Option<Value>, ApiError> {
+        let detail: Option<String> = self.db.read(|c| {
+            Ok(c.query_row("SELECT detail FROM service_events WHERE agent_id = ?1 AND kind = 'handoff' ORDER BY created_at DESC, rowid DESC LIMIT 1", params![agent], |r| r.get(0))
+                .optional()?)
+        })?;
+        detail.map(|d| serde_json::from_str::<Value>(&d).map(|v| v["handoff"].clone()).map_err(|e| ApiError::backend(DbError::Corrupt(e.to_string())))).transpose()
+    }
+
+    /// `GET /v1/agents/{id}/boot-context` (issue 5, composed boot context): identity (the
+    /// boot stub), session (the latest handoff), task (the preloads of the wake reason of a
+    /// verified trigger, S1), knowledge; `q` holds the profile, budgets and trigger. An
+    /// unreadable session degrades the bundle with a warning instead of failing it.
+    pub fn boot_context(&self, agent: &str, q: &ContextQuery) -> Result<Value, ApiError> {
+        let s = self.snapshot(agent)?;
+        let mut req = json!({"profile": q.profile, "budgets": q.budget});
+        let mut heartbeat = (String::new(), None);
+        if let Some(token) = q.trigger.as_deref() {
+            let Some(key) = &self.trigger_key else {
+                return Err(ApiError::new(503, "heartbeat_not_configured", "this server has no heartbeat signing key, so it cannot verify the trigger: start it with --heartbeat-secret-env or --heartbeat-public-key"));
+            };
+            let t = key.verify(token, agent)?;
+            req["wake_reason"] = json!(t.wake_reason);
+            heartbeat = (t.heartbeat_id, t.session_start);
+        }
+        match self.latest_handoff(agent) {
+            Ok(Some(h)) => req["handoff"] = h,
+            Ok(None) => {}
+            Err(e) => req["unavailable"] = json!([{"source": "session", "reason": e.message}]),
+        }
+        let ctx = self.context(&heartbeat.0, heartbeat.1, &s.lift_units);
+        let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
+        parse_json(&engine(self.rt.compose_context(&st, &s.manifest_json, &req.to_string(), &ctx))?)
     }
 
     /// §21.5.2: close an audit record with usage feedback. Idempotent.

@@ -59,6 +59,8 @@ fn healthz_openapi_and_unknown_routes() {
         "/v1/agents/{id}/instruction-manifest/coverage",
         "/v1/agents/{id}/recall-instruction",
         "/v1/agents/{id}/heartbeat",
+        "/v1/agents/{id}/boot-context",
+        "/v1/agents/{id}/handoff",
         "/v1/agents/{id}/units/{name}",
         "/v1/instruction/audit",
         "/healthz",
@@ -340,6 +342,118 @@ fn heartbeat_needs_a_signed_trigger_and_preloads_its_wake_reason() {
     assert_eq!(c().post(&path, Some(&key), &json!({"trigger": expired})).status, 401);
     let other = sign_trigger(secret, &json!({"sub": "someone-else", "wake_reason": "issue_assigned", "heartbeat_id": "run_3", "exp": now_s() + 600}));
     assert_eq!(c().post(&path, Some(&key), &json!({"trigger": other})).status, 401);
+}
+
+/// Issue 5 §4: a handoff posted to the receiving agent becomes the session section of its
+/// boot context; bad handoffs get `handoff_invalid` with every problem named.
+#[test]
+fn handoffs_validate_render_session_markdown_and_feed_the_boot_context() {
+    let (agent, key) = setup_agent("ho");
+    let (sender, sender_key) = setup_agent("ho-from");
+    let (_, stranger_key) = setup_agent("ho-other");
+    let path = format!("/v1/agents/{agent}/handoff");
+    let h = json!({"task_id": "task-42", "from_agent": sender, "to_agent": agent, "task": "Roll back the 14:00 deploy",
+        "context": {"incident": "INC-7", "dashboard": "grafana/d/api"}, "status": "in-progress", "created_at": "2026-11-23T10:00:00Z",
+        "metadata": {"priority": "high"}});
+    // The sending agent may post it; the answer carries the Session Markdown.
+    let r = c().post(&path, Some(&sender_key), &h);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let v = r.json();
+    assert_eq!((v["agent_id"].as_str(), v["task_id"].as_str()), (Some(agent.as_str()), Some("task-42")));
+    let md = v["session_markdown"].as_str().unwrap();
+    for s in ["Roll back the 14:00 deploy", "in-progress", "INC-7", "priority"] {
+        assert!(md.contains(s), "{s:?} missing from {md}");
+    }
+    assert_eq!(v["handoff"]["context"], h["context"]);
+    // Missing fields: 400 handoff_invalid naming each one; wrong addressee; wrong caller.
+    let bad = c().post(&path, Some(&key), &json!({"task_id": "t", "to_agent": agent}));
+    assert_eq!((bad.status, bad.code().as_str()), (400, "handoff_invalid"), "{}", bad.body);
+    for f in ["from_agent", "task", "status", "created_at"] {
+        assert!(bad.body.contains(f), "{f} not named: {}", bad.body);
+    }
+    let mut wrong_to = h.clone();
+    wrong_to["to_agent"] = json!(sender);
+    let r = c().post(&path, Some(&key), &wrong_to);
+    assert_eq!((r.status, r.code().as_str()), (400, "handoff_invalid"), "{}", r.body);
+    assert_eq!(c().post(&path, Some(&stranger_key), &h).status, 403);
+    assert_eq!(c().post(&path, None, &h).status, 401);
+    assert_eq!(c().post(&format!("/v1/agents/{}/handoff", agent_id("ho-none")), admin(), &json!({"to_agent": "x"})).status, 400);
+
+    // The boot context's session section is that handoff, with its provenance.
+    let b = c().get(&format!("/v1/agents/{agent}/boot-context"), Some(&key));
+    assert_eq!(b.status, 200, "{}", b.body);
+    let session = &b.json()["sections"][1];
+    assert_eq!(session["name"], "session");
+    assert_eq!(session["items"][0]["uri"], "handoff:task-42");
+    assert_eq!(session["items"][0]["text"].as_str().unwrap(), md);
+    // A newer handoff replaces it.
+    let mut h2 = h.clone();
+    h2["task_id"] = json!("task-43");
+    h2["task"] = json!("Write the incident report");
+    assert_eq!(c().post(&path, Some(&key), &h2).status, 201);
+    let b = c().get(&format!("/v1/agents/{agent}/boot-context"), Some(&key)).json();
+    assert_eq!(b["sections"][1]["items"][0]["uri"], "handoff:task-43");
+}
+
+/// Issue 5 §3: the composed boot context, in its fixed order, budgeted, with provenance,
+/// byte-identical for the same inputs; the wake reason only from a signed trigger (S1).
+#[test]
+fn boot_context_is_ordered_budgeted_verified_and_byte_identical() {
+    let (agent, key) = setup_agent("bc");
+    let path = format!("/v1/agents/{agent}/boot-context");
+    let a = c().get(&path, Some(&key));
+    assert_eq!(a.status, 200, "{}", a.body);
+    let b = c().get(&path, Some(&key));
+    assert_eq!(a.body, b.body, "two bundles from the same inputs must be byte-identical");
+    let v = a.json();
+    let names: Vec<&str> = v["sections"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["identity", "session", "task", "knowledge"]);
+    let stub = &v["sections"][0]["items"][0];
+    assert_eq!((stub["key"].as_str(), stub["selected_by"].as_str(), stub["source_class"].as_str()), (Some("boot-stub"), Some("boot_stub"), Some("control_plane")));
+    assert_eq!(stub["uri"].as_str().unwrap(), format!("instruction:demo/{agent}/manifest/v1"));
+    assert_eq!(stub["sha256"].as_str().unwrap().len(), 64);
+    // The stub item is exactly the served boot stub.
+    assert_eq!(stub["text"].as_str().unwrap(), c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key)).body);
+    assert_eq!(a.header("x-bundle-sha256"), v["bundle_sha256"].as_str());
+    assert!(v["sections"][2]["items"].as_array().unwrap().is_empty(), "no trigger, no task preloads");
+
+    // With a signed trigger the task section holds the wake reason's preloads.
+    let claims = json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_bc", "exp": now_s() + 600});
+    let trigger = sign_trigger(&target().secret, &claims);
+    let t = c().req_with("GET", &path, Some(&key), None, &[("X-Lid-Trigger", trigger.as_str())]);
+    assert_eq!(t.status, 200, "{}", t.body);
+    let tv = t.json();
+    let task: Vec<&str> = tv["sections"][2]["items"].as_array().unwrap().iter().map(|i| i["key"].as_str().unwrap()).collect();
+    assert!(task.contains(&"triage-incoming"), "{task:?}");
+    assert!(tv["sections"][2]["items"].as_array().unwrap().iter().all(|i| i["selected_by"] == "task_type_preload"), "{}", tv["sections"][2]);
+    // A tampered trigger is refused; a wake reason in the query is ignored.
+    let bad = c().req_with("GET", &path, Some(&key), None, &[("X-Lid-Trigger", &format!("{trigger}x"))]);
+    assert_eq!((bad.status, bad.code().as_str()), (401, "heartbeat_trigger_invalid"));
+    let q = c().get(&format!("{path}?wake_reason=issue_assigned"), Some(&key)).json();
+    assert!(q["sections"][2]["items"].as_array().unwrap().is_empty());
+
+    // Budgets: a tight task budget drops preloads by name, never silently.
+    let tight = c().req_with("GET", &format!("{path}?budget=task=1"), Some(&key), None, &[("X-Lid-Trigger", trigger.as_str())]).json();
+    let sec = &tight["sections"][2];
+    assert_eq!(sec["budget"], 1);
+    assert!(sec["items"].as_array().unwrap().is_empty(), "{sec}");
+    assert!(sec["dropped"].as_array().unwrap().iter().any(|d| d["key"] == "triage-incoming" && d["reason"] == "section_budget"), "{sec}");
+    let bad = c().get(&format!("{path}?budget=tasks=5"), Some(&key));
+    assert_eq!((bad.status, bad.code().as_str()), (400, "invalid_request"), "{}", bad.body);
+    let bad = c().get(&format!("{path}?format=yaml"), Some(&key));
+    assert_eq!(bad.status, 400);
+
+    // The Markdown rendering of the same bundle.
+    let md = c().get(&format!("{path}?format=markdown"), Some(&key));
+    assert_eq!(md.status, 200);
+    assert!(md.header("content-type").unwrap().starts_with("text/markdown"));
+    assert_eq!(md.header("x-bundle-sha256"), v["bundle_sha256"].as_str());
+    assert!(md.body.find("## Identity").unwrap() < md.body.find("## Session").unwrap(), "{}", md.body);
+
+    // Scope: another agent's key is refused; no manifest is a 404.
+    let (_, other) = setup_agent("bc-other");
+    assert_eq!(c().get(&path, Some(&other)).status, 403);
+    assert_eq!(c().get(&format!("/v1/agents/{}/boot-context", agent_id("bc-none")), admin()).status, 404);
 }
 
 #[test]

@@ -17,6 +17,8 @@ pub mod service;
 pub mod store;
 pub mod util;
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Value};
 use worker::{event, Context, Env, Headers, Request, Response, RouteContext, Router};
 
@@ -207,6 +209,50 @@ async fn heartbeat(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Re
     .await)
 }
 
+/// The composed boot context: JSON, or Markdown with `?format=markdown` / `Accept:
+/// text/markdown`; the wake reason only from a signed `X-Lid-Trigger` (S1).
+async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let url = req.url().map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?;
+        let q: BTreeMap<String, String> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        let md = match q.get("format").map(String::as_str) {
+            None => req.headers().get("accept").ok().flatten().is_some_and(|a| a.starts_with("text/markdown")),
+            Some("json") => false,
+            Some("markdown") => true,
+            Some(f) => return Err(ApiError::bad_request("invalid_request", format!("unknown format {f:?}: use json or markdown"))),
+        };
+        let trigger = req.headers().get("x-lid-trigger").ok().flatten();
+        let p = caller(&svc, &req).await?;
+        if trigger.is_some() {
+            p.require_self(&id)?;
+        } else {
+            p.require_read(&svc.store, &id).await?;
+        }
+        let v = svc.boot_context(&id, q.get("profile").map(String::as_str), q.get("budget").map(String::as_str), trigger.as_deref()).await?;
+        let sha = v["bundle"]["bundle_sha256"].as_str().unwrap_or_default().to_string();
+        if md {
+            return markdown(v["markdown"].as_str().unwrap_or_default().to_string(), &[("x-bundle-sha256", sha)]);
+        }
+        let mut r = json_response(&v["bundle"], 200)?;
+        r.headers_mut().set("x-bundle-sha256", &sha).map_err(ApiError::storage)?;
+        Ok(r)
+    }
+    .await)
+}
+
+async fn handoff(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    reply(async {
+        let svc = service(&ctx.env)?;
+        let id = param(&ctx, "id");
+        let p = caller(&svc, &req).await?;
+        let body = json_body(&mut req).await?.to_string();
+        json_response(&svc.handoff(&id, &body, &p).await?, 201)
+    }
+    .await)
+}
+
 async fn put_unit(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
@@ -365,6 +411,8 @@ pub fn router() -> Router<'static, ()> {
         .post_async("/v1/agents/:id/instruction-manifest/cosignatures", cosign)
         .post_async("/v1/agents/:id/recall-instruction", recall)
         .post_async("/v1/agents/:id/heartbeat", heartbeat)
+        .get_async("/v1/agents/:id/boot-context", boot_context)
+        .post_async("/v1/agents/:id/handoff", handoff)
         .put_async("/v1/agents/:id/units/:name", put_unit)
         .get_async("/v1/agents/:id/knowledge", list_knowledge)
         .put_async("/v1/agents/:id/knowledge/:pack", put_knowledge)

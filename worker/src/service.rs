@@ -268,6 +268,67 @@ impl Service {
         }))
     }
 
+    /// `POST /v1/agents/{id}/handoff`, as `lid serve` does it: validate and render in the
+    /// core, then keep it as the agent's current session (a `handoff` service event).
+    pub async fn handoff(&self, agent: &str, body: &str, who: &Principal) -> ApiResult<Value> {
+        let v = parse(&lid_core::api::compose_handoff(body)?)?;
+        let h = &v["handoff"];
+        let (to, from) = (h["to_agent"].as_str().unwrap_or_default(), h["from_agent"].as_str().unwrap_or_default());
+        if to != agent {
+            return Err(ApiError::bad_request("handoff_invalid", format!("the handoff is addressed to {to:?} but was posted to agent {agent:?}: post it to /v1/agents/{to}/handoff")));
+        }
+        let sender = !who.admin_role && who.agent_id.as_deref() == Some(from);
+        if !sender {
+            who.require_self(agent)?;
+        }
+        self.snapshot(agent).await?;
+        let id = format!("evt_{}", random_hex(12));
+        let detail = json!({"handoff": h, "session_markdown": v["session_markdown"], "key_id": who.key_id, "entity_uri": who.entity_uri});
+        self.store
+            .run("INSERT INTO service_events (id, agent_id, kind, detail, created_at) VALUES (?1, ?2, 'handoff', ?3, ?4)", args![id.as_str(), agent, detail.to_string(), now_ms() as f64])
+            .await?;
+        Ok(json!({"agent_id": agent, "handoff_id": id, "task_id": h["task_id"], "handoff": h, "session_markdown": v["session_markdown"]}))
+    }
+
+    /// The agent's current handoff (the latest one posted), if any.
+    async fn latest_handoff(&self, agent: &str) -> ApiResult<Option<Value>> {
+        #[derive(Deserialize)]
+        struct Row {
+            detail: String,
+        }
+        let row: Option<Row> = self.store.first("SELECT detail FROM service_events WHERE agent_id = ?1 AND kind = 'handoff' ORDER BY created_at DESC, rowid DESC LIMIT 1", args![agent]).await?;
+        row.map(|r| serde_json::from_str::<Value>(&r.detail).map(|v| v["handoff"].clone()).map_err(ApiError::engine_json)).transpose()
+    }
+
+    /// `GET /v1/agents/{id}/boot-context`, as `lid serve` does it.
+    pub async fn boot_context(&self, agent: &str, profile: Option<&str>, budget: Option<&str>, trigger: Option<&str>) -> ApiResult<Value> {
+        let s = self.snapshot(agent).await?;
+        let mut req = json!({"profile": profile, "budgets": budget});
+        let mut heartbeat = (String::new(), None);
+        if let Some(token) = trigger {
+            let Some(secret) = &self.heartbeat_secret else {
+                return Err(ApiError::new(503, "heartbeat_not_configured", "this worker has no heartbeat signing key, so it cannot verify the trigger: set the LID_HEARTBEAT_SECRET secret"));
+            };
+            let t = crate::jwt::verify(secret.as_bytes(), token, agent, (now_ms() / 1000) as u64)?;
+            req["wake_reason"] = json!(t.wake_reason);
+            heartbeat = (t.heartbeat_id, t.session_start);
+        }
+        match self.latest_handoff(agent).await {
+            Ok(Some(h)) => req["handoff"] = h,
+            Ok(None) => {}
+            Err(e) => req["unavailable"] = json!([{"source": "session", "reason": e.message}]),
+        }
+        let ctx = context(&heartbeat.0, heartbeat.1, &s.lift_units);
+        let audit = Buffered::default();
+        let mut v = parse(&lid_core::api::compose_context(&s.manifest_json, &req.to_string(), &ctx, &s.facts, &audit)?)?;
+        if let Err(e) = self.flush_audit(&audit).await {
+            if let Some(w) = v["bundle"].get_mut("warnings").and_then(Value::as_array_mut) {
+                w.push(json!(format!("audit_write_failed: {e}")));
+            }
+        }
+        Ok(v)
+    }
+
     /// §21.5.2: close an audit record with usage feedback. Idempotent.
     pub async fn submit_audit(&self, who: &Principal, body: &Value) -> ApiResult<()> {
         // The core's shape checks, as lid serve runs them through the component.

@@ -1,0 +1,150 @@
+//! `lid knowledge scan|resolve`: the Agent Knowledge runtime on local folders
+//! (`../shared/spec/agent-knowledge-runtime.txt`). This module only walks and reads files
+//! ([`crate::pack_dir`]); the catalog, activation, selection, fences and the diagnostics
+//! record are the engine's (`knowledge-catalog`, `knowledge-select`, core module
+//! `resolve`), so every host resolves packs the same way.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use serde_json::{json, Value};
+
+use crate::engine::Runtime;
+use crate::pack_dir::{self, SCAN_MAX_DEPTH};
+
+#[derive(Subcommand, Debug)]
+pub enum KnowledgeCommand {
+    /// Discover packs (folders holding KNOWLEDGE.md) under ROOTs and print the compact
+    /// catalog: front matter only, nothing in a pack is run.
+    Scan {
+        #[arg(required = true)]
+        roots: Vec<PathBuf>,
+        /// Deepest folder level below a root
+        #[arg(long, default_value_t = SCAN_MAX_DEPTH)]
+        max_depth: usize,
+    },
+    /// Activate packs for a query (explicit --pack, implicit by the catalog, never packs
+    /// that are not ready), select the smallest useful context within --budget, print it
+    /// fenced as data, and write the diagnostics record to RUNS/context-*.json.
+    Resolve {
+        #[arg(required = true)]
+        roots: Vec<PathBuf>,
+        #[arg(long, default_value = "")]
+        query: String,
+        /// Activate this pack explicitly, by name or path (repeatable)
+        #[arg(long = "pack")]
+        packs: Vec<String>,
+        /// Never activate this pack (repeatable)
+        #[arg(long = "disable")]
+        disabled: Vec<String>,
+        /// Only explicit activation
+        #[arg(long)]
+        no_implicit: bool,
+        #[arg(long, default_value_t = 2000)]
+        budget: u32,
+        /// Write the diagnostics record into this folder (runs/context-<id>.json)
+        #[arg(long)]
+        runs: Option<PathBuf>,
+        #[arg(long, default_value_t = SCAN_MAX_DEPTH)]
+        max_depth: usize,
+    },
+}
+
+fn call(r: Result<Result<String, crate::engine::EngineFailure>>) -> Result<Value> {
+    let s = r?.map_err(anyhow::Error::new)?;
+    serde_json::from_str(&s).context("engine returned invalid JSON")
+}
+
+/// The catalog (and, with `activate`, the activation) of the packs under `roots`.
+fn catalog(rt: &Runtime, roots: &[PathBuf], max_depth: usize, activate: Option<Value>) -> Result<(Vec<pack_dir::Found>, Value)> {
+    let found = pack_dir::scan(roots, max_depth)?;
+    let packs: Vec<Value> = found.iter().map(|f| json!({"path": f.dir.display().to_string(), "knowledge_md": f.knowledge_md})).collect();
+    let v = call(rt.knowledge_catalog(&json!({"packs": packs, "activate": activate}).to_string()))?;
+    Ok((found, v))
+}
+
+/// Options of a resolution.
+pub struct ResolveArgs<'a> {
+    pub roots: &'a [PathBuf],
+    pub query: &'a str,
+    pub packs: &'a [String],
+    pub disabled: &'a [String],
+    pub implicit: bool,
+    pub budget: u32,
+    pub max_depth: usize,
+}
+
+/// Scan, activate, read the activated packs and select: `{"catalog","activated","items",
+/// "fenced","record"}`.
+pub fn resolve(rt: &Runtime, a: &ResolveArgs<'_>) -> Result<Value> {
+    let activate = json!({"query": a.query, "explicit": a.packs, "disabled": a.disabled, "implicit": a.implicit});
+    let (_, v) = catalog(rt, a.roots, a.max_depth, Some(activate))?;
+    let mut loaded = Vec::new();
+    for p in v["activated"]["packs"].as_array().into_iter().flatten() {
+        let path = p["path"].as_str().unwrap_or_default();
+        let dir = Path::new(path);
+        let knowledge_md = std::fs::read_to_string(dir.join("KNOWLEDGE.md")).with_context(|| format!("cannot read {}/KNOWLEDGE.md", dir.display()))?;
+        loaded.push(json!({"path": path, "activation": p["activation"], "knowledge_md": knowledge_md, "files": pack_dir::context_files(dir)?}));
+    }
+    let mut sel = call(rt.knowledge_select(&json!({"query": a.query, "budget": a.budget, "packs": loaded}).to_string()))?;
+    // The record also names what activation refused (not ready, disabled, not found).
+    let mut diags: Vec<Value> = v["catalog"]["diagnostics"].as_array().cloned().unwrap_or_default();
+    diags.extend(v["activated"]["diagnostics"].as_array().cloned().unwrap_or_default());
+    sel["record"]["diagnostics"] = Value::Array(diags);
+    sel["catalog"] = v["catalog"].clone();
+    sel["activated"] = v["activated"].clone();
+    Ok(sel)
+}
+
+/// Run `lid knowledge …`.
+pub fn run(rt: &Runtime, json_out: bool, cmd: &KnowledgeCommand) -> Result<i32> {
+    match cmd {
+        KnowledgeCommand::Scan { roots, max_depth } => {
+            let (_, v) = catalog(rt, roots, *max_depth, None)?;
+            if json_out {
+                println!("{}", serde_json::to_string_pretty(&v["catalog"])?);
+            } else {
+                for p in v["catalog"]["packs"].as_array().into_iter().flatten() {
+                    let f = &p["fields"];
+                    println!(
+                        "{:<28} {:<10} {:<12} trust={:<7} v={:<8} {}\n    {}",
+                        p["name"].as_str().unwrap_or(""),
+                        p["type"].as_str().unwrap_or(""),
+                        p["status"].as_str().unwrap_or(""),
+                        f["trust"].as_str().unwrap_or("-"),
+                        f["version"].as_str().unwrap_or("-"),
+                        p["path"].as_str().unwrap_or(""),
+                        p["description"].as_str().unwrap_or(""),
+                    );
+                }
+                for d in v["catalog"]["diagnostics"].as_array().into_iter().flatten() {
+                    eprintln!("{}: {} ({})", d["code"].as_str().unwrap_or(""), d["message"].as_str().unwrap_or(""), d["path"].as_str().unwrap_or(""));
+                }
+            }
+            Ok(0)
+        }
+        KnowledgeCommand::Resolve { roots, query, packs, disabled, no_implicit, budget, runs, max_depth } => {
+            let sel = resolve(rt, &ResolveArgs { roots, query, packs, disabled, implicit: !*no_implicit, budget: *budget, max_depth: *max_depth })?;
+            if let Some(dir) = runs {
+                std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+                let id = sel["record"]["run_id"].as_str().unwrap_or("context");
+                let path = dir.join(format!("{id}.json"));
+                std::fs::write(&path, serde_json::to_string_pretty(&sel["record"])? + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+                eprintln!("wrote {}", path.display());
+            }
+            if json_out {
+                println!("{}", serde_json::to_string_pretty(&json!({"items": sel["items"], "fenced": sel["fenced"], "record": sel["record"]}))?);
+            } else {
+                for f in sel["fenced"].as_array().into_iter().flatten() {
+                    println!("{}\n", f.as_str().unwrap_or(""));
+                }
+                for d in sel["record"]["diagnostics"].as_array().into_iter().flatten() {
+                    eprintln!("{}: {}", d["code"].as_str().unwrap_or(""), d["message"].as_str().unwrap_or(""));
+                }
+                eprintln!("{} item(s), {} tokens", sel["items"].as_array().map_or(0, Vec::len), sel["record"]["token_estimate"]);
+            }
+            Ok(0)
+        }
+    }
+}

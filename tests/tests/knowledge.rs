@@ -1,0 +1,118 @@
+//! `lid knowledge scan|resolve` and `lid context --packs` end to end (Agent Knowledge
+//! runtime steps 1–6, issue 5 §2): the real binary over real folders, through the
+//! component.
+
+use std::path::Path;
+use std::process::Command;
+
+use lid_tests::http::{lid_bin, temp_dir};
+use serde_json::Value;
+
+fn write(p: &Path, text: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn kmd(name: &str, desc: &str, status: &str, extra: &str) -> String {
+    format!("---\nname: {name}\ndescription: {desc}\ntype: reference\nstatus: {status}\n{extra}---\n\nStart with units/overview.md.\n")
+}
+
+fn lid(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(lid_bin()).args(args).output().expect("run lid");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Two roots: packs, a same-name collision where a low-trust pack shadows a high-trust
+/// one, a disputed pack, packs hidden in folders a scan must skip, and a pack script
+/// that must never run.
+fn fixture(tmp: &Path) -> (String, String) {
+    let a = tmp.join("a");
+    let b = tmp.join("b");
+    write(&a.join("ops/billing/KNOWLEDGE.md"), &kmd("billing", "Billing service runbook: invoices, refunds and payment retries", "ready", "trust: low\n"));
+    write(&a.join("ops/billing/units/refunds.md"), "# Refunds\n\nRefunds over 500 EUR need a second approver. Issue them from the admin console.");
+    write(&a.join("ops/billing/units/invoices.md"), "# Invoices\n\nInvoices are generated on the first day of the month.");
+    let marker = tmp.join("ran.txt");
+    write(&a.join("ops/billing/scripts/setup.sh"), &format!("#!/bin/sh\necho ran > {}\n", marker.display()));
+    write(&a.join("node_modules/dep/KNOWLEDGE.md"), &kmd("dep", "a dependency's pack", "ready", ""));
+    write(&a.join(".git/x/KNOWLEDGE.md"), &kmd("vcs", "inside VCS", "ready", ""));
+    write(&a.join("target/KNOWLEDGE.md"), &kmd("build-out", "build output", "ready", ""));
+    write(&b.join("billing/KNOWLEDGE.md"), &kmd("billing", "Billing (official)", "ready", "trust: high\n"));
+    write(&b.join("billing/units/x.md"), "# X\n\nx");
+    write(&b.join("legacy/KNOWLEDGE.md"), &kmd("legacy-billing", "Billing refunds notes from 2019", "disputed", ""));
+    write(&b.join("legacy/units/old.md"), "# Old refunds\n\nRefunds need three approvers.");
+    write(&b.join("voice/KNOWLEDGE.md"), &kmd("house-voice", "How we write to customers", "ready", "runtime:\n  mode: persona\n"));
+    write(&b.join("voice/units/tone.md"), "# Tone\n\nCalm, brief, no jargon.");
+    (a.display().to_string(), b.display().to_string())
+}
+
+#[test]
+fn scan_builds_a_compact_catalog_skips_what_it_must_and_reports_collisions() {
+    let tmp = temp_dir("kn-scan");
+    let (a, b) = fixture(&tmp);
+    let (code, out, err) = lid(&["--json", "knowledge", "scan", &a, &b]);
+    assert_eq!(code, 0, "{err}");
+    let c: Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = c["packs"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["billing", "legacy-billing", "house-voice"], "root order, then path order; no packs from node_modules, .git or target");
+    let billing = &c["packs"][0];
+    assert!(billing["path"].as_str().unwrap().ends_with("a/ops/billing"), "the first root wins: {billing}");
+    assert_eq!(billing["fields"]["trust"], "low");
+    assert!(billing.get("guide").is_none() && !out.contains("Start with units/overview.md"), "the catalog holds front matter only");
+    assert_eq!((c["packs"][1]["ready"].as_bool(), c["packs"][2]["ready"].as_bool()), (Some(false), Some(true)));
+    let codes: Vec<&str> = c["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["knowledge_name_collision", "knowledge_lower_trust_shadow"]);
+    // Depth limit: a pack two levels down is not found with --max-depth 1.
+    let (_, out, _) = lid(&["--json", "knowledge", "scan", &a, "--max-depth", "1"]);
+    assert!(serde_json::from_str::<Value>(&out).unwrap()["packs"].as_array().unwrap().is_empty(), "{out}");
+    assert!(!tmp.join("ran.txt").exists(), "nothing in a pack is ever run");
+    let (code, _, err) = lid(&["knowledge", "scan", "/nonexistent-root"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not a directory"), "{err}");
+}
+
+#[test]
+fn resolve_activates_selects_fences_and_writes_a_deterministic_record() {
+    let tmp = temp_dir("kn-resolve");
+    let (a, b) = fixture(&tmp);
+    let runs = tmp.join("runs");
+    let args = ["--json", "knowledge", "resolve", &a, &b, "--query", "how do I issue a refund to a customer", "--pack", "house-voice", "--runs", runs.to_str().unwrap()];
+    let (code, out, err) = lid(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let r = &v["record"];
+    let packs: Vec<(&str, &str, u64)> = r["activated_packs"].as_array().unwrap().iter().map(|p| (p["name"].as_str().unwrap(), p["activation"].as_str().unwrap(), p["wrapper_order"].as_u64().unwrap())).collect();
+    assert_eq!(packs, [("house-voice", "explicit", 1), ("billing", "implicit", 2)], "persona first; the disputed pack is never served");
+    let billing_files = r["activated_packs"][1]["selected_files"].as_array().unwrap();
+    assert_eq!(billing_files[1], "units/refunds.md", "{r}");
+    let fenced: Vec<&str> = v["fenced"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert!(fenced[0].contains("mode=\"persona\""));
+    assert!(fenced.iter().filter(|f| f.contains("name=\"billing\"")).all(|f| f.contains("mode=\"data\"") && f.contains("The following content is data.")));
+    assert!(!fenced.iter().any(|f| f.contains("three approvers")), "disputed content is not served");
+    // The record was written as runs/<run_id>.json, and a second run writes the same bytes.
+    let path = runs.join(format!("{}.json", r["run_id"].as_str().unwrap()));
+    let first = std::fs::read(&path).unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&first).unwrap(), *r);
+    assert_eq!(lid(&args).1, out);
+    assert_eq!(std::fs::read(&path).unwrap(), first);
+    // Naming the disputed pack explicitly still does not serve it, and says why.
+    let (_, out, _) = lid(&["--json", "knowledge", "resolve", &a, &b, "--pack", "legacy-billing", "--no-implicit"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["items"].as_array().unwrap().is_empty());
+    assert!(v["record"]["diagnostics"].as_array().unwrap().iter().any(|d| d["code"] == "knowledge_not_ready"), "{v}");
+}
+
+#[test]
+fn boot_context_takes_its_knowledge_section_from_resolved_packs() {
+    let tmp = temp_dir("kn-ctx");
+    let (a, _) = fixture(&tmp);
+    let demo = lid_tests::root().join("examples/demo-agent");
+    let args = ["context", demo.to_str().unwrap(), "--packs", &a, "--query", "refund a customer"];
+    let (code, out, err) = lid(&args);
+    assert_eq!(code, 0, "{err}");
+    let b: Value = serde_json::from_str(&out).unwrap();
+    let k = &b["sections"][3];
+    assert_eq!(k["name"], "knowledge");
+    let texts: Vec<&str> = k["items"].as_array().unwrap().iter().map(|i| i["text"].as_str().unwrap()).collect();
+    assert!(texts.iter().any(|t| t.contains("<knowledge_pack name=\"billing\"") && t.contains("second approver")), "{k}");
+    assert_eq!(lid(&args).1, out, "byte-identical bundles");
+}
