@@ -64,6 +64,10 @@ pub trait Flat: Sized + Copy {
     fn put(&self, out: &mut Vec<u8>);
     /// Decode from exactly `SIZE` bytes.
     fn get(b: &[u8]) -> Self;
+    /// Decode a whole array (`b.len()` a multiple of `SIZE`).
+    fn get_all(b: &[u8]) -> Vec<Self> {
+        b.chunks_exact(Self::SIZE).map(Self::get).collect()
+    }
 }
 
 #[inline(always)]
@@ -92,6 +96,10 @@ impl Flat for u32 {
     fn get(b: &[u8]) -> Self {
         u32::from_le_bytes(le4(b, 0))
     }
+    /// Fixed-size chunks: no per-record bounds checks (the bulk of a cached index).
+    fn get_all(b: &[u8]) -> Vec<Self> {
+        b.as_chunks::<4>().0.iter().map(|c| u32::from_le_bytes(*c)).collect()
+    }
 }
 
 impl Flat for u64 {
@@ -115,6 +123,9 @@ impl Flat for (u32, f32) {
     fn get(b: &[u8]) -> Self {
         (u32::from_le_bytes(le4(b, 0)), f32::from_le_bytes(le4(b, 4)))
     }
+    fn get_all(b: &[u8]) -> Vec<Self> {
+        b.as_chunks::<8>().0.iter().map(|c| (u32::from_le_bytes([c[0], c[1], c[2], c[3]]), f32::from_le_bytes([c[4], c[5], c[6], c[7]]))).collect()
+    }
 }
 
 impl Flat for Posting {
@@ -126,6 +137,9 @@ impl Flat for Posting {
     fn get(b: &[u8]) -> Self {
         let (doc, w) = <(u32, f32)>::get(b);
         Posting { doc, w }
+    }
+    fn get_all(b: &[u8]) -> Vec<Self> {
+        b.as_chunks::<8>().0.iter().map(|c| Posting { doc: u32::from_le_bytes([c[0], c[1], c[2], c[3]]), w: f32::from_le_bytes([c[4], c[5], c[6], c[7]]) }).collect()
     }
 }
 
@@ -171,7 +185,7 @@ pub mod flat {
             if !b.len().is_multiple_of(T::SIZE) {
                 return Err(E::custom("flat array length is not a multiple of its record size"));
             }
-            Ok(b.chunks_exact(T::SIZE).map(T::get).collect())
+            Ok(T::get_all(b))
         }
     }
 
@@ -339,7 +353,11 @@ impl Index {
             && self.term_start.first() == Some(&0)
             && self.term_start.last().is_some_and(|&l| l as usize == self.term_blob.len())
             && self.term_start.windows(2).all(|w| w[0] < w[1] && self.term_blob.is_char_boundary(w[1] as usize))
-            && (1..terms).all(|t| self.term(t as u32 - 1) < self.term(t as u32))
+            // sorted, strictly: byte order is `str` order
+            && self.term_start.windows(3).all(|w| {
+                let blob = self.term_blob.as_bytes();
+                blob.get(w[0] as usize..w[1] as usize) < blob.get(w[1] as usize..w[2] as usize)
+            })
             && self.posting_start.len() == terms + 1
             && self.posting_start.first() == Some(&0)
             && self.posting_start.windows(2).all(|w| w[0] <= w[1])

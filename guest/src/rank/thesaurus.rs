@@ -295,8 +295,10 @@ const STEMS: &[&[&str]] = &[
 /// members of every group it is in, sorted, deduplicated, itself excluded.
 pub fn synonyms(word_stem: &str) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
+    let Some(&first) = word_stem.as_bytes().first() else { return out };
     for g in STEMS {
-        if g.contains(&word_stem) {
+        // (the first byte rules out nearly every member before a comparison)
+        if g.iter().any(|s| s.as_bytes().first() == Some(&first) && *s == word_stem) {
             out.extend(g.iter().copied().filter(|o| *o != word_stem));
         }
     }
