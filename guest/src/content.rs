@@ -205,6 +205,7 @@ impl Candidate {
             trust: self.trust.clone(),
             mode: self.mode.clone(),
             authored_at: self.fact.authored_at.clone(),
+            uri: self.fact.uri.clone(),
             text: self.fact.content.clone(),
         })
     }

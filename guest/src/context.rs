@@ -79,6 +79,9 @@ pub struct KnowledgeItem {
     pub mode: String,
     #[serde(default)]
     pub authored_at: Option<String>,
+    /// The fact the text comes from, when stored (default `knowledge:{pack}/{path}`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uri: String,
     pub text: String,
 }
 
@@ -140,6 +143,11 @@ pub struct ContextRequest {
     pub budgets: std::collections::BTreeMap<String, u32>,
     #[serde(default)]
     pub unavailable: Vec<Unavailable>,
+    /// Select knowledge for this query from the agent's stored content (uploaded packs and
+    /// content facts, the recall `content` channel's sources); default: the handoff's task.
+    /// Items come in as `knowledge` items of the `agent` layer.
+    #[serde(default)]
+    pub knowledge_query: Option<String>,
 }
 
 /// One item of the bundle with its provenance.
@@ -227,6 +235,31 @@ fn rank_of(layer: &str) -> usize {
     LAYERS.iter().position(|l| *l == layer).unwrap_or(LAYERS.len())
 }
 
+/// Knowledge for `query` from the agent's stored content: the recall `content` channel's
+/// selection ([`crate::content::select`]: ready packs and content facts, ranked, within
+/// `budget`), turned back into unfenced items so [`compose`] fences them like the rest.
+fn stored_knowledge(m: &Manifest, facts: &dyn Facts, query: &str, budget: u32) -> Result<Vec<KnowledgeItem>, EngineError> {
+    let limits = crate::content::Limits { max_content: 5, budget: budget as u64, min_score: crate::content::DEFAULT_CONTENT_MIN_SCORE };
+    let sel = crate::content::select(&m.agent_id, facts, query, &crate::rank::Weights::default(), limits)?;
+    let mut out = Vec::new();
+    for c in sel.items {
+        let Some(f) = facts.get(&c.uri)? else { continue };
+        out.push(KnowledgeItem {
+            layer: "agent".into(),
+            pack: c.pack.unwrap_or_else(|| c.name.clone()),
+            path: c.path.unwrap_or_default(),
+            version: c.version,
+            status: c.status,
+            trust: c.trust,
+            mode: c.mode,
+            authored_at: f.authored_at.clone(),
+            uri: c.uri,
+            text: f.content,
+        });
+    }
+    Ok(out)
+}
+
 /// Compose the bundle. The stub and preloads come from the manifest and facts; the
 /// preloads are audited as `task_type_preload` (§21.1.5 rule 3) through `audit`.
 pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &ContextRequest, ctx: &crate::recall::RecallContext) -> Result<Bundle, EngineError> {
@@ -260,11 +293,26 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
     };
     let stub = crate::stub::render(m, req.profile.as_deref(), facts)?;
     candidates[0].push(item("boot-stub", "boot_stub", 0, "agent", &manifest_uri, &m.manifest_version, m.published_at.clone(), stub.text.clone()));
+    let mut task = None;
     if let Some(h) = &req.handoff {
         let h = crate::handoff::parse_handoff(&h.to_string()).map_err(EngineError::Handoff)?;
         let uri = format!("handoff:{}", h.task_id);
         candidates[1].push(item("handoff", "handoff", 1, "agent", &uri, &h.status, Some(h.created_at.clone()), crate::handoff::render_session(&h)));
+        task = Some(h.task);
     }
+    let mut degraded = !req.unavailable.is_empty();
+    let query = req.knowledge_query.clone().or(task).filter(|q| !q.trim().is_empty());
+    let stored = match query {
+        Some(q) => {
+            let budget = req.budgets.get("knowledge").copied().unwrap_or(SECTIONS[3].2);
+            stored_knowledge(m, facts, &q, budget).unwrap_or_else(|e| {
+                warnings.push(format!("source_unavailable: stored knowledge ({e}); composed without it"));
+                degraded = true;
+                Vec::new()
+            })
+        }
+        None => Vec::new(),
+    };
     if let Some(w) = req.wake_reason.as_deref().filter(|w| !w.is_empty()) {
         let p = crate::preload::preload_audited(m, facts, audit, w, stub.total_tokens as u32, ctx)?;
         for u in p.units {
@@ -279,12 +327,13 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
         candidates[s].push(item(&l.key, "layer", s, &l.layer, &l.uri, &l.version, l.authored_at.clone(), l.text.clone()));
     }
     let mut dropped: Vec<Vec<Dropped>> = vec![Vec::new(); SECTIONS.len()];
-    let mut knowledge: Vec<&KnowledgeItem> = req.knowledge.iter().collect();
-    // Persona packs first, then by layer precedence, then pack and path (deterministic).
-    knowledge.sort_by(|a, b| (a.mode != "persona").cmp(&(b.mode != "persona")).then(rank_of(&a.layer).cmp(&rank_of(&b.layer))).then_with(|| (&a.pack, &a.path).cmp(&(&b.pack, &b.path))));
+    let mut knowledge: Vec<&KnowledgeItem> = req.knowledge.iter().chain(&stored).collect();
+    // Persona packs first, then by layer precedence; within those, the given order (the
+    // request's items as listed, then stored knowledge best first). A stable sort: deterministic.
+    knowledge.sort_by(|a, b| (a.mode != "persona").cmp(&(b.mode != "persona")).then(rank_of(&a.layer).cmp(&rank_of(&b.layer))));
     for k in knowledge {
         let key = if k.path.is_empty() { k.pack.clone() } else { format!("{}/{}", k.pack, k.path) };
-        let uri = format!("knowledge:{}/{}", k.pack, k.path);
+        let uri = if k.uri.is_empty() { format!("knowledge:{}/{}", k.pack, k.path) } else { k.uri.clone() };
         if k.status != "ready" {
             // Runtime standard: stale, disputed or needs-review packs are never served as ready.
             dropped[3].push(Dropped { key, layer: k.layer.clone(), uri, tokens: 0, reason: "not_ready".into() });
@@ -333,7 +382,7 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
         sections.push(Section { name: name.into(), source_class: class.into(), budget, tokens: used, items, dropped: std::mem::take(&mut dropped[s]) });
     }
     let bundle_sha256 = sha256(&serde_json::to_string(&sections).unwrap_or_default());
-    Ok(Bundle { agent_id: m.agent_id.clone(), manifest_version: m.manifest_version.clone(), sections, conflicts, degraded: !req.unavailable.is_empty(), warnings, bundle_sha256 })
+    Ok(Bundle { agent_id: m.agent_id.clone(), manifest_version: m.manifest_version.clone(), sections, conflicts, degraded, warnings, bundle_sha256 })
 }
 
 /// The bundle as Markdown, for runtimes that want text: one `##` heading per section,

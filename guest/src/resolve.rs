@@ -308,6 +308,7 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
             trust: meta.fields.get("trust").cloned().unwrap_or_default(),
             mode: mode.into(),
             authored_at: meta.fields.get("updated").or_else(|| meta.fields.get("date")).cloned(),
+            uri: String::new(),
             text: text.to_string(),
         };
         let guide = guide.trim();

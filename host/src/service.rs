@@ -39,13 +39,16 @@ pub struct Service {
 }
 
 /// The query of `GET /v1/agents/{id}/boot-context`: `profile`, `budget` (e.g.
-/// `task=1500,session=800`), and the control plane's signed `trigger` (taken from the
+/// `task=1500,session=800`), `query` (selects knowledge), and the control plane's signed `trigger` (taken from the
 /// `X-Lid-Trigger` header), whose wake reason selects the task preloads (S1).
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct ContextQuery {
     pub profile: Option<String>,
     pub budget: Option<String>,
     pub format: Option<String>,
+    /// The query that selects the knowledge section from the agent's uploaded packs and
+    /// content facts (default: the current handoff's task).
+    pub query: Option<String>,
     #[serde(skip)]
     pub trigger: Option<String>,
 }
@@ -260,7 +263,7 @@ impl Service {
     /// unreadable session degrades the bundle with a warning instead of failing it.
     pub fn boot_context(&self, agent: &str, q: &ContextQuery) -> Result<Value, ApiError> {
         let s = self.snapshot(agent)?;
-        let mut req = json!({"profile": q.profile, "budgets": q.budget});
+        let mut req = json!({"profile": q.profile, "budgets": q.budget, "knowledge_query": q.query});
         let mut heartbeat = (String::new(), None);
         if let Some(token) = q.trigger.as_deref() {
             let Some(key) = &self.trigger_key else {

@@ -655,6 +655,38 @@ fn content_facts_are_served_only_fenced_in_the_content_channel() {
 
 const KMD: &str = "---\nname: acme-brief\ndescription: Facts about the Acme Widget\ntype: reference\nstatus: ready\ntrust: high\nversion: \"2026.1\"\n---\n# Guide\n\nOne unit per topic.\n";
 
+/// Issue 5 §2–3: the boot context's knowledge section is selected from the agent's
+/// uploaded packs, for `?query=` or else the current handoff's task, fenced as data.
+#[test]
+fn boot_context_selects_knowledge_from_uploaded_packs() {
+    let (agent, key) = setup_agent("bcpack");
+    let body = json!({"knowledge_md": KMD, "units": {
+        "offline": "# Offline mode\n\nThe Acme Widget works offline for 72 hours and syncs when it is back online.\n",
+        "colours": "# Colours\n\nThe Acme Widget ships in red and blue.\n",
+    }});
+    assert_eq!(c().put(&format!("/v1/agents/{agent}/knowledge/acme-brief"), Some(&key), &body).status, 201);
+    let path = format!("/v1/agents/{agent}/boot-context");
+    let none = c().get(&path, Some(&key)).json();
+    assert!(none["sections"][3]["items"].as_array().unwrap().is_empty(), "no query, no handoff: no knowledge");
+    let v = c().get(&format!("{path}?query=does%20the%20widget%20work%20offline"), Some(&key)).json();
+    let items = v["sections"][3]["items"].as_array().unwrap();
+    assert_eq!(items.first().map(|i| i["key"].as_str().unwrap()), Some("acme-brief/units/offline.md"), "{}", v["sections"][3]);
+    let text = items[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("<knowledge_pack name=\"acme-brief\" status=\"ready\" trust=\"high\"") && text.contains("mode=\"data\"") && text.contains("72 hours"), "{text}");
+    assert_eq!(items[0]["selected_by"], "knowledge_pack");
+    assert_eq!(items[0]["uri"].as_str().unwrap(), format!("knowledge:demo/{agent}/acme-brief/v1/units/offline.md"), "provenance names the stored fact");
+    // Without a query, the current handoff's task selects it.
+    let h = json!({"task_id": "t-9", "from_agent": "pm", "to_agent": agent, "task": "Answer a customer asking whether the widget works offline",
+        "context": {}, "status": "pending", "created_at": "2026-11-23T09:00:00Z", "metadata": {}});
+    assert_eq!(c().post(&format!("/v1/agents/{agent}/handoff"), Some(&key), &h).status, 201);
+    let v2 = c().get(&path, Some(&key)).json();
+    assert_eq!(v2["sections"][3]["items"][0]["key"], "acme-brief/units/offline.md", "{}", v2["sections"][3]);
+    assert_eq!(c().get(&path, Some(&key)).json(), v2, "deterministic");
+    // A tight knowledge budget drops nothing silently: what it holds fits it.
+    let tight = c().get(&format!("{path}?budget=knowledge=5"), Some(&key)).json();
+    assert!(tight["sections"][3]["tokens"].as_u64().unwrap() <= 5, "{}", tight["sections"][3]);
+}
+
 #[test]
 fn knowledge_packs_upload_list_and_serve_in_the_content_channel() {
     let (agent, key) = setup_agent("packs");

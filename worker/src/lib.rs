@@ -230,7 +230,7 @@ async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Res
         } else {
             p.require_read(&svc.store, &id).await?;
         }
-        let v = svc.boot_context(&id, q.get("profile").map(String::as_str), q.get("budget").map(String::as_str), trigger.as_deref()).await?;
+        let v = svc.boot_context(&id, q.get("profile").map(String::as_str), q.get("budget").map(String::as_str), q.get("query").map(String::as_str), trigger.as_deref()).await?;
         let sha = v["bundle"]["bundle_sha256"].as_str().unwrap_or_default().to_string();
         if md {
             return markdown(v["markdown"].as_str().unwrap_or_default().to_string(), &[("x-bundle-sha256", sha)]);

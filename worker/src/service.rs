@@ -301,9 +301,9 @@ impl Service {
     }
 
     /// `GET /v1/agents/{id}/boot-context`, as `lid serve` does it.
-    pub async fn boot_context(&self, agent: &str, profile: Option<&str>, budget: Option<&str>, trigger: Option<&str>) -> ApiResult<Value> {
+    pub async fn boot_context(&self, agent: &str, profile: Option<&str>, budget: Option<&str>, query: Option<&str>, trigger: Option<&str>) -> ApiResult<Value> {
         let s = self.snapshot(agent).await?;
-        let mut req = json!({"profile": profile, "budgets": budget});
+        let mut req = json!({"profile": profile, "budgets": budget, "knowledge_query": query});
         let mut heartbeat = (String::new(), None);
         if let Some(token) = trigger {
             let Some(secret) = &self.heartbeat_secret else {
