@@ -222,12 +222,17 @@ pub enum AuditCommand {
     /// Re-run an audited recall against the agent directory and compare digests: exit 0
     /// when the agent would see exactly the same assembly, 2 when it would not.
     Replay {
+        /// The agent directory; with --db, the record is read from the service database
+        /// and replayed against the agent's current state there (give the agent id here)
         agent_dir: PathBuf,
         /// The record's `audevent_…` id or its `audi_…` token
         id: String,
         /// Audit log (JSONL); default AGENT_DIR/.lid/audit.jsonl
         #[arg(long)]
         file: Option<PathBuf>,
+        /// The service database (`lid serve --db`) holding the record
+        #[arg(long, conflicts_with = "file")]
+        db: Option<PathBuf>,
     },
 }
 
@@ -609,21 +614,39 @@ fn run(cli: &Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Audit { command: AuditCommand::Replay { agent_dir, id, file } } => {
-            let a = load_agent(agent_dir)?;
-            let path = file.clone().unwrap_or_else(|| a.root.join(".lid").join("audit.jsonl"));
-            let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-            let rec: Value = text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .find(|r| r["id"].as_str() == Some(id.as_str()) || r["audit_token"].as_str() == Some(id.as_str()))
-                .with_context(|| format!("no audit record {id:?} in {}", path.display()))?;
-            let (Some(req), Some(want)) = (rec.get("request").filter(|r| r.is_object()), rec["assembly_sha256"].as_str()) else {
+        Command::Audit { command: AuditCommand::Replay { agent_dir, id, file, db } } => {
+            // The record, and the agent's state to replay it against (with the host context
+            // the service's recalls get: the §21.5.5 soft lift).
+            let (rec, storage, manifest_json, context) = match db {
+                Some(db) => {
+                    let db = crate::db::Db::open(db)?;
+                    let agent = agent_dir.to_string_lossy().to_string();
+                    let rec = db.audit_record(id)?.with_context(|| format!("no audit record {id:?} in the database"))?;
+                    if rec["agent_id"].as_str() != Some(agent.as_str()) {
+                        anyhow::bail!("audit record {id:?} belongs to agent {}, not {agent:?}", rec["agent_id"]);
+                    }
+                    let s = db.snapshot(&agent)?.with_context(|| format!("agent {agent:?} has no manifest in the database"))?;
+                    let st = Storage { facts: s.facts.clone(), audit: Arc::new(NoAudit) };
+                    (rec, st, s.manifest_json.clone(), json!({"lift_units": s.lift_units}).to_string())
+                }
+                None => {
+                    let a = load_agent(agent_dir)?;
+                    let path = file.clone().unwrap_or_else(|| a.root.join(".lid").join("audit.jsonl"));
+                    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+                    let rec: Value = text
+                        .lines()
+                        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                        .find(|r| r["id"].as_str() == Some(id.as_str()) || r["audit_token"].as_str() == Some(id.as_str()))
+                        .with_context(|| format!("no audit record {id:?} in {}", path.display()))?;
+                    (rec, storage_of(&a, Arc::new(NoAudit)), a.manifest_json.clone(), "{}".to_string())
+                }
+            };
+            let (Some(req), Some(want)) = (rec.get("request").filter(|r| r.is_object()), rec["assembly_sha256"].as_str().filter(|s| !s.is_empty())) else {
                 anyhow::bail!("record {id:?} has no request and assembly digest to replay (preload records and records written before content-addressed recall cannot be replayed)");
             };
             let rt = runtime()?;
             // A replay is not a new recall: nothing is appended to the audit.
-            let resp = engine_ok(rt.recall(&storage_of(&a, Arc::new(NoAudit)), &a.manifest_json, &req.to_string(), "{}")?)?;
+            let resp = engine_ok(rt.recall(&storage, &manifest_json, &req.to_string(), &context)?)?;
             let got = resp["assembly_sha256"].as_str().unwrap_or_default();
             let now: Vec<(String, String)> = resp["chunks"].as_array().into_iter().flatten().map(|c| (c["name"].as_str().unwrap_or("").to_string(), c["sha256"].as_str().unwrap_or("").to_string())).collect();
             let then: Vec<(String, String)> = rec["loaded_chunks"].as_array().into_iter().flatten().zip(rec["chunk_sha256"].as_array().into_iter().flatten()).map(|(n, h)| (n.as_str().unwrap_or("").to_string(), h.as_str().unwrap_or("").to_string())).collect();

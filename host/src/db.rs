@@ -22,6 +22,7 @@ use crate::engine::{FactSource, DERIVED_PREFIX};
 pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_lid.sql", include_str!("../../migrations/0001_lid.sql")),
     ("0002_content_channel.sql", include_str!("../../migrations/0002_content_channel.sql")),
+    ("0003_audit_digests.sql", include_str!("../../migrations/0003_audit_digests.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -530,6 +531,14 @@ pub struct AuditRow {
     /// The content channel items served (`{uri, sha256}`, Spec-13); not part of replies.
     #[serde(default, skip_serializing)]
     pub content_served: Vec<Value>,
+    /// Content-addressed recall: each loaded chunk's SHA-256, the assembly digest and the
+    /// request as the engine read it (for `lid audit replay --db`); not part of replies.
+    #[serde(default, skip_serializing)]
+    pub chunk_sha256: Vec<String>,
+    #[serde(default, skip_serializing)]
+    pub assembly_sha256: String,
+    #[serde(default, skip_serializing)]
+    pub request: Option<Value>,
 }
 
 impl Db {
@@ -547,12 +556,37 @@ impl Db {
                 ],
             )?;
             tx.execute(
-                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served) VALUES (?1, ?2, ?3, ?4)",
-                params![r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version, json!(r.content_served).to_string()],
+                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version, json!(r.content_served).to_string(),
+                    json!(r.chunk_sha256).to_string(), r.assembly_sha256, r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string)
+                ],
             )?;
             Ok::<_, DbError>(())
         })
         .map_err(|e| e.to_string())
+    }
+
+    /// One audit record by its `audevent_…` id or `audi_…` token, with what replay needs:
+    /// `{id, agent_id, loaded_chunks, chunk_sha256, assembly_sha256, request}`.
+    pub fn audit_record(&self, id: &str) -> DbResult<Option<Value>> {
+        self.read(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT a.id, a.agent_id, a.loaded_chunks, coalesce(m.chunk_sha256, '[]'), coalesce(m.assembly_sha256, ''), m.request
+                 FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
+                 WHERE a.id = ?1 OR a.audit_token = ?1 LIMIT 1",
+            )?;
+            let json = |s: String| serde_json::from_str::<Value>(&s).unwrap_or(Value::Null);
+            Ok(st
+                .query_row(params![id], |r| {
+                    Ok(json!({
+                        "id": r.get::<_, String>(0)?, "agent_id": r.get::<_, String>(1)?, "loaded_chunks": json(r.get(2)?),
+                        "chunk_sha256": json(r.get(3)?), "assembly_sha256": r.get::<_, String>(4)?,
+                        "request": r.get::<_, Option<String>>(5)?.map(json).unwrap_or(Value::Null),
+                    }))
+                })
+                .optional()?)
+        })
     }
 
     /// Audit rows of `agent` created at or after `since_ms`, oldest first.
@@ -581,6 +615,9 @@ impl Db {
                     source: r.get(11)?,
                     manifest_version: r.get(12)?,
                     content_served: vec![],
+                    chunk_sha256: vec![],
+                    assembly_sha256: String::new(),
+                    request: None,
                 })
             })?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)

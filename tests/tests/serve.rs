@@ -237,3 +237,48 @@ fn migrations_directory_matches_the_embedded_list() {
     let mode: String = c.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
 }
+
+/// Content-addressed recall in the service audit: the row keeps each chunk's SHA-256, the
+/// assembly digest and the request, so `lid audit replay --db` proves what the agent saw
+/// (exit 0), and names what changed once a unit it saw has a new version (exit 2).
+#[test]
+fn service_audit_rows_replay_and_prove_what_the_agent_saw() {
+    let (server, admin) = fresh("replay", &[]);
+    let client = server.client();
+    let agent = "replay-agent";
+    assert_eq!(client.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    let r = client.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "production is broken after the deploy, roll back", "max_chunks": 2}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    let (token, assembly) = (v["audit_token"].as_str().unwrap().to_string(), v["assembly_sha256"].as_str().unwrap().to_string());
+    let first = v["chunks"][0]["name"].as_str().unwrap().to_string();
+    let c = Connection::open(&server.db).unwrap();
+    let (chunks, stored, request): (String, String, String) = c
+        .query_row("SELECT m.chunk_sha256, m.assembly_sha256, m.request FROM instruction_audit a JOIN instruction_audit_meta m ON m.id = a.id WHERE a.audit_token = ?1", [&token], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap();
+    assert_eq!(stored, assembly);
+    let want: Vec<&str> = v["chunks"].as_array().unwrap().iter().map(|c| c["sha256"].as_str().unwrap()).collect();
+    assert_eq!(serde_json::from_str::<Vec<String>>(&chunks).unwrap(), want);
+    assert_eq!(serde_json::from_str::<Value>(&request).unwrap()["max_chunks"], 2);
+
+    let db = server.db.to_str().unwrap().to_string();
+    let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["audit", "replay", agent, &token, "--db", &db, "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((rep["same"].as_bool(), rep["replayed_sha256"].as_str()), (Some(true), Some(assembly.as_str())));
+    // Nothing was appended by the replay.
+    let n: i64 = c.query_row("SELECT count(*) FROM instruction_audit", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 1);
+
+    // A new version of a unit the agent saw: the replay differs and names it.
+    let w = client.put(&format!("/v1/agents/{agent}/units/{first}"), Some(&admin), &json!({"content": "# Changed\n\nA different procedure now."}));
+    assert_eq!(w.status, 201, "{}", w.body);
+    let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["audit", "replay", agent, &token, "--db", &db]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("DIFFERENT") && text.contains(&format!("recorded only: {first} ")), "{text}");
+    // Another agent's name, or an unknown record: a clear error.
+    let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["audit", "replay", "other-agent", &token, "--db", &db]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("belongs to agent"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -71,6 +71,14 @@ pub struct AuditRow {
     /// The content channel items served (`{uri, sha256}`, Spec-13); not part of replies.
     #[serde(default, skip_serializing)]
     pub content_served: Vec<Value>,
+    /// Content-addressed recall: each loaded chunk's SHA-256, the assembly digest and the
+    /// request as the engine read it (for `lid audit replay --db`); not part of replies.
+    #[serde(default, skip_serializing)]
+    pub chunk_sha256: Vec<String>,
+    #[serde(default, skip_serializing)]
+    pub assembly_sha256: String,
+    #[serde(default, skip_serializing)]
+    pub request: Option<Value>,
 }
 
 /// A JSON array, or (from D1) its text.
@@ -128,8 +136,16 @@ impl Service {
                 args![r.id, r.agent_id, r.heartbeat_id, r.session_start, r.intent, json!(r.loaded_chunks).to_string(), json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at],
             );
             let meta = self.store.stmt(
-                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served) VALUES (?1, ?2, ?3, ?4)",
-                args![r.id, if r.source.is_empty() { "recall_instruction".to_string() } else { r.source.clone() }, r.manifest_version, json!(r.content_served).to_string()],
+                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                args![
+                    r.id,
+                    if r.source.is_empty() { "recall_instruction".to_string() } else { r.source.clone() },
+                    r.manifest_version,
+                    json!(r.content_served).to_string(),
+                    json!(r.chunk_sha256).to_string(),
+                    r.assembly_sha256,
+                    r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string)
+                ],
             );
             stmts.push(ins.map_err(|e| e.message)?);
             stmts.push(meta.map_err(|e| e.message)?);
