@@ -128,18 +128,21 @@ fn unreadable_facts_give_503_and_unwritable_audit_still_answers() {
 #[test]
 fn a_runaway_engine_call_is_interrupted_and_the_server_keeps_serving() {
     // Published before the server starts (the CLI's calls have a generous limit), so the
-    // server's own 50 ms limit only meets requests.
+    // server's own 150 ms limit only meets requests.
     let dir = temp_dir("runaway");
     let db = dir.join("lid.db");
     let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
     let demo = lid_tests::root().join("examples").join("demo-agent");
     lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
-    let server = Server::start(&dir, &db, SECRET, &["--call-timeout-ms", "50"]);
+    let server = Server::start(&dir, &db, SECRET, &["--call-timeout-ms", "150"]);
     let c = server.client();
     let agent = "release-engineer";
-    assert_eq!(c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "review a pull request"})).status, 200);
+    // An ordinary recall fits the limit (a few ms; retried, since a machine shared with
+    // other builds can stall one call past it).
+    let recall = || c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "review a pull request"}));
+    assert!((0..5).any(|_| recall().status == 200), "no recall fit the 150 ms limit");
     // Counting the tokens of 7 MB of irregular text (random letters, digits, accents and
-    // CJK, so BPE merges are long) takes the engine far beyond 50 ms.
+    // CJK, so BPE merges are long) takes the engine far beyond 150 ms (≈300 ms idle).
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let alphabet: Vec<char> = "abcdefghijklmnopqrstuvwxyzéüß中文字0123456789".chars().collect();
     let mut huge = String::with_capacity(7_100_000);
@@ -160,8 +163,7 @@ fn a_runaway_engine_call_is_interrupted_and_the_server_keeps_serving() {
     let n: i64 = Connection::open(&server.db).unwrap().query_row("SELECT count(*) FROM instruction_facts WHERE unit_name = 'code-review'", [], |r| r.get(0)).unwrap();
     assert_eq!(n, 1);
     assert_eq!(c.get("/healthz", None).status, 200);
-    let ok = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "review a pull request"}));
-    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert!((0..5).any(|_| recall().status == 200), "the server stopped answering recalls after the interrupted call");
 }
 
 #[test]
