@@ -4,7 +4,7 @@
 //! record are the engine's (`knowledge-catalog`, `knowledge-select`, core module
 //! `resolve`), so every host resolves packs the same way.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
@@ -79,13 +79,13 @@ pub struct ResolveArgs<'a> {
 /// "fenced","record"}`.
 pub fn resolve(rt: &Runtime, a: &ResolveArgs<'_>) -> Result<Value> {
     let activate = json!({"query": a.query, "explicit": a.packs, "disabled": a.disabled, "implicit": a.implicit});
-    let (_, v) = catalog(rt, a.roots, a.max_depth, Some(activate))?;
+    let (found, v) = catalog(rt, a.roots, a.max_depth, Some(activate))?;
     let mut loaded = Vec::new();
     for p in v["activated"]["packs"].as_array().into_iter().flatten() {
         let path = p["path"].as_str().unwrap_or_default();
-        let dir = Path::new(path);
-        let knowledge_md = std::fs::read_to_string(dir.join("KNOWLEDGE.md")).with_context(|| format!("cannot read {}/KNOWLEDGE.md", dir.display()))?;
-        loaded.push(json!({"path": path, "activation": p["activation"], "knowledge_md": knowledge_md, "files": pack_dir::context_files(dir)?}));
+        // The scan already read KNOWLEDGE.md; only the context files are read now.
+        let Some(f) = found.iter().find(|f| f.dir.display().to_string() == path) else { continue };
+        loaded.push(json!({"path": path, "activation": p["activation"], "knowledge_md": f.knowledge_md, "files": pack_dir::context_files(&f.dir)?}));
     }
     let mut sel = call(rt.knowledge_select(&json!({"query": a.query, "budget": a.budget, "packs": loaded}).to_string()))?;
     // The record also names what activation refused (not ready, disabled, not found).
