@@ -337,9 +337,14 @@ fn main() -> anyhow::Result<()> {
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
         let req = json!({"intent": "this issue cannot proceed until another issue is done"}).to_string();
         let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(3) {
+        let mut n = 0u32;
+        let secs = std::env::var("LID_PROFILE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+        eprintln!("component ready; recalling for {secs} s");
+        while t.elapsed() < Duration::from_secs(secs) {
             let _ = rt.recall(&st, &a.manifest_json, &req, CTX);
+            n += 1;
         }
+        println!("{n} component recalls in {:?}: {:.3} ms each", t.elapsed(), t.elapsed().as_secs_f64() * 1e3 / n as f64);
         return Ok(());
     }
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-native").nth(1) {
@@ -347,9 +352,12 @@ fn main() -> anyhow::Result<()> {
         let (manifest, facts) = lid_tests::native_facts(Path::new(&dir))?;
         let req = json!({"intent": "this issue cannot proceed until another issue is done"}).to_string();
         let t = Instant::now();
+        let mut n = 0u32;
         while t.elapsed() < Duration::from_secs(3) {
             let _ = lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit);
+            n += 1;
         }
+        println!("{n} native recalls in {:?}: {:.3} ms each", t.elapsed(), t.elapsed().as_secs_f64() * 1e3 / n as f64);
         return Ok(());
     }
     let iters = if quick { 20 } else { 200 };
