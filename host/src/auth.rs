@@ -179,6 +179,12 @@ pub fn authenticate(db: &Db, header: Option<&str>) -> Result<Principal, ApiError
         return Err(ApiError::new(401, "api_key_required", "the Authorization header must be `Bearer <key>`"));
     }
     let hash = sha256_hex(secret.as_bytes());
+    // A key read at the current stamp is still what the table says: nothing committed
+    // since, in this process or another (a revoke from `lid keys revoke` moves the stamp).
+    let stamp = db.stamp();
+    if let Some(p) = stamp.and_then(|s| db.cached_principal(&hash, s)) {
+        return Ok(p);
+    }
     let row = db
         .read(|c| {
             let mut st = c.prepare_cached("SELECT id, role, agent_id, capabilities, entity_uri FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL")?;
@@ -190,13 +196,17 @@ pub fn authenticate(db: &Db, header: Option<&str>) -> Result<Principal, ApiError
     let Some((key_id, role, agent_id, caps, entity_uri)) = row else {
         return Err(ApiError::new(401, "api_key_invalid", "this API key is unknown or revoked"));
     };
-    Ok(Principal {
+    let p = Principal {
         key_id,
         role: if role == "admin" { Role::Admin } else { Role::Agent },
         agent_id,
         capabilities: serde_json::from_str(&caps).unwrap_or_default(),
         entity_uri,
-    })
+    };
+    if let Some(s) = stamp {
+        db.cache_principal(hash, s, p.clone());
+    }
+    Ok(p)
 }
 
 impl Principal {

@@ -8,10 +8,19 @@
 //! agent's engine calls can read are a per-agent [`Snapshot`], rebuilt whenever the
 //! agent's facts change (its cache key includes the newest fact rowid, so a change made
 //! by another process is seen on the next request).
+//!
+//! The request path avoids SQLite where nothing changed: a [`Stamp`] (the writer
+//! connection's `PRAGMA data_version`, which moves when ANOTHER connection commits, e.g.
+//! `lid keys revoke --db` from the command line, plus a count of this process's own
+//! writes) tells whether a cached API key or agent head is still current, so a revoked key
+//! stops working on the next request. Audit rows (§21.3.4, §21.5.1) are group-committed:
+//! one writer thread takes every row queued so far into one transaction, and each
+//! request waits for its own row's commit before it answers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, OnceLock, RwLock, TryLockError, Weak};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use serde_json::{json, Value};
@@ -92,9 +101,40 @@ pub struct Db {
     path: PathBuf,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
-    snapshots: RwLock<HashMap<String, Arc<Snapshot>>>,
+    /// Per agent: the snapshot and the [`Stamp`] at which its head was last checked.
+    snapshots: RwLock<HashMap<String, (Option<Stamp>, Arc<Snapshot>)>>,
     derived: RwLock<HashMap<String, Arc<Vec<u8>>>>,
+    /// Writes committed through [`Db::write`] (bumped after each commit).
+    local_writes: AtomicU64,
+    /// API keys (by secret hash) as last read, with the [`Stamp`] they were read at.
+    pub(crate) principals: RwLock<HashMap<String, (Stamp, crate::auth::Principal)>>,
+    /// The group-commit audit writer's queue (started on the first audit row).
+    audit_queue: OnceLock<mpsc::Sender<AuditJob>>,
 }
+
+/// What the database looked like at one moment, as far as cached reads care: the writer
+/// connection's `PRAGMA data_version` (changes when another connection or process
+/// commits) and the number of this process's own [`Db::write`] commits. Audit rows go
+/// through the writer connection too and change neither: they touch no cached table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    data_version: i64,
+    local_writes: u64,
+}
+
+/// How a queued audit row's outcome is reported (after its transaction ended).
+pub type AuditReply = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+struct AuditJob {
+    row: AuditRow,
+    reply: AuditReply,
+}
+
+/// At most this many audit rows go into one group commit.
+const AUDIT_BATCH_MAX: usize = 256;
+
+/// Bound of the API-key cache; it is emptied when full (only valid keys are cached).
+const PRINCIPAL_CACHE_MAX: usize = 4096;
 
 fn open_conn(path: &Path, read_only: bool) -> DbResult<Connection> {
     let flags = if read_only {
@@ -124,7 +164,38 @@ impl Db {
             readers: Mutex::new(Vec::new()),
             snapshots: RwLock::new(HashMap::new()),
             derived: RwLock::new(HashMap::new()),
+            local_writes: AtomicU64::new(0),
+            principals: RwLock::new(HashMap::new()),
+            audit_queue: OnceLock::new(),
         }))
+    }
+
+    /// The current [`Stamp`], or `None` when the writer connection is busy (a commit in
+    /// progress) or failing: callers then read from SQLite as if nothing were cached.
+    pub fn stamp(&self) -> Option<Stamp> {
+        // Read before the check: a write committed after this point moves the count later.
+        let local_writes = self.local_writes.load(Ordering::Acquire);
+        let w = match self.writer.try_lock() {
+            Ok(w) => w,
+            Err(TryLockError::WouldBlock) | Err(TryLockError::Poisoned(_)) => return None,
+        };
+        let data_version = w.prepare_cached("PRAGMA data_version").and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0))).ok()?;
+        Some(Stamp { data_version, local_writes })
+    }
+
+    /// A cached API key read at `stamp` (see [`crate::auth::authenticate`]).
+    pub(crate) fn cached_principal(&self, key_hash: &str, stamp: Stamp) -> Option<crate::auth::Principal> {
+        let cache = self.principals.read().ok()?;
+        cache.get(key_hash).filter(|(s, _)| *s == stamp).map(|(_, p)| p.clone())
+    }
+
+    pub(crate) fn cache_principal(&self, key_hash: String, stamp: Stamp, p: crate::auth::Principal) {
+        if let Ok(mut cache) = self.principals.write() {
+            if cache.len() >= PRINCIPAL_CACHE_MAX {
+                cache.clear();
+            }
+            cache.insert(key_hash, (stamp, p));
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -171,6 +242,8 @@ impl Db {
         let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(DbError::from)?;
         let r = f(&tx)?;
         tx.commit().map_err(DbError::from)?;
+        // After the commit: a reader that saw the old count re-reads what it cached.
+        self.local_writes.fetch_add(1, Ordering::AcqRel);
         Ok(r)
     }
 
@@ -185,17 +258,25 @@ impl Db {
 
     /// The agent's current snapshot (manifest + every fact of the agent), cached per
     /// (manifest row, fact generation).
+    /// The head is read again only when the [`Stamp`] moved since it was last checked.
     pub fn snapshot(self: &Arc<Self>, agent: &str) -> DbResult<Option<Arc<Snapshot>>> {
+        let stamp = self.stamp();
+        if let (Some(now), Some((Some(seen), s))) = (stamp, self.snapshots.read().map_err(|_| DbError::Poisoned)?.get(agent)) {
+            if *seen == now {
+                return Ok(Some(s.clone()));
+            }
+        }
         let Some((manifest_id, generation)) = self.current_head(agent)? else {
             return Ok(None);
         };
-        if let Some(s) = self.snapshots.read().map_err(|_| DbError::Poisoned)?.get(agent) {
+        if let Some((seen, s)) = self.snapshots.write().map_err(|_| DbError::Poisoned)?.get_mut(agent) {
             if s.manifest_id == manifest_id && s.generation == generation {
+                *seen = stamp;
                 return Ok(Some(s.clone()));
             }
         }
         let snap = Arc::new(self.load_snapshot(agent, &manifest_id, generation)?);
-        self.snapshots.write().map_err(|_| DbError::Poisoned)?.insert(agent.to_string(), snap.clone());
+        self.snapshots.write().map_err(|_| DbError::Poisoned)?.insert(agent.to_string(), (stamp, snap.clone()));
         Ok(Some(snap))
     }
 
@@ -541,30 +622,104 @@ pub struct AuditRow {
     pub request: Option<Value>,
 }
 
+/// Insert one audit row (and its meta) inside the open transaction on `c`.
+fn insert_audit(c: &Connection, r: &AuditRow) -> DbResult<()> {
+    c.prepare_cached(
+        "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks,
+            missed_chunks, audit_token, audit_closed, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10)",
+    )?
+    .execute(params![
+        r.id, r.agent_id, r.heartbeat_id, r.session_start, r.intent, json!(r.loaded_chunks).to_string(),
+        json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at
+    ])?;
+    c.prepare_cached(
+        "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version, json!(r.content_served).to_string(),
+        json!(r.chunk_sha256).to_string(), r.assembly_sha256, r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string)
+    ])?;
+    Ok(())
+}
+
+/// The group-commit loop: wait for a row, take every row queued behind it (up to
+/// [`AUDIT_BATCH_MAX`]), commit them in one transaction, then report each outcome.
+/// Ends when the database is dropped (its queue's sender goes with it).
+fn audit_writer(db: Weak<Db>, rx: mpsc::Receiver<AuditJob>) {
+    while let Ok(first) = rx.recv() {
+        let mut jobs = vec![first];
+        while jobs.len() < AUDIT_BATCH_MAX {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let results = match db.upgrade() {
+            Some(db) => db.commit_audit(&jobs),
+            None => jobs.iter().map(|_| Err("the database was closed before the audit row was written".to_string())).collect(),
+        };
+        for (job, r) in jobs.into_iter().zip(results) {
+            (job.reply)(r);
+        }
+    }
+}
+
 impl Db {
-    /// Append one engine audit record (a JSON line) to `instruction_audit`.
-    pub fn append_audit(&self, line: &str) -> Result<(), String> {
-        let r: AuditRow = serde_json::from_str(line).map_err(|e| format!("audit record is not valid JSON: {e}"))?;
-        self.write(|tx| {
-            tx.execute(
-                "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks,
-                    missed_chunks, audit_token, audit_closed, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10)",
-                params![
-                    r.id, r.agent_id, r.heartbeat_id, r.session_start, r.intent, json!(r.loaded_chunks).to_string(),
-                    json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at
-                ],
-            )?;
-            tx.execute(
-                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version, json!(r.content_served).to_string(),
-                    json!(r.chunk_sha256).to_string(), r.assembly_sha256, r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string)
-                ],
-            )?;
-            Ok::<_, DbError>(())
-        })
-        .map_err(|e| e.to_string())
+    /// Commit `jobs`' rows in one transaction; when that fails, each row in its own, so
+    /// one bad row (or a refusing table) fails only the rows it concerns.
+    fn commit_audit(&self, jobs: &[AuditJob]) -> Vec<Result<(), String>> {
+        let Ok(mut w) = self.writer.lock() else {
+            return jobs.iter().map(|_| Err(DbError::Poisoned.to_string())).collect();
+        };
+        let all = (|| -> DbResult<()> {
+            let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            for j in jobs {
+                insert_audit(&tx, &j.row)?;
+            }
+            Ok(tx.commit()?)
+        })();
+        match all {
+            Ok(()) => return jobs.iter().map(|_| Ok(())).collect(),
+            Err(e) if jobs.len() == 1 => return vec![Err(e.to_string())],
+            Err(_) => {}
+        }
+        jobs.iter()
+            .map(|j| {
+                (|| -> DbResult<()> {
+                    let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                    insert_audit(&tx, &j.row)?;
+                    Ok(tx.commit()?)
+                })()
+                .map_err(|e| e.to_string())
+            })
+            .collect()
+    }
+
+    /// Queue one engine audit record (a JSON line) for the group-commit writer; `reply`
+    /// gets the outcome once its transaction ended. A line that is not an audit record
+    /// is refused at once.
+    pub fn queue_audit(self: &Arc<Self>, line: &str, reply: AuditReply) -> Result<(), String> {
+        let row: AuditRow = serde_json::from_str(line).map_err(|e| format!("audit record is not valid JSON: {e}"))?;
+        let queue = self.audit_queue.get_or_init(|| {
+            let (tx, rx) = mpsc::channel();
+            let db = Arc::downgrade(self);
+            if let Err(e) = std::thread::Builder::new().name("lid-audit".into()).spawn(move || audit_writer(db, rx)) {
+                tracing::error!(error = %e, "cannot start the audit writer thread");
+            }
+            tx
+        });
+        queue.send(AuditJob { row, reply }).map_err(|_| "the audit writer is not running".to_string())
+    }
+
+    /// Append one engine audit record (a JSON line) to `instruction_audit`: queued for
+    /// the group commit; returns once it is committed (or failed).
+    pub fn append_audit(self: &Arc<Self>, line: &str) -> Result<(), String> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.queue_audit(line, Box::new(move |r| {
+            let _ = tx.send(r);
+        }))?;
+        rx.recv().unwrap_or_else(|_| Err("the audit writer stopped before writing the row".to_string()))
     }
 
     /// One audit record by its `audevent_…` id or `audi_…` token, with what replay needs:
@@ -625,15 +780,68 @@ impl Db {
     }
 }
 
-/// The engine's audit port over the database.
+fn log_audit_failure(e: &str) {
+    tracing::error!(code = "audit_write_failed", error = %e, "audit_write_failed: the recall was answered but its audit record was not stored");
+}
+
+/// The engine's audit port over the database: each append waits for its commit.
 pub struct DbAudit(pub Arc<Db>);
 
 impl crate::engine::AuditLog for DbAudit {
     fn append(&self, line: &str) -> Result<(), String> {
         let r = self.0.append_audit(line);
         if let Err(e) = &r {
-            tracing::error!(code = "audit_write_failed", error = %e, "audit_write_failed: the recall was answered but its audit record was not stored");
+            log_audit_failure(e);
         }
         r
+    }
+}
+
+/// The engine's audit port for async routes: appends are queued and the engine call
+/// returns without waiting; the route then awaits [`DeferredAudit::committed`] before it
+/// answers, so the audit row is still written before the response returns (§21.3.4),
+/// without holding a runtime thread while the group commit runs.
+pub struct DeferredAudit {
+    db: Arc<Db>,
+    pending: Mutex<Vec<tokio::sync::oneshot::Receiver<Result<(), String>>>>,
+}
+
+impl DeferredAudit {
+    pub fn new(db: Arc<Db>) -> Self {
+        DeferredAudit { db, pending: Mutex::new(Vec::new()) }
+    }
+
+    /// Wait until every queued row is committed; the first failure (already logged as
+    /// `audit_write_failed`) is returned.
+    pub async fn committed(&self) -> Result<(), String> {
+        let pending = std::mem::take(&mut *self.pending.lock().map_err(|_| DbError::Poisoned.to_string())?);
+        let mut first_err = None;
+        for rx in pending {
+            let r = rx.await.unwrap_or_else(|_| Err("the audit writer stopped before writing the row".to_string()));
+            if let Err(e) = r {
+                log_audit_failure(&e);
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl crate::engine::AuditLog for DeferredAudit {
+    fn append(&self, line: &str) -> Result<(), String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let queued = self.db.queue_audit(line, Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+        match queued {
+            Ok(()) => {
+                self.pending.lock().map_err(|_| DbError::Poisoned.to_string())?.push(rx);
+                Ok(())
+            }
+            Err(e) => {
+                log_audit_failure(&e);
+                Err(e)
+            }
+        }
     }
 }

@@ -154,11 +154,18 @@ async fn coverage(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMa
 async fn recall(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
     // Recall is short (well under a millisecond for an agent's manifest) and the hottest
     // route: it runs on the worker thread itself, bounded by the engine's epoch deadline,
-    // rather than paying a hand-off to the blocking pool.
+    // rather than paying a hand-off to the blocking pool. The key and the agent's head
+    // come from memory unless the database changed (see `db::Stamp`); the audit row is
+    // group-committed and awaited here, without holding the thread (§21.3.4: it is
+    // written before the response returns; if it cannot be, the response still returns).
     let p = auth::authenticate(&svc.db, bearer(&h).as_deref())?;
     p.require_read(&svc.db, &id)?;
     let body = std::str::from_utf8(&body).map_err(ApiError::invalid_json)?;
-    Ok(raw_json(svc.recall(&id, body)?))
+    let (response, audit) = svc.recall_deferred(&id, body)?;
+    Ok(raw_json(match audit.committed().await {
+        Ok(()) => response,
+        Err(e) => crate::service::with_audit_warning(response, &e),
+    }))
 }
 
 /// The composed boot context: JSON by default; `?format=markdown` (or `Accept:

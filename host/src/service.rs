@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::apierror::ApiError;
 use crate::auth::Principal;
-use crate::db::{insert_event, insert_fact, iso, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, FactWrite, NewFact, SnapshotFacts};
+use crate::db::{insert_event, insert_fact, iso, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
 use crate::engine::{NoAudit, Runtime, Storage};
 use crate::trigger::TriggerKey;
 
@@ -80,6 +80,23 @@ fn parse_json(s: &str) -> Result<Value, ApiError> {
     serde_json::from_str(s).map_err(|e| ApiError::new(500, "engine_failed", format!("the engine returned invalid JSON: {e}")))
 }
 
+/// A recall response whose audit row could not be stored: the response still returns
+/// (§21.3.4) with the `audit_write_failed` warning the engine adds when its own append
+/// fails. A response that is not a JSON object is returned as it is.
+pub fn with_audit_warning(response: String, error: &str) -> String {
+    let Ok(Value::Object(mut v)) = serde_json::from_str::<Value>(&response) else {
+        return response;
+    };
+    let warning = Value::String(format!("audit_write_failed: {error}"));
+    match v.get_mut("warnings") {
+        Some(Value::Array(w)) => w.push(warning),
+        _ => {
+            v.insert("warnings".into(), Value::Array(vec![warning]));
+        }
+    }
+    Value::Object(v).to_string()
+}
+
 /// The engine's normalised §21.5.2 submission (`check-audit-submission`).
 #[derive(serde::Deserialize)]
 struct Submission {
@@ -112,9 +129,14 @@ impl Service {
         self.db.snapshot(agent).map_err(ApiError::backend)?.ok_or_else(|| ApiError::manifest_not_found(agent))
     }
 
-    fn context(&self, heartbeat_id: &str, session_start: Option<u64>, lift: &[String]) -> String {
+    /// The engine call's context: time, entropy, heartbeat, the snapshot's soft-lifted
+    /// units, and its identity as `corpus_key` (the manifest row and its generation change
+    /// with every publish and fact write), so the engine keeps the corpus prepared.
+    fn context(&self, heartbeat_id: &str, session_start: Option<u64>, s: &crate::db::Snapshot) -> String {
         let now = now_ms() as u64;
-        json!({"now_ms": now, "entropy": random_hex(10), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now), "lift_units": lift}).to_string()
+        json!({"now_ms": now, "entropy": random_hex(10), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now),
+            "lift_units": s.lift_units, "corpus_key": format!("{}:{}", s.manifest_id, s.generation)})
+        .to_string()
     }
 
     // ---- reads ---------------------------------------------------------------------
@@ -181,14 +203,26 @@ impl Service {
     /// §21.8.4 / §21.3: recall for `agent`; the engine appends the audit record before
     /// answering. `body` is the request JSON, passed to the engine as is.
     pub fn recall(&self, agent: &str, body: &str) -> Result<String, ApiError> {
+        self.recall_with(agent, body, Arc::new(DbAudit(self.db.clone())))
+    }
+
+    /// [`Service::recall`] whose audit row is queued, not yet committed: the caller must
+    /// await [`DeferredAudit::committed`] before it answers (and add the warning
+    /// [`with_audit_warning`] makes when that fails), as the HTTP route does.
+    pub fn recall_deferred(&self, agent: &str, body: &str) -> Result<(String, Arc<DeferredAudit>), ApiError> {
+        let audit = Arc::new(DeferredAudit::new(self.db.clone()));
+        Ok((self.recall_with(agent, body, audit.clone())?, audit))
+    }
+
+    fn recall_with(&self, agent: &str, body: &str, audit: Arc<dyn crate::engine::AuditLog>) -> Result<String, ApiError> {
         let req: Value = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
         if !req.is_object() {
             return Err(ApiError::invalid_json("expected a JSON object"));
         }
         let s = self.snapshot(agent)?;
         let heartbeat_id = req.get("heartbeat_id").and_then(Value::as_str).unwrap_or("").to_string();
-        let ctx = self.context(&heartbeat_id, None, &s.lift_units);
-        let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
+        let ctx = self.context(&heartbeat_id, None, &s);
+        let st = Storage { facts: s.facts.clone(), audit };
         engine(self.rt.recall(&st, &s.manifest_json, body, &ctx))
     }
 
@@ -206,7 +240,7 @@ impl Service {
         let profile = body.get("profile").and_then(Value::as_str);
         let s = self.snapshot(agent)?;
         let (stub, version, stub_tokens, _) = self.stub_of(&s, profile)?;
-        let ctx = self.context(&t.heartbeat_id, t.session_start, &s.lift_units);
+        let ctx = self.context(&t.heartbeat_id, t.session_start, &s);
         let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
         let p = parse_json(&engine(self.rt.preload(&st, &s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx))?)?;
         let mut context = stub.clone();
@@ -278,7 +312,7 @@ impl Service {
             Ok(None) => {}
             Err(e) => req["unavailable"] = json!([{"source": "session", "reason": e.message}]),
         }
-        let ctx = self.context(&heartbeat.0, heartbeat.1, &s.lift_units);
+        let ctx = self.context(&heartbeat.0, heartbeat.1, &s);
         let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
         parse_json(&engine(self.rt.compose_context(&st, &s.manifest_json, &req.to_string(), &ctx))?)
     }

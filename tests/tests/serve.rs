@@ -284,3 +284,55 @@ fn service_audit_rows_replay_and_prove_what_the_agent_saw() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("belongs to agent"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The server keeps API keys and agent heads in memory while the database is unchanged
+/// (`db::Stamp`: `PRAGMA data_version` + its own writes). A key revoked by another process
+/// (`lid keys revoke --db`) while the server runs stops working on the very next request,
+/// and concurrent recalls, group-committed, each have their audit row before they answer
+/// (§21.3.4): every 200 has exactly one row and none warns `audit_write_failed`.
+#[test]
+fn a_key_revoked_from_the_cli_stops_at_once_and_concurrent_recalls_are_all_audited() {
+    let (server, admin) = fresh("stamp", &[]);
+    let c = server.client();
+    let agent = "stamp-agent";
+    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    let dbs = server.db.to_str().unwrap();
+    let made: Value = serde_json::from_str(&lid(&["keys", "create", "--json", "--db", dbs, "--role", "agent", "--agent", agent])).unwrap();
+    let (key, id) = (made["key"].as_str().unwrap().to_string(), made["info"]["id"].as_str().unwrap().to_string());
+    let path = format!("/v1/agents/{agent}/recall-instruction");
+
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let (c, key, path) = (server.client(), key.clone(), path.clone());
+            std::thread::spawn(move || {
+                let mut tokens = Vec::new();
+                for i in 0..25 {
+                    let r = c.post(&path, Some(&key), &json!({"intent": "roll back the deploy", "heartbeat_id": format!("hb-{t}-{i}")}));
+                    assert_eq!(r.status, 200, "{}", r.body);
+                    assert!(!r.body.contains("audit_write_failed"), "{}", r.body);
+                    tokens.push(r.json()["audit_token"].as_str().unwrap().to_string());
+                }
+                tokens
+            })
+        })
+        .collect();
+    let tokens: Vec<String> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let ext = Connection::open(&server.db).unwrap();
+    let rows: i64 = ext.query_row("SELECT count(*) FROM instruction_audit WHERE agent_id = ?1", [agent], |r| r.get(0)).unwrap();
+    assert_eq!(rows, 200, "one audit row per answered recall");
+    for t in tokens.iter().step_by(17) {
+        let n: i64 = ext.query_row("SELECT count(*) FROM instruction_audit a JOIN instruction_audit_meta m ON m.id = a.id WHERE a.audit_token = ?1", [t], |r| r.get(0)).unwrap();
+        assert_eq!(n, 1, "the row (and its meta) of {t}");
+    }
+    assert!(!server.log_text().contains("audit_write_failed"), "{}", server.log_text());
+
+    // Another process revokes the key: the next request is refused, although the
+    // server had the key in memory a moment ago.
+    assert_eq!(c.post(&path, Some(&key), &json!({"intent": "cut a release"})).status, 200);
+    lid(&["keys", "revoke", &id, "--db", dbs]);
+    let r = c.post(&path, Some(&key), &json!({"intent": "cut a release"}));
+    assert_eq!((r.status, r.code().as_str()), (401, "api_key_invalid"), "{}", r.body);
+    assert_eq!(c.get(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&key)).status, 401);
+    // The admin key, unchanged, still works.
+    assert_eq!(c.post(&path, Some(&admin), &json!({"intent": "cut a release"})).status, 200);
+}
