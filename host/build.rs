@@ -10,7 +10,7 @@ use std::process::Command;
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let root = manifest_dir.parent().expect("workspace root").to_path_buf();
-    for p in ["guest/src", "guest/build.rs", "guest/Cargo.toml", "guest/data", "wit", "Cargo.lock"] {
+    for p in ["guest/src", "guest/build.rs", "guest/Cargo.toml", "guest/data", "wit", "Cargo.lock", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
     println!("cargo:rerun-if-env-changed=LID_COMPONENT_OVERRIDE");

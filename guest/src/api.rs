@@ -94,7 +94,11 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
     let req: RecallRequest = parse("recall request", request)?;
     let ctx: RecallContext = parse_or_default("recall context", context)?;
     crate::recall::check_request(&req)?;
-    with_corpus(input, facts, |c| Ok(to_json(&crate::recall::recall_corpus(c, facts, audit, &req, &ctx)?)))
+    let run = |c: &crate::recall::Corpus<'_>| Ok(to_json(&crate::recall::recall_corpus(c, facts, audit, &req, &ctx)?));
+    match input {
+        Input::Manifest(m) => run(&crate::recall::Corpus::open(&m, facts, ctx.corpus_key.as_deref())?),
+        pack => with_corpus(pack, facts, run),
+    }
 }
 
 /// One ranked unit in `rank` output.

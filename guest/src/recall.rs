@@ -76,6 +76,14 @@ pub struct RecallContext {
     /// Coverage-critical units that get the §21.5.5 soft lift.
     #[serde(default)]
     pub lift_units: Vec<String>,
+    /// The host's name for the exact state being recalled over: it must change whenever
+    /// the manifest or any fact its entries resolve to changes (the service sends the
+    /// manifest row id and its generation). With it the engine keeps a prepared corpus
+    /// (what each entry resolves to, token counts, the ranker index) under a key derived
+    /// from it, and a recall reads only that and the facts it serves. Without it, every
+    /// entry is resolved on every call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus_key: Option<String>,
 }
 
 /// One returned unit (§21.3.2), plus `selected_by`.
@@ -155,38 +163,89 @@ pub struct Resolved {
 /// the unit's fact, else the exact `fact_uri`, else `path` as `fallback_path`.
 /// Content-typed and quarantined facts are never served as instructions (Spec-13).
 pub fn resolve_unit(m: &Manifest, e: &Entry, facts: &dyn Facts) -> Result<Option<Resolved>, EngineError> {
+    Ok(resolve_unit_at(m, e, facts)?.map(|(r, _)| r))
+}
+
+/// [`resolve_unit`], also naming the fact-store key the content was read from.
+fn resolve_unit_at(m: &Manifest, e: &Entry, facts: &dyn Facts) -> Result<Option<(Resolved, String)>, EngineError> {
     if let Some(uri) = e.fact_uri.as_deref().filter(|s| !s.is_empty()) {
         let mut found = None;
         if let Ok(u) = crate::uri::InstructionUri::parse(uri) {
             let versions = facts.versions(&u.unit_key())?;
             if let Some(v) = crate::uri::latest(&versions) {
                 let latest = format!("{}/{v}", u.unit_key());
-                found = facts.get(&latest)?;
+                found = facts.get(&latest)?.map(|f| (f, latest));
             }
         }
         if found.is_none() {
-            found = facts.get(uri)?;
+            found = facts.get(uri)?.map(|f| (f, uri.to_string()));
         }
-        if let Some(mut f) = found {
+        if let Some((mut f, key)) = found {
             if f.interpret_as == InterpretAs::Instruction && !f.quarantined {
                 if f.version.is_empty() {
                     f.version = crate::uri::InstructionUri::parse(&f.uri).map(|u| u.version).unwrap_or_default();
                 }
-                return Ok(Some(Resolved { fact: f, source: "stigmem" }));
+                return Ok(Some((Resolved { fact: f, source: "stigmem" }, key)));
             }
         }
     }
     if let Some(p) = e.path.as_deref().filter(|s| !s.is_empty()) {
-        if let Some(mut f) = facts.get(&format!("path:{p}"))? {
+        let key = format!("path:{p}");
+        if let Some(mut f) = facts.get(&key)? {
             if f.interpret_as == InterpretAs::Instruction && !f.quarantined {
                 if f.version.is_empty() {
                     f.version = m.manifest_version.clone();
                 }
-                return Ok(Some(Resolved { fact: f, source: "fallback_path" }));
+                return Ok(Some((Resolved { fact: f, source: "fallback_path" }, key)));
             }
         }
     }
     Ok(None)
+}
+
+/// Where a prepared corpus reads an entry's content from, and what resolving it gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitRef {
+    /// The fact-store key the content was resolved from.
+    pub key: String,
+    /// Resolved from the fact store (`stigmem`), else from the entry's `path`.
+    pub stigmem: bool,
+    /// The version resolution settled on (§21.4.2).
+    pub version: String,
+}
+
+/// A prepared corpus as cached: per manifest entry what it resolved to (`None`:
+/// unavailable), then the ranker index and token counts over the available ones.
+#[derive(serde::Deserialize)]
+struct Prepared {
+    refs: Vec<Option<UnitRef>>,
+    index: crate::rank::index::Index,
+    #[serde(with = "crate::rank::index::flat")]
+    tokens: Vec<u32>,
+}
+
+#[derive(serde::Serialize)]
+struct PreparedRef<'a> {
+    refs: &'a [Option<UnitRef>],
+    index: &'a crate::rank::index::Index,
+    #[serde(with = "crate::rank::index::flat")]
+    tokens: &'a [u32],
+}
+
+/// The cache key of a prepared corpus: the engine and ranker versions, the agent and
+/// the host's [`RecallContext::corpus_key`].
+fn prepared_key(agent_id: &str, corpus_key: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in [env!("CARGO_PKG_VERSION"), crate::rank::RANKER_VERSION, agent_id, corpus_key] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    let mut key = format!("{INDEX_PREFIX}prepared:");
+    for b in h.finalize() {
+        key.push_str(&format!("{b:02x}"));
+    }
+    key
 }
 
 /// Key prefix of cached ranker indexes in the fact store (`lid-index:v2:{sha256}`).
@@ -245,8 +304,12 @@ pub struct Corpus<'m> {
     /// Parallel to `manifest.entries`: `None` when unavailable. Resolved up front, or on
     /// first use when the corpus was opened from a precomputed index ([`Self::from_index`]).
     units: Vec<std::cell::OnceCell<Option<Resolved>>>,
-    /// Where units not resolved up front are read from (`path:` facts).
+    /// Where units not resolved up front are read from (`path:` facts, or the keys in
+    /// `refs`).
     lazy: Option<&'m dyn Facts>,
+    /// A prepared corpus: what each entry resolved to when it was prepared (parallel to
+    /// `manifest.entries`; empty otherwise). Content is read on first use.
+    refs: Vec<Option<UnitRef>>,
     pub ranker: Ranker,
     /// Indexes into `manifest.entries` of the units the ranker knows, in ranker order.
     ranked_entries: Vec<usize>,
@@ -309,7 +372,7 @@ impl<'m> Corpus<'m> {
             }
         }
         let units = units.into_iter().map(std::cell::OnceCell::from).collect();
-        Corpus { manifest, units, lazy: None, ranker, ranked_entries, tokens }
+        Corpus { manifest, units, lazy: None, refs: Vec::new(), ranker, ranked_entries, tokens }
     }
 
     /// A corpus over a precomputed index whose units are `manifest.entries` in order,
@@ -326,7 +389,70 @@ impl<'m> Corpus<'m> {
         }
         let tokens = counts.into_iter().map(std::cell::OnceCell::from).collect();
         let units = (0..n).map(|_| std::cell::OnceCell::new()).collect();
-        Some(Corpus { manifest, units, lazy: Some(facts), ranker, ranked_entries: (0..n).collect(), tokens })
+        Some(Corpus { manifest, units, lazy: Some(facts), refs: Vec::new(), ranker, ranked_entries: (0..n).collect(), tokens })
+    }
+
+    /// Open the agent corpus the host names `corpus_key` ([`RecallContext::corpus_key`]):
+    /// from its prepared form when cached (nothing resolved, hashed or indexed; only the
+    /// units the assembly quotes are read), else resolved in full and prepared for the
+    /// next call.
+    pub fn open(manifest: &'m Manifest, facts: &'m dyn Facts, corpus_key: Option<&str>) -> Result<Self, EngineError> {
+        let Some(ck) = corpus_key.filter(|k| !k.is_empty() && k.len() <= 512) else {
+            return Self::load(manifest, facts);
+        };
+        let key = prepared_key(&manifest.agent_id, ck);
+        if let Some(p) = facts.cached(&key).and_then(|b| postcard::from_bytes::<Prepared>(&b).ok()) {
+            if let Some(c) = Self::from_prepared(manifest, p, facts) {
+                return Ok(c);
+            }
+        }
+        let mut units = Vec::with_capacity(manifest.entries.len());
+        let mut refs = Vec::with_capacity(manifest.entries.len());
+        for e in &manifest.entries {
+            match resolve_unit_at(manifest, e, facts)? {
+                Some((r, k)) => {
+                    refs.push(Some(UnitRef { key: k, stigmem: r.source == "stigmem", version: r.fact.version.clone() }));
+                    units.push(Some(r));
+                }
+                None => {
+                    refs.push(None);
+                    units.push(None);
+                }
+            }
+        }
+        let mut corpus = Self::from_resolved(manifest, units, facts);
+        let counts: Vec<u32> = corpus.ranked_entries.iter().map(|&i| corpus.tokens_of(i)).collect();
+        if let Ok(blob) = postcard::to_allocvec(&PreparedRef { refs: &refs, index: corpus.ranker.index(), tokens: &counts }) {
+            facts.cache(&key, &blob);
+        }
+        corpus.refs = refs;
+        Ok(corpus)
+    }
+
+    fn from_prepared(manifest: &'m Manifest, p: Prepared, facts: &'m dyn Facts) -> Option<Self> {
+        let n = manifest.entries.len();
+        if p.refs.len() != n {
+            return None;
+        }
+        let ranked_entries: Vec<usize> = (0..n).filter(|&i| p.refs[i].is_some()).collect();
+        let names: Vec<&str> = ranked_entries.iter().map(|&i| manifest.entries[i].name.as_str()).collect();
+        if p.tokens.len() != ranked_entries.len() || !p.index.is_consistent_for(&names) {
+            return None;
+        }
+        let tokens: Vec<std::cell::OnceCell<u32>> = vec![std::cell::OnceCell::new(); n];
+        for (&i, &t) in ranked_entries.iter().zip(&p.tokens) {
+            let _ = tokens[i].set(t);
+        }
+        let units = (0..n).map(|_| std::cell::OnceCell::new()).collect();
+        Some(Corpus { manifest, units, lazy: Some(facts), refs: p.refs, ranker: Ranker::from_index(p.index), ranked_entries, tokens })
+    }
+
+    /// Whether entry `i` has content to serve (without reading it, when that is known).
+    pub fn available(&self, i: usize) -> bool {
+        match self.refs.get(i) {
+            Some(r) => r.is_some(),
+            None => self.unit(i).is_some(),
+        }
     }
 
     /// The resolved content of entry `i` (read now if the corpus is lazy).
@@ -334,6 +460,17 @@ impl<'m> Corpus<'m> {
         let cell = self.units.get(i)?;
         cell.get_or_init(|| {
             let facts = self.lazy?;
+            if let Some(r) = self.refs.get(i) {
+                // Prepared: the key and version resolution settled on (§21.4.2); a fact
+                // that is no longer an instruction is not served (Spec-13).
+                let r = r.as_ref()?;
+                let mut fact = facts.get(&r.key).ok().flatten()?;
+                if fact.interpret_as != InterpretAs::Instruction || fact.quarantined {
+                    return None;
+                }
+                fact.version = r.version.clone();
+                return Some(Resolved { fact, source: if r.stigmem { "stigmem" } else { "fallback_path" } });
+            }
             let path = self.manifest.entries.get(i)?.path.as_deref()?;
             let fact = facts.get(&format!("path:{path}")).ok().flatten()?;
             Some(Resolved { fact, source: "fallback_path" })
@@ -510,7 +647,7 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
     let guaranteed: Vec<usize> = (0..m.entries.len()).filter(|&i| m.entries[i].guarantee_load).collect();
     let mut reserved: u64 = 0;
     for &i in &guaranteed {
-        if corpus.unit(i).is_some() {
+        if corpus.available(i) {
             reserved += corpus.tokens_of(i) as u64;
         } else {
             warnings.push(format!("guaranteed unit {:?} is unavailable", m.entries[i].name));
@@ -528,7 +665,7 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
         }
         let idx = m.entries.iter().position(|e| &e.name == h);
         match idx {
-            Some(i) if corpus.unit(i).is_some() => {
+            Some(i) if corpus.available(i) => {
                 if included[i] || guaranteed.contains(&i) {
                     continue;
                 }
@@ -685,6 +822,77 @@ mod tests {
         let hinted = crate::api::recall(&m, r#"{"intent": "deploy", "manifest_hint": ["admin-notes", "peer-tips"]}"#, ctx, &facts, &audit).unwrap();
         let h: serde_json::Value = serde_json::from_str(&hinted).unwrap();
         assert_eq!(h["missed_hints"], serde_json::json!(["admin-notes", "peer-tips"]));
+    }
+
+    /// Facts that count reads of the instruction units (not of the content channel's
+    /// sources, nor of derived blobs).
+    struct Counting<'a>(&'a MemoryFacts, std::cell::Cell<usize>);
+
+    impl Counting<'_> {
+        fn count(&self, key: &str) {
+            if key.starts_with("instruction:") && !key.contains("/admin-notes") && !key.contains("/peer-tips") {
+                self.1.set(self.1.get() + 1);
+            }
+        }
+    }
+
+    impl crate::store::Facts for Counting<'_> {
+        fn get(&self, uri: &str) -> Result<Option<Fact>, crate::store::StoreError> {
+            self.count(uri);
+            self.0.get(uri)
+        }
+        fn versions(&self, unit_key: &str) -> Result<Vec<String>, crate::store::StoreError> {
+            self.count(unit_key);
+            self.0.versions(unit_key)
+        }
+        fn cached(&self, key: &str) -> Option<Vec<u8>> {
+            self.0.cached(key)
+        }
+        fn cache(&self, key: &str, blob: &[u8]) {
+            self.0.cache(key, blob)
+        }
+        fn content_sources(&self, agent_id: &str) -> Result<Option<ContentSources>, crate::store::StoreError> {
+            self.0.content_sources(agent_id)
+        }
+    }
+
+    /// A prepared corpus (the host names the state with `corpus_key`) answers exactly as
+    /// a full resolution does, and on later calls reads only the facts it serves.
+    #[test]
+    fn prepared_corpus_answers_identically_and_reads_only_what_it_serves() {
+        let (m, mut facts) = agent();
+        for i in 0..12 {
+            let name = format!("extra-{i:02}");
+            facts.insert(Fact { uri: format!("instruction:acme/eng/{name}/v1"), content: format!("Unit {i}: deploy checklist step {i} for release trains."), version: "v1".into(), ..Fact::default() });
+        }
+        let mut mv: serde_json::Value = serde_json::from_str(&m).unwrap();
+        for i in 0..12 {
+            let name = format!("extra-{i:02}");
+            mv["entries"].as_array_mut().unwrap().push(serde_json::json!({"name": name, "description": format!("Release step {i}."), "required_by_task_types": [], "guarantee_load": i == 0,
+                "load_triggers": {"intents": [format!("release train step {i}")], "keywords": [], "task_types": []}, "fact_uri": format!("instruction:acme/eng/{name}/v1"), "path": null}));
+        }
+        let m = mv.to_string();
+        let audit = crate::store::NoAudit;
+        let req = r#"{"intent": "deploy to production after review", "max_chunks": 3, "manifest_hint": ["extra-05", "missing-one"]}"#;
+        let plain = crate::api::recall(&m, req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap();
+        let ctx = r#"{"now_ms": 1700000000000, "corpus_key": "manifest-1:0"}"#;
+        let counting = Counting(&facts, std::cell::Cell::new(0));
+        let first = crate::api::recall(&m, req, ctx, &counting, &audit).unwrap();
+        let full_reads = counting.1.replace(0);
+        let second = crate::api::recall(&m, req, ctx, &counting, &audit).unwrap();
+        let lazy_reads = counting.1.get();
+        assert_eq!(first, plain, "preparing changed the answer");
+        assert_eq!(second, plain, "the prepared corpus changed the answer");
+        let v: serde_json::Value = serde_json::from_str(&second).unwrap();
+        let served = v["chunks"].as_array().unwrap().len();
+        assert!(served >= 3, "{second}");
+        assert_eq!(full_reads, 2 * 13, "a full resolution reads the versions and the fact of every instruction entry");
+        assert_eq!(lazy_reads, served, "a prepared recall reads exactly the facts it serves");
+        // Another state name is another corpus: a changed fact is seen at once.
+        facts.insert(Fact { uri: "instruction:acme/eng/deploy-rules/v2".into(), content: "Deploy only on Tuesdays.".into(), version: "v2".into(), ..Fact::default() });
+        let changed = crate::api::recall(&m, req, r#"{"now_ms": 1700000000000, "corpus_key": "manifest-1:1"}"#, &facts, &audit).unwrap();
+        assert!(changed.contains("Deploy only on Tuesdays."), "{changed}");
+        assert_eq!(changed, crate::api::recall(&m, req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap());
     }
 
     #[test]

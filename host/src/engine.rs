@@ -208,6 +208,12 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("lid"))
 }
 
+/// How much of each pooled linear memory stays resident between calls
+/// (`LID_KEEP_RESIDENT_MIB`, default 16 MiB).
+fn keep_resident() -> usize {
+    std::env::var("LID_KEEP_RESIDENT_MIB").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(16) << 20
+}
+
 /// Epoch tick period; deadlines are counted in ticks.
 const TICK: Duration = Duration::from_millis(5);
 
@@ -244,7 +250,12 @@ impl Runtime {
             pool.total_memories(256);
             pool.total_tables(256);
             pool.max_memory_size(opts.memory_limit);
-            pool.linear_memory_keep_resident(1 << 20);
+            // Reset only the pages a call dirtied (Linux ≥ 6.7's PAGEMAP_SCAN; elsewhere
+            // wasmtime falls back to madvise), and keep them resident: the next call in
+            // the slot then takes no page faults for them.
+            pool.pagemap_scan(wasmtime::Enabled::Auto);
+            pool.linear_memory_keep_resident(keep_resident());
+            pool.table_keep_resident(1 << 16);
             config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = Engine::new(&config)?;

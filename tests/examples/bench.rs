@@ -42,7 +42,9 @@ impl FactSource for Uncached {
 }
 use serde_json::json;
 
-const CTX: &str = r#"{"now_ms": 1767225600000, "entropy": "0123456789abcdef0123"}"#;
+/// As the service sends it: the host names the corpus state (`corpus_key`), so agent
+/// recalls use the prepared corpus once it is cached.
+const CTX: &str = r#"{"now_ms": 1767225600000, "entropy": "0123456789abcdef0123", "corpus_key": "bench-manifest:0"}"#;
 
 fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
     v.sort();
