@@ -447,7 +447,7 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::
 fn from_blob(spec: &PackSpec, blob: &[u8]) -> Option<Opened> {
     let p: PackIndex = postcard::from_bytes(blob).ok()?;
     let names: Vec<&str> = p.entries.iter().map(|e| e.0.as_str()).collect();
-    if p.tokens.len() != names.len() || !p.index.is_consistent_for(&names) {
+    if p.tokens.len() != names.len() || !p.index.fits(&names) {
         return None;
     }
     let entries = p

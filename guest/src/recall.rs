@@ -350,7 +350,7 @@ impl<'m> Corpus<'m> {
         let key = index_key(&docs, &hashes);
         let cached = facts.cached(&key).and_then(|b| postcard::from_bytes::<CachedIndex>(&b).ok());
         let (ranker, counts) = match cached {
-            Some(c) if c.tokens.len() == docs.len() && c.index.is_consistent_for(&docs.iter().map(|d| d.name).collect::<Vec<_>>()) => {
+            Some(c) if c.tokens.len() == docs.len() && c.index.fits(&docs.iter().map(|d| d.name).collect::<Vec<_>>()) => {
                 (Ranker::from_index(c.index), c.tokens)
             }
             _ => {
@@ -379,8 +379,8 @@ impl<'m> Corpus<'m> {
     /// all available, with their token counts. Nothing is read up front: an entry's
     /// content (its `path:` fact) is read only when the assembly quotes it. `None` when
     /// the index is not over exactly these entries. A decoded index must have passed
-    /// [`crate::rank::index::Index::is_consistent_for`] already (as `knowledge::open`
-    /// checks every cached blob), so it is not walked a second time here.
+    /// [`crate::rank::index::Index::fits`] already (as `knowledge::open` checks every
+    /// cached blob).
     pub fn from_index(manifest: &'m Manifest, ranker: Ranker, counts: Vec<u32>, facts: &'m dyn Facts) -> Option<Self> {
         let n = manifest.entries.len();
         let idx = ranker.index();
@@ -436,7 +436,7 @@ impl<'m> Corpus<'m> {
         }
         let ranked_entries: Vec<usize> = (0..n).filter(|&i| p.refs[i].is_some()).collect();
         let names: Vec<&str> = ranked_entries.iter().map(|&i| manifest.entries[i].name.as_str()).collect();
-        if p.tokens.len() != ranked_entries.len() || !p.index.is_consistent_for(&names) {
+        if p.tokens.len() != ranked_entries.len() || !p.index.fits(&names) {
             return None;
         }
         let tokens: Vec<std::cell::OnceCell<u32>> = vec![std::cell::OnceCell::new(); n];

@@ -324,17 +324,22 @@ fn corpus() -> String {
     text
 }
 
+/// The runtime the profile modes spin: the service's configuration (the pooling
+/// allocator); `LID_BENCH_COMPONENT=FILE` profiles another build of the component (e.g.
+/// one that keeps its symbols).
+fn profile_runtime() -> anyhow::Result<Runtime> {
+    let opts = RuntimeOptions { pooling: true, ..RuntimeOptions::default() };
+    Ok(match std::env::var_os("LID_BENCH_COMPONENT") {
+        Some(f) => Runtime::from_bytes(&std::fs::read(f)?, opts)?,
+        None => Runtime::new(opts)?,
+    })
+}
+
 fn main() -> anyhow::Result<()> {
     let quick = std::env::args().any(|a| a == "--quick");
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-component").nth(1) {
-        // Spin recall through the component for `LID_PROFILE=perfmap perf record`;
-        // `LID_BENCH_COMPONENT=FILE` profiles another build of it (e.g. one with symbols).
-        // The service's configuration: the pooling allocator.
-        let opts = RuntimeOptions { pooling: true, ..RuntimeOptions::default() };
-        let rt = match std::env::var_os("LID_BENCH_COMPONENT") {
-            Some(f) => Runtime::from_bytes(&std::fs::read(f)?, opts)?,
-            None => Runtime::new(opts)?,
-        };
+        // Spin recall through the component for `LID_PROFILE=perfmap perf record`.
+        let rt = profile_runtime()?;
         let a = agent_dir::load(Path::new(&dir))?;
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
         let req = json!({"intent": "this issue cannot proceed until another issue is done"}).to_string();
@@ -347,6 +352,23 @@ fn main() -> anyhow::Result<()> {
             n += 1;
         }
         println!("{n} component recalls in {:?}: {:.3} ms each", t.elapsed(), t.elapsed().as_secs_f64() * 1e3 / n as f64);
+        return Ok(());
+    }
+    if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-pack").nth(1) {
+        // Spin recall over one knowledge pack (its index cached) through the component.
+        let rt = profile_runtime()?;
+        let p = lid_host::pack_dir::load(Path::new(&dir))?;
+        let st = Storage { facts: p.facts.clone(), audit: Arc::new(NoAudit) };
+        let req = json!({"intent": "how do I set the scrape interval for one job", "max_chunks": 3, "token_budget": 2000}).to_string();
+        let _ = rt.recall(&st, &p.document, &req, CTX)?;
+        let secs = std::env::var("LID_PROFILE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+        eprintln!("component ready; recalling for {secs} s");
+        let (t, mut n) = (Instant::now(), 0u32);
+        while t.elapsed() < Duration::from_secs(secs) {
+            let _ = rt.recall(&st, &p.document, &req, CTX);
+            n += 1;
+        }
+        println!("{n} pack recalls in {:?}: {:.3} ms each", t.elapsed(), t.elapsed().as_secs_f64() * 1e3 / n as f64);
         return Ok(());
     }
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-native").nth(1) {

@@ -709,5 +709,47 @@ mod tests {
         let mut bad = idx;
         bad.links.clear();
         assert!(!bad.is_consistent_for(&names), "per-doc tables missing");
+        assert!(!bad.fits(&names), "per-doc tables missing");
+    }
+
+    /// The cheap check cached indexes get ([`Index::fits`]) leaves values unchecked:
+    /// ranking over an index whose values are wrong (ids and offsets out of range,
+    /// offsets reversed, a term cut inside a character) must still not panic.
+    #[test]
+    fn ranking_a_fitting_but_corrupt_index_never_panics() {
+        let us = units();
+        let d = docs(&us);
+        let names: Vec<&str> = d.iter().map(|u| u.name).collect();
+        let idx = Ranker::build(&d).index().clone();
+        assert!(idx.fits(&names) && !idx.fits(&names[1..]));
+        let corruptions: Vec<Box<dyn Fn(&mut Index)>> = vec![
+            Box::new(|i| i.posting_list.iter_mut().for_each(|p| p.doc = u32::MAX)),
+            Box::new(|i| i.posting_list.iter_mut().for_each(|p| p.w = f32::NAN)),
+            Box::new(|i| i.posting_start.reverse()),
+            Box::new(|i| i.posting_start.iter_mut().for_each(|o| *o = u32::MAX)),
+            Box::new(|i| i.term_start.reverse()),
+            Box::new(|i| i.term_blob = "é".repeat(i.term_blob.len() / 2 + 1)),
+            Box::new(|i| i.seq.iter_mut().for_each(|t| *t = u32::MAX)),
+            Box::new(|i| i.seq.clear()),
+            Box::new(|i| i.seq_start.iter_mut().for_each(|o| *o = u32::MAX)),
+            Box::new(|i| i.field_len.iter_mut().for_each(|f| *f = [u32::MAX; index::NF])),
+            Box::new(|i| i.trigrams.values.iter_mut().for_each(|t| *t = u32::MAX)),
+            Box::new(|i| i.trigrams.offsets.reverse()),
+            Box::new(|i| i.concepts.values.iter_mut().for_each(|v| v.0 = u32::MAX)),
+            Box::new(|i| i.concepts.offsets.iter_mut().for_each(|o| *o = u32::MAX)),
+            Box::new(|i| i.links.iter_mut().for_each(|l| l.push((u32::MAX, 1.0)))),
+        ];
+        for (k, corrupt) in corruptions.iter().enumerate() {
+            let mut bad = idx.clone();
+            corrupt(&mut bad);
+            if !bad.fits(&names) {
+                continue;
+            }
+            let r = Ranker::from_index(bad);
+            for q in ["deploy the release to production", "payroll does not work", "rollback after a failed canary"] {
+                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.rank(q, Some("issue_assigned"), &Weights::default())));
+                assert!(out.is_ok(), "corruption {k} panicked on {q:?}");
+            }
+        }
     }
 }
