@@ -1,11 +1,16 @@
-//! Signed heartbeat triggers (S1) on the worker: HS256 JWTs carrying `sub` (the agent id),
-//! `wake_reason`, `heartbeat_id` and `exp`, verified with the `LID_HEARTBEAT_SECRET`
-//! secret. Same checks and error code (`heartbeat_trigger_invalid`, 401) as `lid serve`'s
-//! `host/src/trigger.rs` (signature, algorithm, expiry with 5 s leeway, subject, claims).
-//! EdDSA triggers are served by `lid serve` only (README).
+//! Signed heartbeat triggers (S1) on the worker: JWTs carrying `sub` (the agent id),
+//! `wake_reason`, `heartbeat_id` and `exp`, verified with either a shared HS256 secret
+//! (`LID_HEARTBEAT_SECRET`) or an Ed25519 public key (`LID_HEARTBEAT_PUBLIC_KEY`,
+//! base64url of the 32 key bytes, the JWK `x`; EdDSA). The wake reason that selects
+//! task-type preloads (§21.1.5) comes from a verified trigger only. Same checks, order and
+//! error code (`heartbeat_trigger_invalid`, 401) as `lid serve`'s `host/src/trigger.rs`
+//! (jsonwebtoken): the header's `alg` must be the configured key's algorithm (an HS256
+//! token never passes an Ed25519 key and vice versa), then the signature, the claims, the
+//! expiry with 5 s leeway, the subject and the non-empty claims.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use ed25519_dalek::{Signature, VerifyingKey};
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
 
@@ -40,64 +45,284 @@ struct RawClaims {
     exp: Option<u64>,
 }
 
-fn invalid(why: impl std::fmt::Display) -> ApiError {
-    ApiError::new(401, "heartbeat_trigger_invalid", format!("the heartbeat trigger is not a valid signed trigger ({why}); it must be a HS256 JWT from the control plane"))
+/// How triggers are verified: a shared HS256 secret or an Ed25519 public key (as
+/// `lid serve --heartbeat-secret-env` / `--heartbeat-public-key`).
+#[derive(Clone)]
+pub enum TriggerKey {
+    Hs256(Vec<u8>),
+    EdDsa(VerifyingKey),
 }
 
-/// Verify `token` for `agent` with the shared secret at `now_s` (Unix seconds).
-pub fn verify(secret: &[u8], token: &str, agent: &str, now_s: u64) -> Result<Trigger, ApiError> {
-    let token = token.trim();
-    let mut parts = token.split('.');
-    let (Some(h), Some(p), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-        return Err(invalid("InvalidToken"));
-    };
-    let header: Header = URL_SAFE_NO_PAD.decode(h).ok().and_then(|b| serde_json::from_slice(&b).ok()).ok_or_else(|| invalid("InvalidToken"))?;
-    if header.alg != "HS256" {
-        return Err(invalid("InvalidAlgorithm"));
+impl std::fmt::Debug for TriggerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        f.write_str(self.alg())
     }
-    let sig = URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid("InvalidSignature"))?;
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret).map_err(|_| invalid("InvalidKey"))?;
-    mac.update(h.as_bytes());
-    mac.update(b".");
-    mac.update(p.as_bytes());
-    mac.verify_slice(&sig).map_err(|_| invalid("InvalidSignature"))?;
-    let claims: RawClaims = URL_SAFE_NO_PAD.decode(p).ok().and_then(|b| serde_json::from_slice(&b).ok()).ok_or_else(|| invalid("Json"))?;
-    let (Some(sub), Some(exp)) = (claims.sub, claims.exp) else {
-        return Err(invalid("MissingRequiredClaim"));
-    };
-    if exp + 5 < now_s {
-        return Err(invalid("ExpiredSignature"));
+}
+
+impl TriggerKey {
+    pub fn hs256(secret: &[u8]) -> Self {
+        TriggerKey::Hs256(secret.to_vec())
     }
-    if sub != agent {
-        return Err(ApiError::new(401, "heartbeat_trigger_invalid", format!("the trigger was issued for agent {sub:?}, not {agent:?}")));
+
+    /// An Ed25519 public key as base64url without padding (32 bytes, the JWK `x`), as
+    /// `lid serve --heartbeat-public-key FILE` reads it. Refused (with the reason) when it
+    /// is not base64url, not 32 bytes or not a point of the curve.
+    pub fn eddsa(public_x_b64url: &str) -> Result<Self, String> {
+        let bytes = URL_SAFE_NO_PAD.decode(public_x_b64url.trim()).map_err(|e| format!("not base64url without padding: {e}"))?;
+        let bytes: [u8; 32] = bytes.as_slice().try_into().map_err(|_| format!("{} bytes, not 32", bytes.len()))?;
+        let key = VerifyingKey::from_bytes(&bytes).map_err(|_| "not an Ed25519 public key (not a point of the curve)".to_string())?;
+        Ok(TriggerKey::EdDsa(key))
     }
-    if claims.wake_reason.trim().is_empty() || claims.heartbeat_id.trim().is_empty() {
-        return Err(ApiError::new(401, "heartbeat_trigger_invalid", "the trigger must carry a non-empty `wake_reason` and `heartbeat_id`"));
+
+    /// The key from the worker's configuration: the Ed25519 public key wins over the
+    /// HS256 secret when both are set (as `--heartbeat-public-key` does in `lid serve`).
+    /// `Ok(None)`: neither is set. A malformed public key is a configuration error,
+    /// reported as `heartbeat_not_configured` (503) with what is wrong.
+    pub fn from_config(secret: Option<&str>, public_key: Option<&str>) -> Result<Option<Self>, ApiError> {
+        if let Some(x) = public_key.filter(|x| !x.trim().is_empty()) {
+            return TriggerKey::eddsa(x).map(Some).map_err(|why| {
+                ApiError::new(503, "heartbeat_not_configured", format!("LID_HEARTBEAT_PUBLIC_KEY is not a base64url Ed25519 public key (32 bytes, the JWK `x`): {why}; fix the var (wrangler.toml [vars] or wrangler secret put LID_HEARTBEAT_PUBLIC_KEY)"))
+            });
+        }
+        Ok(secret.filter(|s| !s.is_empty()).map(|s| TriggerKey::hs256(s.as_bytes())))
     }
-    Ok(Trigger { sub, wake_reason: claims.wake_reason, heartbeat_id: claims.heartbeat_id, session_start: claims.session_start, exp })
+
+    /// The JWT `alg` this key verifies.
+    pub fn alg(&self) -> &'static str {
+        match self {
+            TriggerKey::Hs256(_) => "HS256",
+            TriggerKey::EdDsa(_) => "EdDSA",
+        }
+    }
+
+    fn invalid(&self, why: &str) -> ApiError {
+        ApiError::new(401, "heartbeat_trigger_invalid", format!("the heartbeat trigger is not a valid signed trigger ({why}); it must be a {} JWT from the control plane", self.alg()))
+    }
+
+    /// Check `sig` over `signed` (`header.payload` as sent).
+    fn check_signature(&self, signed: &[u8], sig: &[u8]) -> Result<(), ApiError> {
+        match self {
+            TriggerKey::Hs256(secret) => {
+                let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret).map_err(|_| self.invalid("InvalidKey"))?;
+                mac.update(signed);
+                mac.verify_slice(sig).map_err(|_| self.invalid("InvalidSignature"))
+            }
+            TriggerKey::EdDsa(key) => {
+                let sig = Signature::from_slice(sig).map_err(|_| self.invalid("InvalidSignature"))?;
+                // Strict: also refuses small-order keys and non-canonical encodings, which
+                // no honest signer produces.
+                key.verify_strict(signed, &sig).map_err(|_| self.invalid("InvalidSignature"))
+            }
+        }
+    }
+
+    /// Verify `token` for `agent` at `now_s` (Unix seconds): algorithm, signature, claims,
+    /// expiry, subject.
+    pub fn verify(&self, token: &str, agent: &str, now_s: u64) -> Result<Trigger, ApiError> {
+        let token = token.trim();
+        let mut parts = token.split('.');
+        let (Some(h), Some(p), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+            return Err(self.invalid("InvalidToken"));
+        };
+        let header: Header = URL_SAFE_NO_PAD.decode(h).ok().and_then(|b| serde_json::from_slice(&b).ok()).ok_or_else(|| self.invalid("InvalidToken"))?;
+        if header.alg != self.alg() {
+            return Err(self.invalid("InvalidAlgorithm"));
+        }
+        let sig = URL_SAFE_NO_PAD.decode(s).map_err(|_| self.invalid("InvalidSignature"))?;
+        self.check_signature(&token.as_bytes()[..h.len() + 1 + p.len()], &sig)?;
+        let claims: RawClaims = URL_SAFE_NO_PAD.decode(p).ok().and_then(|b| serde_json::from_slice(&b).ok()).ok_or_else(|| self.invalid("Json"))?;
+        let (Some(sub), Some(exp)) = (claims.sub, claims.exp) else {
+            return Err(self.invalid("MissingRequiredClaim"));
+        };
+        if exp.saturating_add(5) < now_s {
+            return Err(self.invalid("ExpiredSignature"));
+        }
+        if sub != agent {
+            return Err(ApiError::new(401, "heartbeat_trigger_invalid", format!("the trigger was issued for agent {sub:?}, not {agent:?}")));
+        }
+        if claims.wake_reason.trim().is_empty() || claims.heartbeat_id.trim().is_empty() {
+            return Err(ApiError::new(401, "heartbeat_trigger_invalid", "the trigger must carry a non-empty `wake_reason` and `heartbeat_id`"));
+        }
+        Ok(Trigger { sub, wake_reason: claims.wake_reason, heartbeat_id: claims.heartbeat_id, session_start: claims.session_start, exp })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ed25519_dalek::{Signer, SigningKey};
+
+    const CLAIMS: &str = r#"{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":1000}"#;
+
+    fn b64(b: &[u8]) -> String {
+        URL_SAFE_NO_PAD.encode(b)
+    }
+
+    fn hs256(secret: &[u8], header: &str, claims: &str) -> String {
+        let signed = format!("{}.{}", b64(header.as_bytes()), b64(claims.as_bytes()));
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret).unwrap();
+        mac.update(signed.as_bytes());
+        format!("{signed}.{}", b64(&mac.finalize().into_bytes()))
+    }
 
     fn sign(secret: &[u8], claims: &str) -> String {
-        let h = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
-        let p = URL_SAFE_NO_PAD.encode(claims.as_bytes());
-        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret).unwrap();
-        mac.update(format!("{h}.{p}").as_bytes());
-        format!("{h}.{p}.{}", URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()))
+        hs256(secret, r#"{"alg":"HS256","typ":"JWT"}"#, claims)
+    }
+
+    fn signing_key(seed: u8) -> SigningKey {
+        SigningKey::from_bytes(&[seed; 32])
+    }
+
+    fn eddsa_with(key: &SigningKey, header: &str, claims: &str) -> String {
+        let signed = format!("{}.{}", b64(header.as_bytes()), b64(claims.as_bytes()));
+        format!("{signed}.{}", b64(&key.sign(signed.as_bytes()).to_bytes()))
+    }
+
+    fn eddsa(key: &SigningKey, claims: &str) -> String {
+        eddsa_with(key, r#"{"alg":"EdDSA","typ":"JWT"}"#, claims)
+    }
+
+    /// The public key as configured: base64url of the 32 bytes (the JWK `x`).
+    fn public_x(key: &SigningKey) -> String {
+        b64(key.verifying_key().as_bytes())
+    }
+
+    fn code_and_message(r: Result<Trigger, ApiError>) -> (u16, String, String) {
+        let e = r.expect_err("the trigger must be refused");
+        (e.status, e.code, e.message)
     }
 
     #[test]
-    fn accepts_good_and_refuses_bad_triggers() {
-        let good = sign(b"s", r#"{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":1000}"#);
-        assert_eq!(verify(b"s", &good, "a", 900).unwrap().wake_reason, "manual");
-        assert_eq!(verify(b"t", &good, "a", 900).unwrap_err().code, "heartbeat_trigger_invalid");
-        assert!(verify(b"s", &good, "b", 900).is_err());
-        assert!(verify(b"s", &good, "a", 2000).is_err());
+    fn accepts_good_and_refuses_bad_hs256_triggers() {
+        let key = TriggerKey::hs256(b"s");
+        let good = sign(b"s", CLAIMS);
+        assert_eq!(key.verify(&good, "a", 900).unwrap().wake_reason, "manual");
+        assert_eq!(TriggerKey::hs256(b"t").verify(&good, "a", 900).unwrap_err().code, "heartbeat_trigger_invalid");
+        assert!(key.verify(&good, "b", 900).is_err());
+        assert!(key.verify(&good, "a", 2000).is_err());
         let no_exp = sign(b"s", r#"{"sub":"a","wake_reason":"manual","heartbeat_id":"h"}"#);
-        assert!(verify(b"s", &no_exp, "a", 900).is_err());
-        assert!(verify(b"s", "a.b", "a", 900).is_err());
+        assert!(key.verify(&no_exp, "a", 900).is_err());
+        assert!(key.verify("a.b", "a", 900).is_err());
+    }
+
+    /// EdDSA (Ed25519) triggers: valid, tampered payload, other key, expired (5 s leeway),
+    /// other agent, missing claims.
+    #[test]
+    fn eddsa_triggers_verify_with_the_public_key_only() {
+        let signer = signing_key(7);
+        let key = TriggerKey::eddsa(&public_x(&signer)).unwrap();
+        assert_eq!(key.alg(), "EdDSA");
+        let good = eddsa(&signer, CLAIMS);
+        let t = key.verify(&good, "a", 900).unwrap();
+        assert_eq!((t.sub.as_str(), t.wake_reason.as_str(), t.heartbeat_id.as_str(), t.exp), ("a", "manual", "h", 1000));
+        assert!(key.verify(&good, "a", 1005).is_ok(), "5 s leeway after exp");
+
+        // Tampered: another payload under the original signature.
+        let mut parts: Vec<String> = good.split('.').map(str::to_string).collect();
+        parts[1] = b64(br#"{"sub":"a","wake_reason":"incident","heartbeat_id":"h","exp":1000}"#);
+        let (status, code, message) = code_and_message(key.verify(&parts.join("."), "a", 900));
+        assert_eq!((status, code.as_str()), (401, "heartbeat_trigger_invalid"));
+        assert!(message.contains("InvalidSignature") && message.contains("EdDSA JWT"), "{message}");
+        // One flipped signature bit, a truncated signature, no signature.
+        let mut sig = URL_SAFE_NO_PAD.decode(good.rsplit('.').next().unwrap()).unwrap();
+        sig[10] ^= 1;
+        let flipped = format!("{}.{}.{}", parts[0], good.split('.').nth(1).unwrap(), b64(&sig));
+        assert!(code_and_message(key.verify(&flipped, "a", 900)).2.contains("InvalidSignature"));
+        let short = format!("{}.{}.{}", parts[0], good.split('.').nth(1).unwrap(), b64(&sig[..63]));
+        assert!(code_and_message(key.verify(&short, "a", 900)).2.contains("InvalidSignature"));
+        let unsigned = format!("{}.{}.", parts[0], good.split('.').nth(1).unwrap());
+        assert!(code_and_message(key.verify(&unsigned, "a", 900)).2.contains("InvalidSignature"));
+
+        // Signed by another key.
+        let other = eddsa(&signing_key(8), CLAIMS);
+        assert!(code_and_message(key.verify(&other, "a", 900)).2.contains("InvalidSignature"));
+        // Expired, other agent, missing claims: refused after the signature checks out.
+        assert!(code_and_message(key.verify(&good, "a", 1006)).2.contains("ExpiredSignature"));
+        assert!(code_and_message(key.verify(&good, "b", 900)).2.contains("issued for agent \"a\""));
+        let no_exp = eddsa(&signer, r#"{"sub":"a","wake_reason":"manual","heartbeat_id":"h"}"#);
+        assert!(code_and_message(key.verify(&no_exp, "a", 900)).2.contains("MissingRequiredClaim"));
+        let empty = eddsa(&signer, r#"{"sub":"a","wake_reason":" ","heartbeat_id":"h","exp":1000}"#);
+        assert!(code_and_message(key.verify(&empty, "a", 900)).2.contains("non-empty"));
+    }
+
+    /// Algorithm confusion: the header's `alg` must be the configured key's. An HS256
+    /// token never passes an EdDSA key, not even one MACed with the public key's bytes
+    /// or its base64url text (the classic confusion attack), and an EdDSA token never
+    /// passes an HS256 key; `none` passes neither.
+    #[test]
+    fn an_hs256_token_never_passes_an_eddsa_key_and_vice_versa() {
+        let signer = signing_key(7);
+        let x = public_x(&signer);
+        let ed_key = TriggerKey::eddsa(&x).unwrap();
+        for secret in [signer.verifying_key().as_bytes().as_slice(), x.as_bytes()] {
+            let confused = sign(secret, CLAIMS);
+            assert!(TriggerKey::hs256(secret).verify(&confused, "a", 900).is_ok(), "the HS256 token itself is well formed");
+            let (status, code, message) = code_and_message(ed_key.verify(&confused, "a", 900));
+            assert_eq!((status, code.as_str()), (401, "heartbeat_trigger_invalid"));
+            assert!(message.contains("InvalidAlgorithm"), "{message}");
+        }
+        // An HS256-labelled token carrying a valid Ed25519 signature: still the wrong alg.
+        let relabelled = eddsa_with(&signer, r#"{"alg":"HS256","typ":"JWT"}"#, CLAIMS);
+        assert!(code_and_message(ed_key.verify(&relabelled, "a", 900)).2.contains("InvalidAlgorithm"));
+
+        // An EdDSA token against an HS256 key, whatever the secret.
+        let ed_token = eddsa(&signer, CLAIMS);
+        for secret in [b"s".as_slice(), x.as_bytes(), signer.verifying_key().as_bytes().as_slice()] {
+            let (status, code, message) = code_and_message(TriggerKey::hs256(secret).verify(&ed_token, "a", 900));
+            assert_eq!((status, code.as_str()), (401, "heartbeat_trigger_invalid"));
+            assert!(message.contains("InvalidAlgorithm") && message.contains("HS256 JWT"), "{message}");
+        }
+
+        // `alg: none` (and other casings of EdDSA) pass neither.
+        let none = format!("{}.{}.", b64(br#"{"alg":"none"}"#), b64(CLAIMS.as_bytes()));
+        assert!(code_and_message(ed_key.verify(&none, "a", 900)).2.contains("InvalidAlgorithm"));
+        assert!(code_and_message(TriggerKey::hs256(b"s").verify(&none, "a", 900)).2.contains("InvalidAlgorithm"));
+        let lower = eddsa_with(&signer, r#"{"alg":"eddsa"}"#, CLAIMS);
+        assert!(code_and_message(ed_key.verify(&lower, "a", 900)).2.contains("InvalidAlgorithm"));
+    }
+
+    /// A token made by another implementation: Node's `crypto.sign(null, …)` through
+    /// `node scripts/eddsa-trigger.mjs sign KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio
+    /// '{"sub":"release-engineer",…,"exp":1900000000}'` (seed 32 x 0x2a). Ed25519
+    /// signatures are deterministic, so this is a fixed vector.
+    #[test]
+    fn a_token_signed_elsewhere_verifies() {
+        let signer = signing_key(0x2a);
+        assert_eq!(public_x(&signer), NODE_X);
+        let key = TriggerKey::eddsa(NODE_X).unwrap();
+        let t = key.verify(NODE_TOKEN, "release-engineer", 1_900_000_000).unwrap();
+        assert_eq!((t.wake_reason.as_str(), t.heartbeat_id.as_str()), ("issue_assigned", "run_node"));
+        // Our own signature over the same header and payload is the same bytes.
+        let (hp, _) = NODE_TOKEN.rsplit_once('.').unwrap();
+        assert_eq!(format!("{hp}.{}", b64(&signer.sign(hp.as_bytes()).to_bytes())), NODE_TOKEN);
+    }
+
+    const NODE_X: &str = "GX9rI-FshTLGq8g4-s1ep4m-DHaykgM0A5v6iz02jWE";
+    const NODE_TOKEN: &str = "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJyZWxlYXNlLWVuZ2luZWVyIiwid2FrZV9yZWFzb24iOiJpc3N1ZV9hc3NpZ25lZCIsImhlYXJ0YmVhdF9pZCI6InJ1bl9ub2RlIiwiZXhwIjoxOTAwMDAwMDAwfQ.SydfHMrBK_D_B7P0iMCKoZkazYDdBZ4Gv_jYlSSKDrfkcj8lyQqManUAnEEpkwwM7G4nMgaU32tstM-AsfFnBg";
+
+    #[test]
+    fn configuration_picks_the_public_key_and_refuses_malformed_ones() {
+        let signer = signing_key(7);
+        let x = public_x(&signer);
+        assert!(TriggerKey::from_config(None, None).unwrap().is_none());
+        assert!(TriggerKey::from_config(Some(""), Some("  ")).unwrap().is_none());
+        assert_eq!(TriggerKey::from_config(Some("s"), None).unwrap().unwrap().alg(), "HS256");
+        // Both set: the public key wins, so HS256 tokens are refused.
+        let both = TriggerKey::from_config(Some("s"), Some(&format!(" {x}\n"))).unwrap().unwrap();
+        assert_eq!(both.alg(), "EdDSA");
+        assert!(both.verify(&sign(b"s", CLAIMS), "a", 900).is_err());
+        assert!(both.verify(&eddsa(&signer, CLAIMS), "a", 900).is_ok());
+        for bad in ["not base64!", &b64(&[1u8; 31]), &b64(&[1u8; 33]), &format!("{x}=")] {
+            let e = TriggerKey::from_config(Some("s"), Some(bad)).unwrap_err();
+            assert_eq!((e.status, e.code.as_str()), (503, "heartbeat_not_configured"), "{bad}");
+            assert!(e.message.contains("LID_HEARTBEAT_PUBLIC_KEY"), "{}", e.message);
+        }
+        // 32 bytes that are not a point of the curve (y = 2 has no x).
+        let mut off_curve = [0u8; 32];
+        off_curve[0] = 2;
+        let e = TriggerKey::from_config(None, Some(&b64(&off_curve))).unwrap_err();
+        assert!(e.message.contains("not a point"), "{}", e.message);
+        assert_eq!(format!("{both:?}"), "EdDSA", "Debug never shows key material");
     }
 }

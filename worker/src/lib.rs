@@ -4,7 +4,8 @@
 //! "The service"), with `lid-core` compiled for `wasm32-unknown-unknown` and linked in:
 //! facts in KV (`FACTS`), the §21.7 tables and lid's in D1 (`DB`, created by
 //! `migrations/*.sql`), bootstrap admin keys from the `LID_ADMIN_KEYS` secret, the
-//! heartbeat trigger key from `LID_HEARTBEAT_SECRET`. One handler per route; each
+//! heartbeat trigger key from `LID_HEARTBEAT_SECRET` (HS256) or `LID_HEARTBEAT_PUBLIC_KEY`
+//! (EdDSA, see [`jwt`]). One handler per route; each
 //! authenticates, checks scope (§21.4.5) and calls [`service::Service`].
 //!
 //! The browser preview (`/preview/`) is static: `wrangler.toml` serves `preview/dist/`
@@ -40,6 +41,7 @@ fn service(env: &Env) -> ApiResult<Service> {
         store,
         env_keys: text("LID_ADMIN_KEYS").map(|s| auth::parse_env_keys(&s)).unwrap_or_default(),
         heartbeat_secret: text("LID_HEARTBEAT_SECRET"),
+        heartbeat_public_key: text("LID_HEARTBEAT_PUBLIC_KEY"),
         wake_reasons: text("LID_WAKE_REASONS").map(|s| s.split(',').map(|w| w.trim().to_string()).filter(|w| !w.is_empty()).collect()),
     })
 }

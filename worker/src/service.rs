@@ -31,7 +31,11 @@ pub const RECERTIFY_MS: i64 = 7 * 24 * 3600 * 1000;
 pub struct Service {
     pub store: Store,
     pub env_keys: Vec<crate::auth::EnvKey>,
+    /// `LID_HEARTBEAT_SECRET`: the HS256 key of heartbeat triggers.
     pub heartbeat_secret: Option<String>,
+    /// `LID_HEARTBEAT_PUBLIC_KEY`: an Ed25519 public key (base64url, the JWK `x`) for EdDSA
+    /// triggers; wins over the secret when both are set.
+    pub heartbeat_public_key: Option<String>,
     pub wake_reasons: Option<Vec<String>>,
 }
 
@@ -118,7 +122,16 @@ fn context(heartbeat_id: &str, session_start: Option<u64>, lift: &[String]) -> S
     json!({"now_ms": now, "entropy": random_hex(10), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now), "lift_units": lift}).to_string()
 }
 
+/// How to give the worker a heartbeat trigger key (the `heartbeat_not_configured` message).
+const KEY_HOWTO: &str = "set the LID_HEARTBEAT_SECRET secret for HS256 triggers (wrangler secret put LID_HEARTBEAT_SECRET) or the LID_HEARTBEAT_PUBLIC_KEY var for EdDSA triggers (the Ed25519 public key, base64url, the JWK `x`)";
+
 impl Service {
+    /// The heartbeat trigger key from the worker's configuration (`None`: none set; a
+    /// malformed `LID_HEARTBEAT_PUBLIC_KEY` is a 503 `heartbeat_not_configured`).
+    fn trigger_key(&self) -> ApiResult<Option<crate::jwt::TriggerKey>> {
+        crate::jwt::TriggerKey::from_config(self.heartbeat_secret.as_deref(), self.heartbeat_public_key.as_deref())
+    }
+
     async fn snapshot(&self, agent: &str) -> ApiResult<std::rc::Rc<Snapshot>> {
         self.store.snapshot(agent).await?.ok_or_else(|| ApiError::manifest_not_found(agent))
     }
@@ -248,13 +261,13 @@ impl Service {
     /// Heartbeat: verify the signed trigger (S1), then the boot stub and the §21.1.5
     /// preloads for its wake reason, audited as `task_type_preload`.
     pub async fn heartbeat(&self, agent: &str, body: &Value) -> ApiResult<Value> {
-        let Some(secret) = &self.heartbeat_secret else {
-            return Err(ApiError::new(503, "heartbeat_not_configured", "this worker has no heartbeat signing key: set the LID_HEARTBEAT_SECRET secret (wrangler secret put LID_HEARTBEAT_SECRET)"));
+        let Some(key) = self.trigger_key()? else {
+            return Err(ApiError::new(503, "heartbeat_not_configured", format!("this worker has no heartbeat signing key: {KEY_HOWTO}")));
         };
         let token = body.get("trigger").and_then(Value::as_str).ok_or_else(|| {
             ApiError::new(401, "heartbeat_trigger_invalid", "send the control plane's signed trigger as {\"trigger\": \"<JWT>\"}; unsigned wake reasons are not accepted (S1)")
         })?;
-        let t = crate::jwt::verify(secret.as_bytes(), token, agent, (now_ms() / 1000) as u64)?;
+        let t = key.verify(token, agent, (now_ms() / 1000) as u64)?;
         let profile = body.get("profile").and_then(Value::as_str);
         let s = self.snapshot(agent).await?;
         let (stub, version, stub_tokens, _) = self.stub_of(&s, profile).await?;
@@ -322,10 +335,10 @@ impl Service {
         let mut req = json!({"profile": profile, "budgets": budget, "knowledge_query": query});
         let mut heartbeat = (String::new(), None);
         if let Some(token) = trigger {
-            let Some(secret) = &self.heartbeat_secret else {
-                return Err(ApiError::new(503, "heartbeat_not_configured", "this worker has no heartbeat signing key, so it cannot verify the trigger: set the LID_HEARTBEAT_SECRET secret"));
+            let Some(key) = self.trigger_key()? else {
+                return Err(ApiError::new(503, "heartbeat_not_configured", format!("this worker has no heartbeat signing key, so it cannot verify the trigger: {KEY_HOWTO}")));
             };
-            let t = crate::jwt::verify(secret.as_bytes(), token, agent, (now_ms() / 1000) as u64)?;
+            let t = key.verify(token, agent, (now_ms() / 1000) as u64)?;
             req["wake_reason"] = json!(t.wake_reason);
             heartbeat = (t.heartbeat_id, t.session_start);
         }
