@@ -96,9 +96,13 @@ impl Flat for u32 {
     fn get(b: &[u8]) -> Self {
         u32::from_le_bytes(le4(b, 0))
     }
-    /// Fixed-size chunks: no per-record bounds checks (the bulk of a cached index).
+    /// Fixed-size chunks: no per-record bounds checks (the bulk of a cached index); on
+    /// little-endian targets (x86, wasm) the bytes are the values, so one copy.
     fn get_all(b: &[u8]) -> Vec<Self> {
-        b.as_chunks::<4>().0.iter().map(|c| u32::from_le_bytes(*c)).collect()
+        #[cfg(target_endian = "little")]
+        return bytemuck::pod_collect_to_vec(b);
+        #[cfg(not(target_endian = "little"))]
+        return b.as_chunks::<4>().0.iter().map(|c| u32::from_le_bytes(*c)).collect();
     }
 }
 
@@ -138,8 +142,12 @@ impl Flat for Posting {
         let (doc, w) = <(u32, f32)>::get(b);
         Posting { doc, w }
     }
+    /// One copy on little-endian targets: a posting is laid out as its wire bytes.
     fn get_all(b: &[u8]) -> Vec<Self> {
-        b.as_chunks::<8>().0.iter().map(|c| Posting { doc: u32::from_le_bytes([c[0], c[1], c[2], c[3]]), w: f32::from_le_bytes([c[4], c[5], c[6], c[7]]) }).collect()
+        #[cfg(target_endian = "little")]
+        return bytemuck::pod_collect_to_vec(b);
+        #[cfg(not(target_endian = "little"))]
+        return b.as_chunks::<8>().0.iter().map(|c| Posting { doc: u32::from_le_bytes([c[0], c[1], c[2], c[3]]), w: f32::from_le_bytes([c[4], c[5], c[6], c[7]]) }).collect();
     }
 }
 
@@ -203,8 +211,10 @@ pub fn sat(w: f32) -> f32 {
     }
 }
 
-/// One unit's occurrences of one term, as ranking needs them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// One unit's occurrences of one term, as ranking needs them (also a unit's strength
+/// for a concept). `repr(C)`, no padding: in memory exactly its little-endian wire bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
 pub struct Posting {
     pub doc: u32,
     /// BM25F pseudo frequency: sum over fields of weight * tf / length norm.
@@ -237,8 +247,8 @@ pub struct Index {
     pub posting_start: Vec<u32>,
     #[serde(with = "flat")]
     pub posting_list: Vec<Posting>,
-    /// Concept id -> (doc, strength in [0, 1]), ordered by doc.
-    pub concepts: Csr<(u32, f32)>,
+    /// Concept id -> (doc, strength in [0, 1]) as `Posting { doc, w }`, ordered by doc.
+    pub concepts: Csr<Posting>,
     /// Packed padded character trigram -> term ids (alphabetic terms of 4+ chars).
     pub trigrams: Csr<u32>,
     /// Term id -> number of distinct trigrams (0 for terms not fuzzy-matched).
@@ -386,7 +396,7 @@ impl Index {
             && self.posting_start.last().is_some_and(|&l| l as usize == self.posting_list.len())
             && self.posting_list.iter().all(|p| (p.doc as usize) < n && p.w.is_finite())
             && csr_ok(self.concepts.keys.len(), &self.concepts.offsets, self.concepts.values.len())
-            && self.concepts.values.iter().all(|&(d, v)| (d as usize) < n && v.is_finite())
+            && self.concepts.values.iter().all(|p| (p.doc as usize) < n && p.w.is_finite())
             && csr_ok(self.trigrams.keys.len(), &self.trigrams.offsets, self.trigrams.values.len())
             && self.trigrams.values.iter().all(|&t| (t as usize) < terms)
             && self.term_grams.len() == terms
@@ -535,7 +545,7 @@ impl Index {
         let terms: BTreeMap<String, u32> = term_text.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
         let mut postings: Vec<Vec<BuildPosting>> = vec![Vec::new(); term_text.len()];
         let mut concept_cache: Vec<Option<Vec<lexicon::Concept>>> = vec![None; surfs.len()];
-        let mut concept_pairs: Vec<(u64, (u32, f32))> = Vec::new();
+        let mut concept_pairs: Vec<(u64, Posting)> = Vec::new();
         let mut best: Vec<(u32, f32)> = Vec::new();
         for (d, o) in occ.iter_mut().enumerate() {
             for e in o.iter_mut() {
@@ -577,7 +587,7 @@ impl Index {
             best.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
             best.dedup_by_key(|e| e.0);
             for &(c, v) in &best {
-                concept_pairs.push((c as u64, (d as u32, v)));
+                concept_pairs.push((c as u64, Posting { doc: d as u32, w: v }));
             }
         }
 

@@ -39,7 +39,7 @@ pub mod thesaurus;
 
 use serde::{Deserialize, Serialize};
 
-use index::{fuzzy_term, sat, trigrams, Index, K1};
+use index::{fuzzy_term, sat, trigrams, Index, Posting, K1};
 
 /// The ranker's model version: reported by hosts beside the manifest, and part of the
 /// cache key of precomputed indexes. Bump it whenever the index layout, the lexicon or
@@ -412,7 +412,7 @@ impl Ranker {
         }
         if !q.compound {
             for &(c, s) in &q.concepts {
-                for &(d, ds) in self.index.concepts.get(c as u64) {
+                for &Posting { doc: d, w: ds } in self.index.concepts.get(c as u64) {
                     if let Some(slot) = m.get_mut(d as usize) {
                         *slot = slot.max(self.params.concept * s * ds);
                     }
@@ -735,7 +735,7 @@ mod tests {
             Box::new(|i| i.field_len.iter_mut().for_each(|f| *f = [u32::MAX; index::NF])),
             Box::new(|i| i.trigrams.values.iter_mut().for_each(|t| *t = u32::MAX)),
             Box::new(|i| i.trigrams.offsets.reverse()),
-            Box::new(|i| i.concepts.values.iter_mut().for_each(|v| v.0 = u32::MAX)),
+            Box::new(|i| i.concepts.values.iter_mut().for_each(|v| v.doc = u32::MAX)),
             Box::new(|i| i.concepts.offsets.iter_mut().for_each(|o| *o = u32::MAX)),
             Box::new(|i| i.links.iter_mut().for_each(|l| l.push((u32::MAX, 1.0)))),
         ];
