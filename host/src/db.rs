@@ -203,17 +203,43 @@ impl Db {
     }
 
     /// Move WAL checkpoints off the request path: the writer stops checkpointing on
-    /// commit and a background thread checkpoints (PASSIVE: never blocks writers) every
-    /// `every`. Used by the long-running service.
+    /// commit and a background thread checkpoints every `every`. Used by the long-running
+    /// service.
+    ///
+    /// Under a steady stream of audit commits a checkpoint alone never lets the WAL
+    /// start over (new frames always follow the ones copied), so the file would grow
+    /// without bound (≈ 24 KB per recall). Each round therefore copies the bulk on its own
+    /// connection (PASSIVE: never blocks writers), then, holding the writer for the
+    /// short tail, copies what was committed meanwhile: with every frame copied, the
+    /// writer's next transaction rewinds the WAL, and `journal_size_limit` truncates a
+    /// file grown past 64 MiB.
     pub fn checkpoint_in_background(self: &Arc<Self>, every: std::time::Duration) -> DbResult<()> {
-        self.writer.lock().map_err(|_| DbError::Poisoned)?.pragma_update(None, "wal_autocheckpoint", 0)?;
+        {
+            let w = self.writer.lock().map_err(|_| DbError::Poisoned)?;
+            w.pragma_update(None, "wal_autocheckpoint", 0)?;
+            w.pragma_update(None, "journal_size_limit", 64i64 << 20)?;
+        }
         let c = open_conn(&self.path, false)?;
+        let db = Arc::downgrade(self);
+        let checkpoint = |c: &Connection| c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)));
         std::thread::Builder::new()
             .name("lid-checkpoint".into())
             .spawn(move || loop {
                 std::thread::sleep(every);
-                if let Err(e) = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                    tracing::warn!(error = %e, "WAL checkpoint failed; will retry");
+                let Some(db) = db.upgrade() else { return };
+                match checkpoint(&c) {
+                    // Copy the tail (frames committed since the copy began, often
+                    // none) with our writes held back: the writer's next transaction
+                    // then starts from a fully copied WAL, which lets it rewind the log.
+                    Ok((log, _)) if log > 0 => {
+                        if let Ok(w) = db.writer.lock() {
+                            if let Err(e) = checkpoint(&w) {
+                                tracing::warn!(error = %e, "WAL checkpoint failed; will retry");
+                            }
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed; will retry"),
                 }
             })
             .map_err(|e| DbError::Corrupt(format!("cannot start the checkpoint thread: {e}")))?;
