@@ -90,11 +90,19 @@ fn with_corpus<T>(input: Input, facts: &dyn Facts, f: impl FnOnce(&crate::recall
 
 /// `recall_instruction` over an agent's manifest or a knowledge pack document.
 pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, audit: &dyn AuditSink) -> Result<String, EngineError> {
-    let input = input(manifest, facts)?;
     let req: RecallRequest = parse("recall request", request)?;
     let ctx: RecallContext = parse_or_default("recall context", context)?;
     crate::recall::check_request(&req)?;
     let run = |c: &crate::recall::Corpus<'_>| Ok(to_json(&crate::recall::recall_corpus(c, facts, audit, &req, &ctx)?));
+    // The corpus the host names is prepared: its manifest comes with it, unparsed.
+    if !manifest.contains("\"knowledge_pack\"") {
+        if let Some((m, p)) = crate::recall::cached_prepared(facts, ctx.corpus_key.as_deref()) {
+            if let Some(c) = crate::recall::Corpus::from_prepared(&m, p, facts) {
+                return run(&c);
+            }
+        }
+    }
+    let input = input(manifest, facts)?;
     match input {
         Input::Manifest(m) => run(&crate::recall::Corpus::open(&m, facts, ctx.corpus_key.as_deref())?),
         pack => with_corpus(pack, facts, run),

@@ -127,12 +127,18 @@ pub struct Limits {
     pub min_score: f64,
 }
 
+/// [`content_sha256`] of an empty channel: SHA-256 of `[]`.
+pub const EMPTY_CONTENT_SHA256: &str = "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945";
+
 /// The digest of the content channel: SHA-256 of the JSON array of
 /// `[uri, version, sha256, mode]` of every item, in order.
 pub fn content_sha256(items: &[ContentItem]) -> String {
-    use sha2::{Digest, Sha256};
+    if items.is_empty() {
+        // (most recalls serve no content: the digest of `[]`, checked in the tests)
+        return EMPTY_CONTENT_SHA256.to_string();
+    }
     let rows: Vec<[&str; 4]> = items.iter().map(|c| [c.uri.as_str(), c.version.as_str(), c.sha256.as_str(), c.mode.as_str()]).collect();
-    Sha256::digest(serde_json::to_string(&rows).unwrap_or_default().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::sha256_hex(serde_json::to_string(&rows).unwrap_or_default().as_bytes())
 }
 
 /// The digest of a pack's files, as hosts key its precomputed index: SHA-256 over the
@@ -145,12 +151,12 @@ pub fn pack_digest(knowledge_md: &str, files: &[(String, String)]) -> String {
     let mut h = Sha256::new();
     h.update(Sha256::digest(knowledge_md.as_bytes()));
     for (path, content) in sorted {
-        let sha: String = Sha256::digest(content.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let sha = crate::digest::sha256_hex(content.as_bytes());
         h.update(path.as_bytes());
         h.update([0]);
         h.update(sha.as_bytes());
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::hex(&h.finalize())
 }
 
 /// A fact the content channel may serve: content-typed and not quarantined.
@@ -371,6 +377,12 @@ pub fn select(agent_id: &str, facts: &dyn Facts, intent: &str, weights: &Weights
 mod tests {
     use super::*;
     use crate::store::MemoryFacts;
+
+    #[test]
+    fn the_empty_channel_digest_is_the_digest_of_an_empty_list() {
+        assert_eq!(EMPTY_CONTENT_SHA256, crate::digest::sha256_hex(b"[]"));
+        assert_eq!(content_sha256(&[]), crate::digest::sha256_hex(serde_json::to_string(&Vec::<[&str; 4]>::new()).unwrap().as_bytes()));
+    }
 
     const KMD: &str = "---\nname: acme-brief\ndescription: Acme product facts\ntype: reference\nstatus: ready\ntrust: high\n---\n# Guide\n";
 

@@ -29,7 +29,6 @@
 //! named in `warnings` and set `degraded`; the bundle is still composed from the rest.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::EngineError;
 use crate::manifest::Manifest;
@@ -209,7 +208,7 @@ pub struct Bundle {
 }
 
 fn sha256(s: &str) -> String {
-    Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::sha256_hex(s.as_bytes())
 }
 
 fn attr(s: &str) -> String {

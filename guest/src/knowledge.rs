@@ -376,11 +376,7 @@ fn pack_key(spec: &PackSpec, digest: &str) -> String {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
-    let mut key = format!("{}pack-", crate::recall::INDEX_PREFIX);
-    for b in h.finalize() {
-        key.push_str(&format!("{b:02x}"));
-    }
-    key
+    format!("{}pack-{}", crate::recall::INDEX_PREFIX, crate::digest::hex(&h.finalize()))
 }
 
 fn well_formed_digest(d: &str) -> bool {
@@ -409,7 +405,7 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::
                 h.update([0]);
                 h.update(u.as_ref().map(|r| r.fact.content_sha256()).unwrap_or_default().as_bytes());
             }
-            let d: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+            let d = crate::digest::hex(&h.finalize());
             let k = pack_key(spec, &d);
             if let Some(opened) = facts.cached(&k).and_then(|b| from_blob(spec, &b)) {
                 return Ok(opened);

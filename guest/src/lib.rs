@@ -14,6 +14,7 @@ pub mod audit;
 pub mod content;
 pub mod context;
 pub mod coverage;
+pub mod digest;
 pub mod error;
 pub mod eval;
 pub mod export;

@@ -71,6 +71,73 @@ pub struct Manifest {
     pub heartbeat_contract: Option<String>,
 }
 
+/// A manifest in a form every field of which postcard writes (the JSON form skips
+/// empty optional fields, which a positional format cannot): how a prepared corpus
+/// keeps the manifest it was prepared from. Conversions name every field, so a field
+/// added to [`Manifest`] or [`Entry`] fails to compile here until it is carried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Wire {
+    agent_id: String,
+    deployment: String,
+    agent_role: String,
+    manifest_version: String,
+    entries: Vec<WireEntry>,
+    published_at: Option<String>,
+    heartbeat_contract: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct WireEntry {
+    name: String,
+    description: String,
+    required_by_task_types: Vec<String>,
+    guarantee_load: bool,
+    intents: Vec<String>,
+    keywords: Vec<String>,
+    task_types: Vec<String>,
+    fact_uri: Option<String>,
+    path: Option<String>,
+    token_estimate: Option<u64>,
+    force_position: Option<String>,
+    always_applicable: bool,
+}
+
+impl Wire {
+    /// The entry names, in order.
+    pub fn entry_names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.name.as_str())
+    }
+}
+
+impl From<&Manifest> for Wire {
+    fn from(m: &Manifest) -> Wire {
+        let Manifest { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract } = m.clone();
+        let entries = entries
+            .into_iter()
+            .map(|e| {
+                let Entry { name, description, required_by_task_types, guarantee_load, load_triggers, fact_uri, path, token_estimate, force_position, always_applicable } = e;
+                let LoadTriggers { intents, keywords, task_types } = load_triggers;
+                WireEntry { name, description, required_by_task_types, guarantee_load, intents, keywords, task_types, fact_uri, path, token_estimate, force_position, always_applicable }
+            })
+            .collect();
+        Wire { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract }
+    }
+}
+
+impl From<Wire> for Manifest {
+    fn from(w: Wire) -> Manifest {
+        let Wire { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract } = w;
+        let entries = entries
+            .into_iter()
+            .map(|e| {
+                let WireEntry { name, description, required_by_task_types, guarantee_load, intents, keywords, task_types, fact_uri, path, token_estimate, force_position, always_applicable } = e;
+                Entry { name, description, required_by_task_types, guarantee_load, load_triggers: LoadTriggers { intents, keywords, task_types }, fact_uri, path, token_estimate, force_position, always_applicable }
+            })
+            .collect();
+        Manifest { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract }
+    }
+}
+
 fn default_version() -> String {
     "v1".to_string()
 }

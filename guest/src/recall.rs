@@ -146,9 +146,8 @@ pub struct RecallResponse {
 /// The digest of an assembly: SHA-256 of the JSON array of
 /// `[name, fact_uri, version, sha256, selected_by]` of every chunk, in order.
 pub fn assembly_sha256(chunks: &[Chunk]) -> String {
-    use sha2::{Digest, Sha256};
     let rows: Vec<[&str; 5]> = chunks.iter().map(|c| [c.name.as_str(), c.fact_uri.as_str(), c.version.as_str(), c.sha256.as_str(), c.selected_by.as_str()]).collect();
-    Sha256::digest(serde_json::to_string(&rows).unwrap_or_default().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::sha256_hex(serde_json::to_string(&rows).unwrap_or_default().as_bytes())
 }
 
 /// A unit's resolved content.
@@ -214,10 +213,12 @@ pub struct UnitRef {
     pub version: String,
 }
 
-/// A prepared corpus as cached: per manifest entry what it resolved to (`None`:
-/// unavailable), then the ranker index and token counts over the available ones.
+/// A prepared corpus as cached: the manifest it was prepared from, per entry what it
+/// resolved to (`None`: unavailable), then the ranker index and token counts over the
+/// available ones.
 #[derive(serde::Deserialize)]
-struct Prepared {
+pub struct Prepared {
+    manifest: crate::manifest::Wire,
     refs: Vec<Option<UnitRef>>,
     index: crate::rank::index::Index,
     #[serde(with = "crate::rank::index::flat")]
@@ -226,26 +227,37 @@ struct Prepared {
 
 #[derive(serde::Serialize)]
 struct PreparedRef<'a> {
+    manifest: crate::manifest::Wire,
     refs: &'a [Option<UnitRef>],
     index: &'a crate::rank::index::Index,
     #[serde(with = "crate::rank::index::flat")]
     tokens: &'a [u32],
 }
 
-/// The cache key of a prepared corpus: the engine and ranker versions, the agent and
-/// the host's [`RecallContext::corpus_key`].
-fn prepared_key(agent_id: &str, corpus_key: &str) -> String {
+/// Whether `key` can name a prepared corpus (non-empty, at most 512 bytes).
+fn usable_corpus_key(key: Option<&str>) -> Option<&str> {
+    key.filter(|k| !k.is_empty() && k.len() <= 512)
+}
+
+/// The prepared corpus the host names `corpus_key`, if cached: its manifest (so the
+/// manifest JSON need not be parsed at all) and its tables, for [`Corpus::from_prepared`].
+pub fn cached_prepared(facts: &dyn Facts, corpus_key: Option<&str>) -> Option<(Manifest, Prepared)> {
+    let key = prepared_key(usable_corpus_key(corpus_key)?);
+    let p: Prepared = postcard::from_bytes(&facts.cached(&key)?).ok()?;
+    Some((Manifest::from(p.manifest.clone()), p))
+}
+
+/// The cache key of a prepared corpus: the engine and ranker versions and the host's
+/// [`RecallContext::corpus_key`] (which names one agent's state: the service's is the
+/// manifest row id, unique across agents, and its generation).
+fn prepared_key(corpus_key: &str) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    for part in [env!("CARGO_PKG_VERSION"), crate::rank::RANKER_VERSION, agent_id, corpus_key] {
+    for part in [env!("CARGO_PKG_VERSION"), crate::rank::RANKER_VERSION, corpus_key] {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
-    let mut key = format!("{INDEX_PREFIX}prepared:");
-    for b in h.finalize() {
-        key.push_str(&format!("{b:02x}"));
-    }
-    key
+    format!("{INDEX_PREFIX}prepared:{}", crate::digest::hex(&h.finalize()))
 }
 
 /// Key prefix of cached ranker indexes in the fact store (`lid-index:v2:{sha256}`).
@@ -291,11 +303,7 @@ fn index_key(docs: &[UnitDoc<'_>], content_sha256: &[String]) -> String {
         }
     }
     let digest = h.finalize();
-    let mut key = String::from(INDEX_PREFIX);
-    for b in digest {
-        key.push_str(&format!("{b:02x}"));
-    }
-    key
+    format!("{INDEX_PREFIX}{}", crate::digest::hex(&digest))
 }
 
 /// The agent's units, resolved once, ready to rank and assemble.
@@ -397,10 +405,10 @@ impl<'m> Corpus<'m> {
     /// units the assembly quotes are read), else resolved in full and prepared for the
     /// next call.
     pub fn open(manifest: &'m Manifest, facts: &'m dyn Facts, corpus_key: Option<&str>) -> Result<Self, EngineError> {
-        let Some(ck) = corpus_key.filter(|k| !k.is_empty() && k.len() <= 512) else {
+        let Some(ck) = usable_corpus_key(corpus_key) else {
             return Self::load(manifest, facts);
         };
-        let key = prepared_key(&manifest.agent_id, ck);
+        let key = prepared_key(ck);
         if let Some(p) = facts.cached(&key).and_then(|b| postcard::from_bytes::<Prepared>(&b).ok()) {
             if let Some(c) = Self::from_prepared(manifest, p, facts) {
                 return Ok(c);
@@ -422,16 +430,18 @@ impl<'m> Corpus<'m> {
         }
         let mut corpus = Self::from_resolved(manifest, units, facts);
         let counts: Vec<u32> = corpus.ranked_entries.iter().map(|&i| corpus.tokens_of(i)).collect();
-        if let Ok(blob) = postcard::to_allocvec(&PreparedRef { refs: &refs, index: corpus.ranker.index(), tokens: &counts }) {
+        if let Ok(blob) = postcard::to_allocvec(&PreparedRef { manifest: manifest.into(), refs: &refs, index: corpus.ranker.index(), tokens: &counts }) {
             facts.cache(&key, &blob);
         }
         corpus.refs = refs;
         Ok(corpus)
     }
 
-    fn from_prepared(manifest: &'m Manifest, p: Prepared, facts: &'m dyn Facts) -> Option<Self> {
+    /// A corpus over a prepared corpus ([`cached_prepared`]); `None` when it was not
+    /// prepared for these entries.
+    pub fn from_prepared(manifest: &'m Manifest, p: Prepared, facts: &'m dyn Facts) -> Option<Self> {
         let n = manifest.entries.len();
-        if p.refs.len() != n {
+        if p.refs.len() != n || p.manifest.entry_names().ne(manifest.entries.iter().map(|e| e.name.as_str())) {
             return None;
         }
         let ranked_entries: Vec<usize> = (0..n).filter(|&i| p.refs[i].is_some()).collect();

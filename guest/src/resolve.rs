@@ -379,7 +379,7 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
         h.update([0]);
         h.update(f.as_bytes());
     }
-    let run_id = format!("context-{}", h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect::<String>());
+    let run_id = format!("context-{}", crate::digest::hex(&h.finalize()[..8]));
     Ok(Selection { items, fenced, record: Record { run_id, query: req.query.clone(), status: status.into(), activated_packs: record_packs, token_estimate } })
 }
 

@@ -60,10 +60,7 @@ impl Fact {
     pub fn content_sha256(&self) -> String {
         match &self.sha256 {
             Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => h.clone(),
-            _ => {
-                use sha2::{Digest, Sha256};
-                Sha256::digest(self.content.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-            }
+            _ => crate::digest::sha256_hex(self.content.as_bytes()),
         }
     }
 }

@@ -29,9 +29,17 @@ impl TriggerKey {
         TriggerKey { key: DecodingKey::from_secret(secret), alg: Algorithm::HS256 }
     }
 
-    /// An Ed25519 public key as base64url (32 bytes, the JWK `x`).
+    /// An Ed25519 public key as base64url (32 bytes, the JWK `x`). Anything else is
+    /// refused here, at start: the JWT library would take a short key and fail on the
+    /// first trigger, and silently cut a long one.
     pub fn eddsa(public_x_b64url: &str) -> anyhow::Result<Self> {
-        Ok(TriggerKey { key: DecodingKey::from_ed_components(public_x_b64url.trim())?, alg: Algorithm::EdDSA })
+        use base64::Engine as _;
+        let x = public_x_b64url.trim();
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(x.trim_end_matches('='))
+            .map_err(|e| anyhow::anyhow!("the Ed25519 public key is not base64url: {e}"))?;
+        anyhow::ensure!(bytes.len() == 32, "an Ed25519 public key is 32 bytes; this one is {} (give the JWK `x`, base64url)", bytes.len());
+        Ok(TriggerKey { key: DecodingKey::from_ed_components(x)?, alg: Algorithm::EdDSA })
     }
 
     /// Verify `token` for `agent`: signature, algorithm, expiry, subject, claims.
@@ -50,5 +58,20 @@ impl TriggerKey {
             return Err(ApiError::new(401, "heartbeat_trigger_invalid", "the trigger must carry a non-empty `wake_reason` and `heartbeat_id`"));
         }
         Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::TriggerKey;
+
+    #[test]
+    fn eddsa_keys_must_be_32_bytes_of_base64url() {
+        // 32 bytes: accepted (the RFC 8037 example key's `x`).
+        assert!(TriggerKey::eddsa("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo").is_ok());
+        let short = TriggerKey::eddsa("11qYAYKxCrfVS_7TyWQHOg").err().expect("a 16-byte key is refused");
+        assert!(short.to_string().contains("32 bytes"), "{short}");
+        assert!(TriggerKey::eddsa("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURoAAAA").is_err(), "a long key is refused, not cut");
+        assert!(TriggerKey::eddsa("not base64 at all!").is_err());
     }
 }
