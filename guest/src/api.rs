@@ -95,8 +95,9 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
     crate::recall::check_request(&req)?;
     let run = |c: &crate::recall::Corpus<'_>| Ok(to_json(&crate::recall::recall_corpus(c, facts, audit, &req, &ctx)?));
     // The corpus the host names is prepared: its manifest comes with it, unparsed.
-    if !manifest.contains("\"knowledge_pack\"") {
-        if let Some((m, p)) = crate::recall::cached_prepared(facts, ctx.corpus_key.as_deref()) {
+    let key = crate::recall::prepared_key(ctx.corpus_key.as_deref(), manifest);
+    if let Some(key) = key.as_deref().filter(|_| !manifest.contains("\"knowledge_pack\"")) {
+        if let Some((m, p)) = crate::recall::cached_prepared(facts, key) {
             if let Some(c) = crate::recall::Corpus::from_prepared(&m, p, facts) {
                 return run(&c);
             }
@@ -104,7 +105,7 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
     }
     let input = input(manifest, facts)?;
     match input {
-        Input::Manifest(m) => run(&crate::recall::Corpus::open(&m, facts, ctx.corpus_key.as_deref())?),
+        Input::Manifest(m) => run(&crate::recall::Corpus::open(&m, facts, key.as_deref())?),
         pack => with_corpus(pack, facts, run),
     }
 }

@@ -234,30 +234,29 @@ struct PreparedRef<'a> {
     tokens: &'a [u32],
 }
 
-/// Whether `key` can name a prepared corpus (non-empty, at most 512 bytes).
-fn usable_corpus_key(key: Option<&str>) -> Option<&str> {
-    key.filter(|k| !k.is_empty() && k.len() <= 512)
-}
-
-/// The prepared corpus the host names `corpus_key`, if cached: its manifest (so the
-/// manifest JSON need not be parsed at all) and its tables, for [`Corpus::from_prepared`].
-pub fn cached_prepared(facts: &dyn Facts, corpus_key: Option<&str>) -> Option<(Manifest, Prepared)> {
-    let key = prepared_key(usable_corpus_key(corpus_key)?);
-    let p: Prepared = postcard::from_bytes(&facts.cached(&key)?).ok()?;
+/// The prepared corpus cached under `key` ([`prepared_key`]), if any: its manifest (so
+/// the manifest JSON need not be parsed at all) and its tables, for
+/// [`Corpus::from_prepared`].
+pub fn cached_prepared(facts: &dyn Facts, key: &str) -> Option<(Manifest, Prepared)> {
+    let p: Prepared = postcard::from_bytes(&facts.cached(key)?).ok()?;
     Some((Manifest::from(p.manifest.clone()), p))
 }
 
-/// The cache key of a prepared corpus: the engine and ranker versions and the host's
-/// [`RecallContext::corpus_key`] (which names one agent's state: the service's is the
-/// manifest row id, unique across agents, and its generation).
-fn prepared_key(corpus_key: &str) -> String {
+/// The cache key of a prepared corpus: the engine and ranker versions, the host's
+/// [`RecallContext::corpus_key`] (non-empty, at most 512 bytes; `None` otherwise) and a
+/// 64-bit FNV-1a fingerprint of the manifest JSON, so that one key reused for another
+/// manifest (another agent, a host that keys carelessly) never serves the wrong corpus.
+/// That the facts behind the manifest did not change is the corpus key's promise.
+pub fn prepared_key(corpus_key: Option<&str>, manifest_json: &str) -> Option<String> {
     use sha2::{Digest, Sha256};
+    let corpus_key = corpus_key.filter(|k| !k.is_empty() && k.len() <= 512)?;
+    let fnv = manifest_json.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
     let mut h = Sha256::new();
-    for part in [env!("CARGO_PKG_VERSION"), crate::rank::RANKER_VERSION, corpus_key] {
+    for part in [env!("CARGO_PKG_VERSION").as_bytes(), crate::rank::RANKER_VERSION.as_bytes(), corpus_key.as_bytes(), &fnv.to_le_bytes(), &(manifest_json.len() as u64).to_le_bytes()] {
         h.update((part.len() as u64).to_le_bytes());
-        h.update(part.as_bytes());
+        h.update(part);
     }
-    format!("{INDEX_PREFIX}prepared:{}", crate::digest::hex(&h.finalize()))
+    Some(format!("{INDEX_PREFIX}prepared:{}", crate::digest::hex(&h.finalize())))
 }
 
 /// Key prefix of cached ranker indexes in the fact store (`lid-index:v2:{sha256}`).
@@ -400,16 +399,15 @@ impl<'m> Corpus<'m> {
         Some(Corpus { manifest, units, lazy: Some(facts), refs: Vec::new(), ranker, ranked_entries: (0..n).collect(), tokens })
     }
 
-    /// Open the agent corpus the host names `corpus_key` ([`RecallContext::corpus_key`]):
-    /// from its prepared form when cached (nothing resolved, hashed or indexed; only the
-    /// units the assembly quotes are read), else resolved in full and prepared for the
-    /// next call.
-    pub fn open(manifest: &'m Manifest, facts: &'m dyn Facts, corpus_key: Option<&str>) -> Result<Self, EngineError> {
-        let Some(ck) = usable_corpus_key(corpus_key) else {
+    /// Open an agent corpus prepared under `key` ([`prepared_key`]): from its prepared
+    /// form when cached (nothing resolved, hashed or indexed; only the units the assembly
+    /// quotes are read), else resolved in full and prepared for the next call. Without a
+    /// key, every entry is resolved.
+    pub fn open(manifest: &'m Manifest, facts: &'m dyn Facts, key: Option<&str>) -> Result<Self, EngineError> {
+        let Some(key) = key else {
             return Self::load(manifest, facts);
         };
-        let key = prepared_key(ck);
-        if let Some(p) = facts.cached(&key).and_then(|b| postcard::from_bytes::<Prepared>(&b).ok()) {
+        if let Some(p) = facts.cached(key).and_then(|b| postcard::from_bytes::<Prepared>(&b).ok()) {
             if let Some(c) = Self::from_prepared(manifest, p, facts) {
                 return Ok(c);
             }
@@ -431,7 +429,7 @@ impl<'m> Corpus<'m> {
         let mut corpus = Self::from_resolved(manifest, units, facts);
         let counts: Vec<u32> = corpus.ranked_entries.iter().map(|&i| corpus.tokens_of(i)).collect();
         if let Ok(blob) = postcard::to_allocvec(&PreparedRef { manifest: manifest.into(), refs: &refs, index: corpus.ranker.index(), tokens: &counts }) {
-            facts.cache(&key, &blob);
+            facts.cache(key, &blob);
         }
         corpus.refs = refs;
         Ok(corpus)
@@ -903,6 +901,11 @@ mod tests {
         let changed = crate::api::recall(&m, req, r#"{"now_ms": 1700000000000, "corpus_key": "manifest-1:1"}"#, &facts, &audit).unwrap();
         assert!(changed.contains("Deploy only on Tuesdays."), "{changed}");
         assert_eq!(changed, crate::api::recall(&m, req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap());
+        // The same corpus key sent with another manifest (a careless host) is another corpus.
+        let (other, _) = agent();
+        let reused = crate::api::recall(&other, req, r#"{"now_ms": 1700000000000, "corpus_key": "manifest-1:1"}"#, &facts, &audit).unwrap();
+        assert_eq!(reused, crate::api::recall(&other, req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap());
+        assert_ne!(reused, changed);
     }
 
     #[test]
