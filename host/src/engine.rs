@@ -299,14 +299,17 @@ impl Runtime {
         store.limiter(|s| &mut s.limits);
         let ticks = (self.opts.call_timeout.as_millis() / TICK.as_millis()).max(1) as u64;
         store.set_epoch_deadline(ticks);
-        let lid = self.pre.instantiate(&mut store)?;
-        f(&lid, &mut store).map_err(|e| {
+        // The deadline covers instantiation too: a call cut off there is as interrupted
+        // as one cut off in the export.
+        let interrupted = |e: wasmtime::Error| {
             if matches!(e.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt)) {
                 anyhow::Error::new(Interrupted(self.opts.call_timeout))
             } else {
                 anyhow::Error::from(e)
             }
-        })
+        };
+        let lid = self.pre.instantiate(&mut store).map_err(interrupted)?;
+        f(&lid, &mut store).map_err(interrupted)
     }
 
     pub fn count_tokens(&self, st: &Storage, text: &str) -> Result<u32> {
