@@ -102,13 +102,6 @@ struct WireEntry {
     always_applicable: bool,
 }
 
-impl Wire {
-    /// The entry names, in order.
-    pub fn entry_names(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|e| e.name.as_str())
-    }
-}
-
 impl From<&Manifest> for Wire {
     fn from(m: &Manifest) -> Wire {
         let Manifest { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract } = m.clone();

@@ -213,18 +213,24 @@ pub struct UnitRef {
     pub version: String,
 }
 
-/// A prepared corpus as cached: the manifest it was prepared from, per entry what it
-/// resolved to (`None`: unavailable), then the ranker index and token counts over the
-/// available ones.
+/// A prepared corpus as cached: the manifest it was prepared from, then its tables.
+#[derive(serde::Deserialize)]
+struct PreparedBlob {
+    manifest: crate::manifest::Wire,
+    tables: Prepared,
+}
+
+/// A prepared corpus's tables: per manifest entry what it resolved to (`None`:
+/// unavailable), then the ranker index and token counts over the available ones.
 #[derive(serde::Deserialize)]
 pub struct Prepared {
-    manifest: crate::manifest::Wire,
     refs: Vec<Option<UnitRef>>,
     index: crate::rank::index::Index,
     #[serde(with = "crate::rank::index::flat")]
     tokens: Vec<u32>,
 }
 
+/// What [`PreparedBlob`] reads (postcard is positional: the same bytes).
 #[derive(serde::Serialize)]
 struct PreparedRef<'a> {
     manifest: crate::manifest::Wire,
@@ -238,8 +244,8 @@ struct PreparedRef<'a> {
 /// the manifest JSON need not be parsed at all) and its tables, for
 /// [`Corpus::from_prepared`].
 pub fn cached_prepared(facts: &dyn Facts, key: &str) -> Option<(Manifest, Prepared)> {
-    let p: Prepared = postcard::from_bytes(&facts.cached(key)?).ok()?;
-    Some((Manifest::from(p.manifest.clone()), p))
+    let b: PreparedBlob = postcard::from_bytes(&facts.cached(key)?).ok()?;
+    Some((Manifest::from(b.manifest), b.tables))
 }
 
 /// The cache key of a prepared corpus: the engine and ranker versions, the host's
@@ -407,8 +413,8 @@ impl<'m> Corpus<'m> {
         let Some(key) = key else {
             return Self::load(manifest, facts);
         };
-        if let Some(p) = facts.cached(key).and_then(|b| postcard::from_bytes::<Prepared>(&b).ok()) {
-            if let Some(c) = Self::from_prepared(manifest, p, facts) {
+        if let Some(b) = facts.cached(key).and_then(|b| postcard::from_bytes::<PreparedBlob>(&b).ok()) {
+            if let Some(c) = Self::from_prepared(manifest, b.tables, facts) {
                 return Ok(c);
             }
         }
@@ -435,11 +441,12 @@ impl<'m> Corpus<'m> {
         Ok(corpus)
     }
 
-    /// A corpus over a prepared corpus ([`cached_prepared`]); `None` when it was not
-    /// prepared for these entries.
+    /// A corpus over a prepared corpus's tables ([`cached_prepared`]); `None` when they
+    /// do not fit these entries. (That they were prepared from this very manifest is
+    /// the key's doing: [`prepared_key`] fingerprints the manifest JSON.)
     pub fn from_prepared(manifest: &'m Manifest, p: Prepared, facts: &'m dyn Facts) -> Option<Self> {
         let n = manifest.entries.len();
-        if p.refs.len() != n || p.manifest.entry_names().ne(manifest.entries.iter().map(|e| e.name.as_str())) {
+        if p.refs.len() != n {
             return None;
         }
         let ranked_entries: Vec<usize> = (0..n).filter(|&i| p.refs[i].is_some()).collect();

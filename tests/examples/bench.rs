@@ -335,6 +335,18 @@ fn profile_runtime() -> anyhow::Result<Runtime> {
     })
 }
 
+/// Call `recall` for `LID_PROFILE_SECS` seconds (default 3) and print its mean.
+fn spin(what: &str, mut recall: impl FnMut()) {
+    let secs = std::env::var("LID_PROFILE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    eprintln!("{what} ready; recalling for {secs} s");
+    let (t, mut n) = (Instant::now(), 0u32);
+    while t.elapsed() < Duration::from_secs(secs) {
+        recall();
+        n += 1;
+    }
+    println!("{n} {what} recalls in {:?}: {:.3} ms each", t.elapsed(), t.elapsed().as_secs_f64() * 1e3 / n.max(1) as f64);
+}
+
 fn main() -> anyhow::Result<()> {
     let quick = std::env::args().any(|a| a == "--quick");
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-component").nth(1) {
@@ -343,15 +355,7 @@ fn main() -> anyhow::Result<()> {
         let a = agent_dir::load(Path::new(&dir))?;
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
         let req = json!({"intent": "this issue cannot proceed until another issue is done"}).to_string();
-        let t = Instant::now();
-        let mut n = 0u32;
-        let secs = std::env::var("LID_PROFILE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
-        eprintln!("component ready; recalling for {secs} s");
-        while t.elapsed() < Duration::from_secs(secs) {
-            let _ = rt.recall(&st, &a.manifest_json, &req, CTX);
-            n += 1;
-        }
-        println!("{n} component recalls in {:?}: {:.3} ms each", t.elapsed(), t.elapsed().as_secs_f64() * 1e3 / n as f64);
+        spin("component", || drop(rt.recall(&st, &a.manifest_json, &req, CTX)));
         return Ok(());
     }
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-pack").nth(1) {
@@ -361,27 +365,14 @@ fn main() -> anyhow::Result<()> {
         let st = Storage { facts: p.facts.clone(), audit: Arc::new(NoAudit) };
         let req = json!({"intent": "how do I set the scrape interval for one job", "max_chunks": 3, "token_budget": 2000}).to_string();
         let _ = rt.recall(&st, &p.document, &req, CTX)?;
-        let secs = std::env::var("LID_PROFILE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
-        eprintln!("component ready; recalling for {secs} s");
-        let (t, mut n) = (Instant::now(), 0u32);
-        while t.elapsed() < Duration::from_secs(secs) {
-            let _ = rt.recall(&st, &p.document, &req, CTX);
-            n += 1;
-        }
-        println!("{n} pack recalls in {:?}: {:.3} ms each", t.elapsed(), t.elapsed().as_secs_f64() * 1e3 / n as f64);
+        spin("pack", || drop(rt.recall(&st, &p.document, &req, CTX)));
         return Ok(());
     }
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-native").nth(1) {
         // Spin the native recall for `perf record`.
         let (manifest, facts) = lid_tests::native_facts(Path::new(&dir))?;
         let req = json!({"intent": "this issue cannot proceed until another issue is done"}).to_string();
-        let t = Instant::now();
-        let mut n = 0u32;
-        while t.elapsed() < Duration::from_secs(3) {
-            let _ = lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit);
-            n += 1;
-        }
-        println!("{n} native recalls in {:?}: {:.3} ms each", t.elapsed(), t.elapsed().as_secs_f64() * 1e3 / n as f64);
+        spin("native", || drop(lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit)));
         return Ok(());
     }
     let iters = if quick { 20 } else { 200 };

@@ -353,9 +353,9 @@ impl Index {
     /// pass over postings, words or terms), and enough for ranking, which reads every
     /// table through bounds-checked lookups (a bad offset or id reads as empty, never
     /// panics). Cached indexes are written only by the engine, under a key that
-    /// fingerprints what they were built from, so the deep walk of
-    /// [`Index::is_consistent_for`] (a fifth of a 300-unit pack's recall in the
-    /// component) is not repeated on every call.
+    /// fingerprints what they were built from, so no call walks every posting, term and
+    /// word to check them again (that walk was a fifth of a 300-unit pack's recall in
+    /// the component).
     pub fn fits(&self, names: &[&str]) -> bool {
         let n = self.n_docs as usize;
         n == names.len()
@@ -367,48 +367,6 @@ impl Index {
             && self.seq_start.len() == n + 1
             && self.avg_len.iter().all(|a| a.is_finite() && *a > 0.0)
             && self.links.len() == n
-            && self.task_types.len() == n
-            && self.required_by.len() == n
-    }
-
-    /// Whether a decoded index is internally consistent throughout (every offset, id and
-    /// weight in range, terms strictly sorted) and built for exactly these unit names.
-    pub fn is_consistent_for(&self, names: &[&str]) -> bool {
-        let n = self.n_docs as usize;
-        let terms = self.term_count();
-        let csr_ok = |keys: usize, offsets: &[u32], values: usize| {
-            offsets.len() == keys + 1 && offsets.windows(2).all(|w| w[0] <= w[1]) && offsets.last().is_some_and(|&l| l as usize == values)
-                || keys == 0 && values == 0
-        };
-        n == names.len()
-            && self.names.iter().map(String::as_str).eq(names.iter().copied())
-            && self.term_start.first() == Some(&0)
-            && self.term_start.last().is_some_and(|&l| l as usize == self.term_blob.len())
-            && self.term_start.windows(2).all(|w| w[0] < w[1] && self.term_blob.is_char_boundary(w[1] as usize))
-            // sorted, strictly: byte order is `str` order
-            && self.term_start.windows(3).all(|w| {
-                let blob = self.term_blob.as_bytes();
-                blob.get(w[0] as usize..w[1] as usize) < blob.get(w[1] as usize..w[2] as usize)
-            })
-            && self.posting_start.len() == terms + 1
-            && self.posting_start.first() == Some(&0)
-            && self.posting_start.windows(2).all(|w| w[0] <= w[1])
-            && self.posting_start.last().is_some_and(|&l| l as usize == self.posting_list.len())
-            && self.posting_list.iter().all(|p| (p.doc as usize) < n && p.w.is_finite())
-            && csr_ok(self.concepts.keys.len(), &self.concepts.offsets, self.concepts.values.len())
-            && self.concepts.values.iter().all(|p| (p.doc as usize) < n && p.w.is_finite())
-            && csr_ok(self.trigrams.keys.len(), &self.trigrams.offsets, self.trigrams.values.len())
-            && self.trigrams.values.iter().all(|&t| (t as usize) < terms)
-            && self.term_grams.len() == terms
-            && self.field_len.len() == n
-            && self.seq_start.len() == n + 1
-            && self.seq_start.first() == Some(&0)
-            && self.seq_start.last().is_some_and(|&l| l as usize == self.seq.len())
-            && self.seq_start.windows(2).zip(&self.field_len).all(|(w, l)| w[0] <= w[1] && (w[1] - w[0]) as u64 == l.iter().map(|&x| x as u64).sum::<u64>())
-            && self.seq.iter().all(|&t| (t as usize) < terms)
-            && self.avg_len.iter().all(|a| a.is_finite() && *a > 0.0)
-            && self.links.len() == n
-            && self.links.iter().flatten().all(|&(d, v)| (d as usize) < n && v.is_finite())
             && self.task_types.len() == n
             && self.required_by.len() == n
     }

@@ -692,23 +692,25 @@ mod tests {
         let d = docs(&us);
         let names: Vec<&str> = d.iter().map(|u| u.name).collect();
         let idx = Ranker::build(&d).index().clone();
-        assert!(idx.is_consistent_for(&names));
-        assert!(!idx.is_consistent_for(&names[1..]), "built for other units");
-        let mut bad = idx.clone();
-        bad.posting_list[0].doc = 999;
-        assert!(!bad.is_consistent_for(&names), "doc id out of range");
+        assert!(idx.fits(&names));
+        assert!(!idx.fits(&names[1..]), "built for other units");
+        let mut renamed = names.clone();
+        renamed[0] = "someone-else";
+        assert!(!idx.fits(&renamed), "built for other units");
         let mut bad = idx.clone();
         bad.posting_start.pop();
-        assert!(!bad.is_consistent_for(&names), "truncated offsets");
+        assert!(!bad.fits(&names), "truncated offsets");
         let mut bad = idx.clone();
-        bad.seq[0] = u32::MAX;
-        assert!(!bad.is_consistent_for(&names), "word sequence names an unknown term");
+        bad.seq_start.pop();
+        assert!(!bad.fits(&names), "word sequence offsets missing a unit");
         let mut bad = idx.clone();
-        bad.seq.pop();
-        assert!(!bad.is_consistent_for(&names), "word sequence shorter than the field lengths");
+        bad.field_len.pop();
+        assert!(!bad.fits(&names), "field lengths missing a unit");
+        let mut bad = idx.clone();
+        bad.avg_len[0] = f32::NAN;
+        assert!(!bad.fits(&names), "average field length not finite");
         let mut bad = idx;
         bad.links.clear();
-        assert!(!bad.is_consistent_for(&names), "per-doc tables missing");
         assert!(!bad.fits(&names), "per-doc tables missing");
     }
 
