@@ -69,10 +69,20 @@ enum Input {
 }
 
 fn input(manifest: &str, facts: &dyn Facts) -> Result<Input, EngineError> {
+    if is_pack(manifest) {
+        if let Some(opened) = crate::knowledge::open_cached(manifest, facts) {
+            return Ok(Input::Pack(Box::new(opened)));
+        }
+    }
     match crate::knowledge::PackDocument::detect(manifest) {
         Some(doc) => Ok(Input::Pack(Box::new(crate::knowledge::open(&doc.knowledge_pack, facts)?))),
         None => Ok(Input::Manifest(load_manifest(manifest)?)),
     }
+}
+
+/// Whether a document may be a knowledge pack's (the cheap test before parsing it).
+fn is_pack(document: &str) -> bool {
+    document.contains("\"knowledge_pack\"")
 }
 
 /// Run `f` over the corpus of an [`Input`].
@@ -95,8 +105,8 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
     crate::recall::check_request(&req)?;
     let run = |c: &crate::recall::Corpus<'_>| Ok(to_json(&crate::recall::recall_corpus(c, facts, audit, &req, &ctx)?));
     // The corpus the host names is prepared: its manifest comes with it, unparsed.
-    let key = crate::recall::prepared_key(ctx.corpus_key.as_deref(), manifest);
-    if let Some(key) = key.as_deref().filter(|_| !manifest.contains("\"knowledge_pack\"")) {
+    let key = if is_pack(manifest) { None } else { crate::recall::prepared_key(ctx.corpus_key.as_deref(), manifest) };
+    if let Some(key) = key.as_deref() {
         if let Some((m, p)) = crate::recall::cached_prepared(facts, key) {
             if let Some(c) = crate::recall::Corpus::from_prepared(&m, p, facts) {
                 return run(&c);

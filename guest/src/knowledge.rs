@@ -351,8 +351,12 @@ pub struct Opened {
 /// ranker's index; exact token counts), so a recall reads no unit it does not quote.
 #[derive(Deserialize)]
 struct PackIndex {
-    /// (name, title, path) per entry.
-    entries: Vec<(String, String, String)>,
+    /// Per entry, its title then its path, concatenated: string `k` is
+    /// `texts[text_start[k]..text_start[k + 1]]` (names are the index's own), so the
+    /// blob decodes with a few allocations however many units the pack has.
+    texts: String,
+    #[serde(with = "crate::rank::index::flat")]
+    text_start: Vec<u32>,
     index: crate::rank::index::Index,
     #[serde(with = "crate::rank::index::flat")]
     tokens: Vec<u32>,
@@ -360,19 +364,48 @@ struct PackIndex {
 
 #[derive(Serialize)]
 struct PackIndexRef<'a> {
-    entries: Vec<(&'a str, &'a str, &'a str)>,
+    texts: String,
+    #[serde(with = "crate::rank::index::flat")]
+    text_start: Vec<u32>,
     index: &'a crate::rank::index::Index,
     #[serde(with = "crate::rank::index::flat")]
     tokens: &'a [u32],
 }
 
+/// What a cached recall needs of a pack document: its id and the host's digest,
+/// borrowed (the file list and `KNOWLEDGE.md` are skipped, not copied).
+#[derive(Deserialize)]
+struct PackHead<'a> {
+    #[serde(borrow)]
+    knowledge_pack: PackHeadSpec<'a>,
+}
+
+#[derive(Deserialize)]
+struct PackHeadSpec<'a> {
+    #[serde(borrow)]
+    id: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    digest: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Open a pack document from its precomputed index alone, when the host's digest finds
+/// a cached one: the document's file list is not even parsed. `None` otherwise (call
+/// [`open`] with the whole document).
+pub fn open_cached(document_json: &str, facts: &dyn Facts) -> Option<Opened> {
+    let head: PackHead<'_> = serde_json::from_str(document_json).ok()?;
+    let spec = head.knowledge_pack;
+    let digest = spec.digest.as_deref().filter(|d| well_formed_digest(d))?;
+    let blob = facts.cached(&pack_key(&spec.id, digest))?;
+    from_blob(&spec.id, &blob)
+}
+
 /// The cache key of a pack's precomputed index: a fingerprint of the engine and ranker
 /// versions, the pack id and either the host's digest or (without one) the SHA-256 of
 /// `KNOWLEDGE.md` and of every context file read.
-fn pack_key(spec: &PackSpec, digest: &str) -> String {
+fn pack_key(id: &str, digest: &str) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    for part in [env!("CARGO_PKG_VERSION"), crate::rank::RANKER_VERSION, "knowledge-pack", &spec.id, digest] {
+    for part in [env!("CARGO_PKG_VERSION"), crate::rank::RANKER_VERSION, "knowledge-pack", id, digest] {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
@@ -387,9 +420,9 @@ fn well_formed_digest(d: &str) -> bool {
 /// one (nothing else is read), else by reading every context file, building the index
 /// and offering it to the host's cache (publish / first load).
 pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::EngineError> {
-    let host_key = spec.digest.as_deref().filter(|d| well_formed_digest(d)).map(|d| pack_key(spec, d));
+    let host_key = spec.digest.as_deref().filter(|d| well_formed_digest(d)).map(|d| pack_key(&spec.id, d));
     if let Some(key) = &host_key {
-        if let Some(opened) = facts.cached(key).and_then(|b| from_blob(spec, &b)) {
+        if let Some(opened) = facts.cached(key).and_then(|b| from_blob(&spec.id, &b)) {
             return Ok(opened);
         }
     }
@@ -406,8 +439,8 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::
                 h.update(u.as_ref().map(|r| r.fact.content_sha256()).unwrap_or_default().as_bytes());
             }
             let d = crate::digest::hex(&h.finalize());
-            let k = pack_key(spec, &d);
-            if let Some(opened) = facts.cached(&k).and_then(|b| from_blob(spec, &b)) {
+            let k = pack_key(&spec.id, &d);
+            if let Some(opened) = facts.cached(&k).and_then(|b| from_blob(&spec.id, &b)) {
                 return Ok(opened);
             }
             k
@@ -431,8 +464,15 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::
         .collect();
     let ranker = Ranker::build(&docs);
     let tokens: Vec<u32> = units.iter().map(|u| u.as_ref().map_or(0, |r| r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32))).collect();
-    let entries = pack.manifest.entries.iter().map(|e| (e.name.as_str(), e.description.as_str(), e.path.as_deref().unwrap_or(""))).collect();
-    if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { entries, index: ranker.index(), tokens: &tokens }) {
+    let mut texts = String::new();
+    let mut text_start = vec![0u32];
+    for e in &pack.manifest.entries {
+        for t in [e.description.as_str(), e.path.as_deref().unwrap_or("")] {
+            texts.push_str(t);
+            text_start.push(texts.len() as u32);
+        }
+    }
+    if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { texts, text_start, index: ranker.index(), tokens: &tokens }) {
         facts.cache(&key, &blob);
     }
     Ok(Opened { manifest: pack.manifest, ranker, tokens })
@@ -440,18 +480,26 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::
 
 /// Decode a cached pack index; `None` (rebuild) when it is not a consistent index of a
 /// pack with this id.
-fn from_blob(spec: &PackSpec, blob: &[u8]) -> Option<Opened> {
+fn from_blob(id: &str, blob: &[u8]) -> Option<Opened> {
     let p: PackIndex = postcard::from_bytes(blob).ok()?;
-    let names: Vec<&str> = p.entries.iter().map(|e| e.0.as_str()).collect();
-    if p.tokens.len() != names.len() || !p.index.fits(&names) {
+    let n = p.tokens.len();
+    if p.text_start.len() != 2 * n + 1 || p.index.n_docs as usize != n || p.index.name_start.len() != n + 1 {
         return None;
     }
-    let entries = p
-        .entries
-        .into_iter()
-        .map(|(name, description, path)| Entry { name, description, path: Some(path), ..Entry::default() })
-        .collect();
-    let manifest = pack_manifest(&spec.id, entries);
+    let text = |k: usize| match (p.text_start.get(k), p.text_start.get(k + 1)) {
+        (Some(&a), Some(&b)) => p.texts.get(a as usize..b as usize),
+        _ => None,
+    };
+    let mut entries = Vec::with_capacity(n);
+    for d in 0..n {
+        let (description, path) = (text(2 * d)?, text(2 * d + 1)?);
+        entries.push(Entry { name: p.index.name(d).to_string(), description: description.to_string(), path: Some(path.to_string()), ..Entry::default() });
+    }
+    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    if !p.index.fits(&names) {
+        return None;
+    }
+    let manifest = pack_manifest(id, entries);
     Some(Opened { manifest, ranker: Ranker::from_index(p.index), tokens: p.tokens })
 }
 

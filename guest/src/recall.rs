@@ -265,8 +265,8 @@ pub fn prepared_key(corpus_key: Option<&str>, manifest_json: &str) -> Option<Str
     Some(format!("{INDEX_PREFIX}prepared:{}", crate::digest::hex(&h.finalize())))
 }
 
-/// Key prefix of cached ranker indexes in the fact store (`lid-index:v2:{sha256}`).
-pub const INDEX_PREFIX: &str = "lid-index:v2:";
+/// Key prefix of cached ranker indexes in the fact store (`lid-index:v3:{sha256}`).
+pub const INDEX_PREFIX: &str = "lid-index:v3:";
 
 /// What is cached per corpus: the ranker's index and each unit's exact token count,
 /// both derived only from the units' text and metadata.
@@ -397,7 +397,7 @@ impl<'m> Corpus<'m> {
     pub fn from_index(manifest: &'m Manifest, ranker: Ranker, counts: Vec<u32>, facts: &'m dyn Facts) -> Option<Self> {
         let n = manifest.entries.len();
         let idx = ranker.index();
-        if counts.len() != n || idx.n_docs as usize != n || !idx.names.iter().zip(&manifest.entries).all(|(a, e)| *a == e.name) || idx.names.len() != n {
+        if counts.len() != n || idx.n_docs as usize != n || !manifest.entries.iter().enumerate().all(|(d, e)| idx.name(d) == e.name) {
             return None;
         }
         let tokens = counts.into_iter().map(std::cell::OnceCell::from).collect();

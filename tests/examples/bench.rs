@@ -335,6 +335,21 @@ fn profile_runtime() -> anyhow::Result<Runtime> {
     })
 }
 
+/// The profile modes' intent: `LID_PROFILE_INTENT`, else the mode's default.
+fn profile_intent(default: &str) -> String {
+    std::env::var("LID_PROFILE_INTENT").unwrap_or_else(|_| default.to_string())
+}
+
+/// A profile mode's pack directory: `…/synth-pack-N` is generated when absent.
+fn profile_pack_dir(dir: &str) -> anyhow::Result<PathBuf> {
+    let dir = PathBuf::from(dir);
+    let n = dir.file_name().and_then(|f| f.to_str()).and_then(|f| f.strip_prefix("synth-pack-")).and_then(|n| n.parse::<usize>().ok());
+    if let Some(n) = n {
+        synthetic_pack(n, &dir)?;
+    }
+    Ok(dir)
+}
+
 /// Call `recall` for `LID_PROFILE_SECS` seconds (default 3) and print its mean.
 fn spin(what: &str, mut recall: impl FnMut()) {
     let secs = std::env::var("LID_PROFILE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
@@ -354,24 +369,32 @@ fn main() -> anyhow::Result<()> {
         let rt = profile_runtime()?;
         let a = agent_dir::load(Path::new(&dir))?;
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
-        let req = json!({"intent": "this issue cannot proceed until another issue is done"}).to_string();
+        let req = json!({"intent": profile_intent("this issue cannot proceed until another issue is done")}).to_string();
         spin("component", || drop(rt.recall(&st, &a.manifest_json, &req, CTX)));
         return Ok(());
     }
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-pack").nth(1) {
         // Spin recall over one knowledge pack (its index cached) through the component.
         let rt = profile_runtime()?;
-        let p = lid_host::pack_dir::load(Path::new(&dir))?;
+        let p = lid_host::pack_dir::load(&profile_pack_dir(&dir)?)?;
         let st = Storage { facts: p.facts.clone(), audit: Arc::new(NoAudit) };
-        let req = json!({"intent": "how do I set the scrape interval for one job", "max_chunks": 3, "token_budget": 2000}).to_string();
+        let req = json!({"intent": profile_intent("how do I set the scrape interval for one job"), "max_chunks": 3, "token_budget": 2000}).to_string();
         let _ = rt.recall(&st, &p.document, &req, CTX)?;
         spin("pack", || drop(rt.recall(&st, &p.document, &req, CTX)));
+        return Ok(());
+    }
+    if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-native-pack").nth(1) {
+        // The same pack recall natively (the index built once, then cached in the store).
+        let (doc, facts) = lid_tests::native_pack(&profile_pack_dir(&dir)?)?;
+        let req = json!({"intent": profile_intent("how do I set the scrape interval for one job"), "max_chunks": 3, "token_budget": 2000}).to_string();
+        lid_core::api::recall(&doc, &req, CTX, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
+        spin("native pack", || drop(lid_core::api::recall(&doc, &req, CTX, &facts, &lid_core::store::NoAudit)));
         return Ok(());
     }
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-native").nth(1) {
         // Spin the native recall for `perf record`.
         let (manifest, facts) = lid_tests::native_facts(Path::new(&dir))?;
-        let req = json!({"intent": "this issue cannot proceed until another issue is done"}).to_string();
+        let req = json!({"intent": profile_intent("this issue cannot proceed until another issue is done")}).to_string();
         spin("native", || drop(lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit)));
         return Ok(());
     }

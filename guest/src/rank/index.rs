@@ -234,7 +234,11 @@ struct BuildPosting {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Index {
     pub n_docs: u32,
-    pub names: Vec<String>,
+    /// Unit names, concatenated: doc `d`'s is `name_blob[name_start[d]..name_start[d + 1]]`
+    /// (one allocation however many units, as for terms).
+    pub name_blob: String,
+    #[serde(with = "flat")]
+    pub name_start: Vec<u32>,
     /// All stems, sorted, concatenated: term id `t` is
     /// `term_blob[term_start[t]..term_start[t + 1]]` (so a stem's id is found by binary
     /// search, and a cached index decodes without one allocation per term).
@@ -267,8 +271,12 @@ pub struct Index {
     #[serde(with = "flat")]
     pub seq: Vec<u32>,
     pub avg_len: [f32; NF],
-    /// Per doc: linked units (doc, strength), undirected, strongest first.
-    pub links: Vec<Vec<(u32, f32)>>,
+    /// Per doc: linked units as `Posting { doc, w: strength }`, undirected, strongest
+    /// first: doc `d`'s are `link_list[link_start[d]..link_start[d + 1]]`.
+    #[serde(with = "flat")]
+    pub link_start: Vec<u32>,
+    #[serde(with = "flat")]
+    pub link_list: Vec<Posting>,
     /// Per doc: `load_triggers.task_types`.
     pub task_types: Vec<Vec<String>>,
     /// Per doc: `required_by_task_types`.
@@ -359,16 +367,32 @@ impl Index {
     pub fn fits(&self, names: &[&str]) -> bool {
         let n = self.n_docs as usize;
         n == names.len()
-            && self.names.len() == n
-            && self.names.iter().map(String::as_str).eq(names.iter().copied())
+            && self.name_start.len() == n + 1
+            && (0..n).map(|d| self.name(d)).eq(names.iter().copied())
             && self.posting_start.len() == self.term_count() + 1
             && self.term_grams.len() == self.term_count()
             && self.field_len.len() == n
             && self.seq_start.len() == n + 1
             && self.avg_len.iter().all(|a| a.is_finite() && *a > 0.0)
-            && self.links.len() == n
+            && self.link_start.len() == n + 1
             && self.task_types.len() == n
             && self.required_by.len() == n
+    }
+
+    /// The name of doc `d` ("" for an unknown doc).
+    pub fn name(&self, d: usize) -> &str {
+        match (self.name_start.get(d), self.name_start.get(d + 1)) {
+            (Some(&a), Some(&b)) => self.name_blob.get(a as usize..b as usize).unwrap_or(""),
+            _ => "",
+        }
+    }
+
+    /// The units linked to doc `d` (`Posting { doc, w: strength }`; empty for an unknown doc).
+    pub fn links(&self, d: usize) -> &[Posting] {
+        match (self.link_start.get(d), self.link_start.get(d + 1)) {
+            (Some(&a), Some(&b)) => self.link_list.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
     }
 
     /// The term id of a stem, if any unit contains it.
@@ -580,9 +604,25 @@ impl Index {
             posting_start.push(posting_list.len() as u32);
         }
 
+        let mut name_blob = String::new();
+        let mut name_start = Vec::with_capacity(n + 1);
+        name_start.push(0u32);
+        for u in units {
+            name_blob.push_str(u.name);
+            name_start.push(name_blob.len() as u32);
+        }
+        let mut link_start = Vec::with_capacity(n + 1);
+        link_start.push(0u32);
+        let mut link_list = Vec::new();
+        for l in links {
+            link_list.extend(l.into_iter().map(|(doc, w)| Posting { doc, w }));
+            link_start.push(link_list.len() as u32);
+        }
+
         Index {
             n_docs: n as u32,
-            names: units.iter().map(|u| u.name.to_string()).collect(),
+            name_blob,
+            name_start,
             term_blob,
             term_start,
             posting_start,
@@ -594,7 +634,8 @@ impl Index {
             seq_start,
             seq,
             avg_len,
-            links,
+            link_start,
+            link_list,
             task_types: units.iter().map(|u| u.task_types.to_vec()).collect(),
             required_by: units.iter().map(|u| u.required_by_task_types.to_vec()).collect(),
         }

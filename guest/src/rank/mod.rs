@@ -355,11 +355,9 @@ impl Ranker {
         let mut graph = vec![0f64; n];
         for d in 0..n {
             let mut g = rel[d];
-            if let Some(links) = ix.links.get(d) {
-                for &(u, a) in links {
-                    let r = rel.get(u as usize).copied().unwrap_or(0.0);
-                    g = g.max(p.link as f64 * a as f64 * r);
-                }
+            for &Posting { doc: u, w: a } in ix.links(d) {
+                let r = rel.get(u as usize).copied().unwrap_or(0.0);
+                g = g.max(p.link as f64 * a as f64 * r);
             }
             if let Some(wr) = wake_reason {
                 let hit = ix.task_types.get(d).map(|v| v.iter().any(|t| t == wr)).unwrap_or(false)
@@ -375,9 +373,17 @@ impl Ranker {
         // Sort (score, doc) keys, then build the results in order: the comparator is a
         // strict total order (the doc breaks every tie), so the order is the one sorting
         // the results themselves gives, without moving them.
-        let name = |d: usize| ix.names.get(d).map(String::as_str).unwrap_or("");
-        let mut order: Vec<(f64, usize)> = (0..n).map(|d| (calibrate((wl * lex[d] + ws * sem[d] + wg * graph[d]) / total, p.calib_scale), d)).collect();
+        let name = |d: usize| ix.name(d);
+        // Units no signal reached (most of a large corpus) all score 0 and sort by name
+        // alone: they are kept apart, and sorted only when not in name order already (a
+        // pack's units are; an agent's follow its manifest).
+        let (mut order, mut unreached): (Vec<(f64, usize)>, Vec<(f64, usize)>) =
+            (0..n).map(|d| (calibrate((wl * lex[d] + ws * sem[d] + wg * graph[d]) / total, p.calib_scale), d)).partition(|x| x.0 > 0.0);
         order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| name(a.1).cmp(name(b.1))).then(a.1.cmp(&b.1)));
+        if !unreached.is_sorted_by(|a, b| name(a.1) <= name(b.1)) {
+            unreached.sort_unstable_by(|a, b| name(a.1).cmp(name(b.1)).then(a.1.cmp(&b.1)));
+        }
+        order.append(&mut unreached);
         order
             .into_iter()
             .map(|(score, d)| Scored { index: d, name: name(d).to_string(), score, lexical: lex[d], semantic: sem[d], graph: graph[d] })
@@ -710,7 +716,7 @@ mod tests {
         bad.avg_len[0] = f32::NAN;
         assert!(!bad.fits(&names), "average field length not finite");
         let mut bad = idx;
-        bad.links.clear();
+        bad.link_start.clear();
         assert!(!bad.fits(&names), "per-doc tables missing");
     }
 
@@ -739,7 +745,9 @@ mod tests {
             Box::new(|i| i.trigrams.offsets.reverse()),
             Box::new(|i| i.concepts.values.iter_mut().for_each(|v| v.doc = u32::MAX)),
             Box::new(|i| i.concepts.offsets.iter_mut().for_each(|o| *o = u32::MAX)),
-            Box::new(|i| i.links.iter_mut().for_each(|l| l.push((u32::MAX, 1.0)))),
+            Box::new(|i| i.link_list.iter_mut().for_each(|l| l.doc = u32::MAX)),
+            Box::new(|i| i.link_start.reverse()),
+            Box::new(|i| i.name_start.iter_mut().for_each(|o| *o = u32::MAX)),
         ];
         for (k, corrupt) in corruptions.iter().enumerate() {
             let mut bad = idx.clone();
