@@ -250,15 +250,15 @@ pub fn cached_prepared(facts: &dyn Facts, key: &str) -> Option<(Manifest, Prepar
 
 /// The cache key of a prepared corpus: the engine and ranker versions, the host's
 /// [`RecallContext::corpus_key`] (non-empty, at most 512 bytes; `None` otherwise) and a
-/// 64-bit FNV-1a fingerprint of the manifest JSON, so that one key reused for another
+/// 64-bit fingerprint of the manifest JSON ([`crate::digest::fingerprint64`]), so that one key reused for another
 /// manifest (another agent, a host that keys carelessly) never serves the wrong corpus.
 /// That the facts behind the manifest did not change is the corpus key's promise.
 pub fn prepared_key(corpus_key: Option<&str>, manifest_json: &str) -> Option<String> {
     use sha2::{Digest, Sha256};
     let corpus_key = corpus_key.filter(|k| !k.is_empty() && k.len() <= 512)?;
-    let fnv = manifest_json.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    let fp = crate::digest::fingerprint64(manifest_json.as_bytes());
     let mut h = Sha256::new();
-    for part in [env!("CARGO_PKG_VERSION").as_bytes(), crate::rank::RANKER_VERSION.as_bytes(), corpus_key.as_bytes(), &fnv.to_le_bytes(), &(manifest_json.len() as u64).to_le_bytes()] {
+    for part in [env!("CARGO_PKG_VERSION").as_bytes(), crate::rank::RANKER_VERSION.as_bytes(), corpus_key.as_bytes(), &fp.to_le_bytes(), &(manifest_json.len() as u64).to_le_bytes()] {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part);
     }
