@@ -279,7 +279,7 @@ pub fn main() -> i32 {
                     Some(f) => json!({"error": f}),
                     None => json!({"error": {"code": "cli_error", "message": format!("{e:#}")}}),
                 };
-                println!("{body}");
+                outln!("{body}");
             } else {
                 eprintln!("error: {e:#}");
             }
@@ -316,8 +316,24 @@ fn read_input(file: &Path) -> Result<String> {
     Ok(text)
 }
 
+/// Write the CLI's output to stdout. A reader that went away (`lid … | head`: a broken
+/// pipe) ends the command with status 0, as it would a C tool killed by `SIGPIPE`; any
+/// other write failure is reported on stderr with status 1. Never a panic.
+pub(crate) fn emit(args: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout.write_fmt(args).and_then(|()| if newline { stdout.write_all(b"\n") } else { Ok(()) });
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
 fn print_json(v: &Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 fn load_agent(p: &Path) -> Result<AgentDir> {
@@ -369,7 +385,7 @@ fn run(cli: &Cli) -> Result<i32> {
             if cli.json {
                 print_json(&report);
             } else {
-                println!("{}: {} ({} / {} tokens)", path.display(), if ok { "valid" } else { "INVALID" }, report["token_count"], report["token_cap"]);
+                outln!("{}: {} ({} / {} tokens)", path.display(), if ok { "valid" } else { "INVALID" }, report["token_count"], report["token_cap"]);
                 for (label, key) in [("error", "errors"), ("warning", "warnings"), ("needs approval", "approvals_needed")] {
                     for p in report[key].as_array().into_iter().flatten() {
                         let at = match (p["entry"].as_str(), p["field"].as_str()) {
@@ -378,7 +394,7 @@ fn run(cli: &Cli) -> Result<i32> {
                             (None, Some(f)) => format!(" [{f}]"),
                             _ => String::new(),
                         };
-                        println!("  {label}: {}{at}: {}", p["code"].as_str().unwrap_or(""), p["message"].as_str().unwrap_or(""));
+                        outln!("  {label}: {}{at}: {}", p["code"].as_str().unwrap_or(""), p["message"].as_str().unwrap_or(""));
                     }
                 }
             }
@@ -391,7 +407,7 @@ fn run(cli: &Cli) -> Result<i32> {
             if cli.json {
                 print_json(&stub);
             } else {
-                print!("{}", stub["text"].as_str().unwrap_or(""));
+                out!("{}", stub["text"].as_str().unwrap_or(""));
                 for w in stub["warnings"].as_array().into_iter().flatten() {
                     eprintln!("warning: {}", w.as_str().unwrap_or(""));
                 }
@@ -411,7 +427,7 @@ fn run(cli: &Cli) -> Result<i32> {
                 print_json(&resp);
             } else {
                 for c in resp["chunks"].as_array().into_iter().flatten() {
-                    println!(
+                    outln!(
                         "=== {} ({}, score {:.3}, {} tokens, {}) ===",
                         c["name"].as_str().unwrap_or(""),
                         c["version"].as_str().unwrap_or(""),
@@ -419,12 +435,12 @@ fn run(cli: &Cli) -> Result<i32> {
                         c["tokens"],
                         c["selected_by"].as_str().unwrap_or("")
                     );
-                    println!("{}\n", c["content"].as_str().unwrap_or("").trim_end());
+                    outln!("{}\n", c["content"].as_str().unwrap_or("").trim_end());
                 }
-                println!("total_tokens: {}  truncated: {}  audit_token: {}", resp["total_tokens"], resp["truncated"], resp["audit_token"].as_str().unwrap_or(""));
+                outln!("total_tokens: {}  truncated: {}  audit_token: {}", resp["total_tokens"], resp["truncated"], resp["audit_token"].as_str().unwrap_or(""));
                 for (k, label) in [("missed_hints", "missed hint"), ("omitted", "omitted"), ("warnings", "warning")] {
                     for v in resp[k].as_array().into_iter().flatten() {
-                        println!("{label}: {}", if v.is_string() { v.as_str().unwrap_or("").to_string() } else { v.to_string() });
+                        outln!("{label}: {}", if v.is_string() { v.as_str().unwrap_or("").to_string() } else { v.to_string() });
                     }
                 }
             }
@@ -444,12 +460,12 @@ fn run(cli: &Cli) -> Result<i32> {
                 print_json(&p);
             } else {
                 let units = p["units"].as_array().cloned().unwrap_or_default();
-                println!("wake reason {wake_reason}: {} unit(s), {} tokens (+ stub {})", units.len(), p["total_tokens"], p["stub_tokens"]);
+                outln!("wake reason {wake_reason}: {} unit(s), {} tokens (+ stub {})", units.len(), p["total_tokens"], p["stub_tokens"]);
                 for u in &units {
-                    println!("=== {} ({}, {} tokens, {}) ===\n{}\n", u["name"].as_str().unwrap_or(""), u["version"].as_str().unwrap_or(""), u["tokens"], u["source"].as_str().unwrap_or(""), u["content"].as_str().unwrap_or("").trim_end());
+                    outln!("=== {} ({}, {} tokens, {}) ===\n{}\n", u["name"].as_str().unwrap_or(""), u["version"].as_str().unwrap_or(""), u["tokens"], u["source"].as_str().unwrap_or(""), u["content"].as_str().unwrap_or("").trim_end());
                 }
                 for w in p["warnings"].as_array().into_iter().flatten() {
-                    println!("warning: {}: {}", w["code"].as_str().unwrap_or(""), w["message"].as_str().unwrap_or(""));
+                    outln!("warning: {}: {}", w["code"].as_str().unwrap_or(""), w["message"].as_str().unwrap_or(""));
                 }
             }
             Ok(0)
@@ -462,12 +478,12 @@ fn run(cli: &Cli) -> Result<i32> {
             if cli.json {
                 print_json(&rep);
             } else {
-                println!("coverage gate for {}: {}", a.agent_id, if passed { "PASSED" } else { "FAILED" });
+                outln!("coverage gate for {}: {}", a.agent_id, if passed { "PASSED" } else { "FAILED" });
                 for u in rep["units"].as_array().into_iter().flatten() {
                     let mark = if u["passed"].as_bool().unwrap_or(false) { "ok  " } else { "WEAK" };
-                    println!("  {mark} {:<28} coverage {:>5.1}%  hit@10 {:>5.1}%  ({} paraphrases)", u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0, u["hit_at_10"].as_f64().unwrap_or(0.0) * 100.0, u["paraphrases"]);
+                    outln!("  {mark} {:<28} coverage {:>5.1}%  hit@10 {:>5.1}%  ({} paraphrases)", u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0, u["hit_at_10"].as_f64().unwrap_or(0.0) * 100.0, u["paraphrases"]);
                     for f in u["failed"].as_array().into_iter().flatten() {
-                        println!("         missed: {:?} (rank {}; top: {})", f["paraphrase"].as_str().unwrap_or(""), f["rank"], f["top"].as_array().map(|t| t.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default());
+                        outln!("         missed: {:?} (rank {}; top: {})", f["paraphrase"].as_str().unwrap_or(""), f["rank"], f["top"].as_array().map(|t| t.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default());
                     }
                 }
             }
@@ -491,14 +507,14 @@ fn run(cli: &Cli) -> Result<i32> {
             if cli.json {
                 print_json(&m);
             } else {
-                println!("{} unit(s) written to {}", m["units"].as_array().map(Vec::len).unwrap_or(0), units_dir.display());
+                outln!("{} unit(s) written to {}", m["units"].as_array().map(Vec::len).unwrap_or(0), units_dir.display());
                 for u in m["units"].as_array().into_iter().flatten() {
-                    println!("  {:<32} {:>5} tokens  {}", u["name"].as_str().unwrap_or(""), u["token_estimate"], u["description"].as_str().unwrap_or(""));
+                    outln!("  {:<32} {:>5} tokens  {}", u["name"].as_str().unwrap_or(""), u["token_estimate"], u["description"].as_str().unwrap_or(""));
                 }
                 for w in m["warnings"].as_array().into_iter().flatten() {
-                    println!("warning: {}", w.as_str().unwrap_or(""));
+                    outln!("warning: {}", w.as_str().unwrap_or(""));
                 }
-                println!("draft manifest: {} (review it, rename to manifest.json, then validate; nothing was published)", manifest_path.display());
+                outln!("draft manifest: {} (review it, rename to manifest.json, then validate; nothing was published)", manifest_path.display());
             }
             Ok(0)
         }
@@ -547,9 +563,9 @@ fn run(cli: &Cli) -> Result<i32> {
             let st = storage_of(&a, Arc::new(JsonlAudit::new(a.root.join(".lid").join("audit.jsonl"))));
             let out = engine_ok(rt.compose_context(&st, &a.manifest_json, &req.to_string(), &ctx.to_string())?)?;
             if *markdown {
-                print!("{}", out["markdown"].as_str().unwrap_or_default());
+                out!("{}", out["markdown"].as_str().unwrap_or_default());
             } else {
-                println!("{}", serde_json::to_string_pretty(&out["bundle"])?);
+                outln!("{}", serde_json::to_string_pretty(&out["bundle"])?);
             }
             Ok(0)
         }
@@ -576,10 +592,10 @@ fn run(cli: &Cli) -> Result<i32> {
                 print_json(&json!({"format": x["format"], "files": files.iter().map(|f| &f["path"]).collect::<Vec<_>>(), "unavailable": x["unavailable"]}));
             } else {
                 for f in &files {
-                    println!("{}", out.join(f["path"].as_str().unwrap_or("")).display());
+                    outln!("{}", out.join(f["path"].as_str().unwrap_or("")).display());
                 }
                 for u in x["unavailable"].as_array().into_iter().flatten() {
-                    println!("warning: unit {} has no readable instruction content; not exported", u);
+                    outln!("warning: unit {} has no readable instruction content; not exported", u);
                 }
             }
             Ok(0)
@@ -599,7 +615,7 @@ fn run(cli: &Cli) -> Result<i32> {
             };
             match out {
                 Some(path) => std::fs::write(path, result).with_context(|| format!("cannot write {}", path.display()))?,
-                None => print!("{result}"),
+                None => out!("{result}"),
             }
             Ok(0)
         }
@@ -608,9 +624,9 @@ fn run(cli: &Cli) -> Result<i32> {
             let rt = runtime()?;
             let n = rt.count_tokens(&empty_storage(), &text)?;
             if cli.json {
-                println!("{}", json!({"tokens": n, "bytes": text.len()}));
+                outln!("{}", json!({"tokens": n, "bytes": text.len()}));
             } else {
-                println!("{n}");
+                outln!("{n}");
             }
             Ok(0)
         }
@@ -654,16 +670,16 @@ fn run(cli: &Cli) -> Result<i32> {
             if cli.json {
                 print_json(&json!({"id": rec["id"], "same": same, "recorded_sha256": want, "replayed_sha256": got, "recorded": then, "replayed": now}));
             } else {
-                println!("{} {}: recorded {want}, replayed {got}", if same { "same" } else { "DIFFERENT" }, rec["id"].as_str().unwrap_or(""));
+                outln!("{} {}: recorded {want}, replayed {got}", if same { "same" } else { "DIFFERENT" }, rec["id"].as_str().unwrap_or(""));
                 if !same {
                     for (n, h) in &then {
                         if !now.contains(&(n.clone(), h.clone())) {
-                            println!("  recorded only: {n} {h}");
+                            outln!("  recorded only: {n} {h}");
                         }
                     }
                     for (n, h) in &now {
                         if !then.contains(&(n.clone(), h.clone())) {
-                            println!("  replayed only: {n} {h}");
+                            outln!("  replayed only: {n} {h}");
                         }
                     }
                 }
@@ -693,12 +709,12 @@ fn run(cli: &Cli) -> Result<i32> {
                 print_json(&m);
             } else {
                 let f = |v: &Value| v.as_f64().map(|x| format!("{x:.3}")).unwrap_or_else(|| "n/a".into());
-                println!(
+                outln!(
                     "{} event(s), {} closed; recall@{k} {}  hit@{k} {}  miss_rate {}",
                     m["events"], m["closed_events"], f(&m["recall_at_k"]), f(&m["hit_at_k"]), f(&m["miss_rate"])
                 );
                 if m["alert"].as_bool().unwrap_or(false) {
-                    println!("ALERT: miss_rate above 0.15 over 100+ events (§21.5.3): review manifest descriptions and load_triggers");
+                    outln!("ALERT: miss_rate above 0.15 over 100+ events (§21.5.3): review manifest descriptions and load_triggers");
                 }
             }
             Ok(0)
@@ -713,9 +729,9 @@ fn run(cli: &Cli) -> Result<i32> {
             if cli.json {
                 print_json(&out);
             } else {
-                println!("published {} {} ({} tokens) as {}", out["agent_id"].as_str().unwrap_or(""), out["manifest_version"].as_str().unwrap_or(""), out["token_count"], out["fact_uri"].as_str().unwrap_or(""));
+                outln!("published {} {} ({} tokens) as {}", out["agent_id"].as_str().unwrap_or(""), out["manifest_version"].as_str().unwrap_or(""), out["token_count"], out["fact_uri"].as_str().unwrap_or(""));
                 for u in out["coverage_report"].as_array().into_iter().flatten() {
-                    println!("  {:<28} coverage {:>5.1}%  {}", u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0, if u["passed"].as_bool().unwrap_or(false) { "ok" } else { "WEAK (gate skipped)" });
+                    outln!("  {:<28} coverage {:>5.1}%  {}", u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0, if u["passed"].as_bool().unwrap_or(false) { "ok" } else { "WEAK (gate skipped)" });
                 }
             }
             Ok(0)
@@ -732,7 +748,7 @@ fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {
             if cli.json {
                 print_json(&json!({"key": secret, "info": info}));
             } else {
-                println!("{secret}");
+                outln!("{secret}");
                 eprintln!("created {} ({} {}; capabilities: {}); the secret above is shown only once", info.id, info.role, info.agent_id.as_deref().unwrap_or(""), info.capabilities.join(", "));
             }
         }
@@ -743,7 +759,7 @@ fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {
                 print_json(&json!({"keys": keys}));
             } else {
                 for k in keys {
-                    println!("{}  {:<5} {:<24} {:<36} {}{}", k.id, k.role, k.agent_id.as_deref().unwrap_or("-"), k.capabilities.join(","), k.entity_uri, if k.revoked_at.is_some() { "  (revoked)" } else { "" });
+                    outln!("{}  {:<5} {:<24} {:<36} {}{}", k.id, k.role, k.agent_id.as_deref().unwrap_or("-"), k.capabilities.join(","), k.entity_uri, if k.revoked_at.is_some() { "  (revoked)" } else { "" });
                 }
             }
         }
@@ -755,7 +771,7 @@ fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {
             if cli.json {
                 print_json(&json!({"revoked": id}));
             } else {
-                println!("revoked {id}");
+                outln!("revoked {id}");
             }
         }
     }
@@ -831,9 +847,9 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path) -> Result<i32> {
         }
     }
     if cli.json {
-        println!("{}", serde_json::to_string(&report)?);
+        outln!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", report["table"].as_str().unwrap_or_default());
+        out!("{}", report["table"].as_str().unwrap_or_default());
     }
     Ok(0)
 }

@@ -103,11 +103,11 @@ pub fn run(rt: &Runtime, json_out: bool, cmd: &KnowledgeCommand) -> Result<i32> 
         KnowledgeCommand::Scan { roots, max_depth } => {
             let (_, v) = catalog(rt, roots, *max_depth, None)?;
             if json_out {
-                println!("{}", serde_json::to_string_pretty(&v["catalog"])?);
+                outln!("{}", serde_json::to_string_pretty(&v["catalog"])?);
             } else {
                 for p in v["catalog"]["packs"].as_array().into_iter().flatten() {
                     let f = &p["fields"];
-                    println!(
+                    outln!(
                         "{:<28} {:<10} {:<12} trust={:<7} v={:<8} {}\n    {}",
                         p["name"].as_str().unwrap_or(""),
                         p["type"].as_str().unwrap_or(""),
@@ -134,10 +134,10 @@ pub fn run(rt: &Runtime, json_out: bool, cmd: &KnowledgeCommand) -> Result<i32> 
                 eprintln!("wrote {}", path.display());
             }
             if json_out {
-                println!("{}", serde_json::to_string_pretty(&json!({"items": sel["items"], "fenced": sel["fenced"], "record": sel["record"]}))?);
+                outln!("{}", serde_json::to_string_pretty(&json!({"items": sel["items"], "fenced": sel["fenced"], "record": sel["record"]}))?);
             } else {
                 for f in sel["fenced"].as_array().into_iter().flatten() {
-                    println!("{}\n", f.as_str().unwrap_or(""));
+                    outln!("{}\n", f.as_str().unwrap_or(""));
                 }
                 for d in sel["record"]["diagnostics"].as_array().into_iter().flatten() {
                     eprintln!("{}: {}", d["code"].as_str().unwrap_or(""), d["message"].as_str().unwrap_or(""));

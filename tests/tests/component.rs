@@ -297,3 +297,34 @@ fn the_ranker_index_is_cached_through_the_facts_bucket_and_never_changes_answers
     let fact_key = "instruction:demo/release-engineer/ground-rules/v1";
     assert!(FactSource::get(cache.as_ref(), fact_key).unwrap().is_some());
 }
+
+/// `lid … | head`: the reader closes the pipe early; the CLI ends quietly with status 0
+/// (it panicked on the broken pipe before), whatever the size of what it had to print.
+#[test]
+fn a_closed_stdout_ends_the_cli_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let dir = std::env::temp_dir().join(format!("lid-epipe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let src = lid_tests::root().join("examples/demo-agent");
+    std::fs::create_dir_all(dir.join("units")).unwrap();
+    std::fs::copy(src.join("manifest.json"), dir.join("manifest.json")).unwrap();
+    for e in std::fs::read_dir(src.join("units")).unwrap() {
+        let e = e.unwrap();
+        let body = std::fs::read_to_string(e.path()).unwrap();
+        // every unit large, so that the recall's output is far beyond a pipe's buffer
+        std::fs::write(dir.join("units").join(e.file_name()), body + &"\nRoll back the release first. ".repeat(20_000)).unwrap();
+    }
+    let args = ["recall", dir.to_str().unwrap(), "roll back the release", "--token-budget", "10000000", "--json"];
+    let full = Command::new(lid_tests::http::lid_bin()).args(args).output().unwrap();
+    assert!(full.status.success(), "{}", String::from_utf8_lossy(&full.stderr));
+    assert!(full.stdout.len() > 1 << 20, "the output must overflow a pipe: {} bytes", full.stdout.len());
+    let mut child = Command::new(lid_tests::http::lid_bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then the reader is dropped
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "status {:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
