@@ -251,7 +251,12 @@ pub struct Index {
     pub posting_start: Vec<u32>,
     #[serde(with = "flat")]
     pub posting_list: Vec<Posting>,
-    /// Concept id -> (doc, strength in [0, 1]) as `Posting { doc, w }`, ordered by doc.
+    /// Concept id -> the vocabulary terms that express it, as `Posting { doc: term id,
+    /// w: strength in [0, 1] }` in term order: the strongest link of any surface form of
+    /// the term (a word and its inflections) to the concept. A unit's strength for a
+    /// concept is then that of its term, scaled by the term's saturated frequency in the
+    /// unit ([`sat`]), read from the term's postings at query time: a table over the
+    /// vocabulary, not one row per unit and concept (which was half of a pack's index).
     pub concepts: Csr<Posting>,
     /// Packed padded character trigram -> term ids (alphabetic terms of 4+ chars).
     pub trigrams: Csr<u32>,
@@ -526,16 +531,14 @@ impl Index {
         let term_text: Vec<String> = order.iter().map(|&i| stems[i as usize].clone()).collect();
         let terms: BTreeMap<String, u32> = term_text.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
         let mut postings: Vec<Vec<BuildPosting>> = vec![Vec::new(); term_text.len()];
-        let mut concept_cache: Vec<Option<Vec<lexicon::Concept>>> = vec![None; surfs.len()];
-        let mut concept_pairs: Vec<(u64, Posting)> = Vec::new();
-        let mut best: Vec<(u32, f32)> = Vec::new();
+        // which surface forms each term has among the units' content words
+        let mut term_surfs: Vec<(u32, u32)> = Vec::new();
         for (d, o) in occ.iter_mut().enumerate() {
             for e in o.iter_mut() {
                 e.0 = final_id[e.0 as usize];
             }
             o.sort_unstable();
             // term frequencies per field, postings
-            let mut doc_w: Vec<(u32, f32)> = Vec::new();
             let mut k = 0;
             while k < o.len() {
                 let t = o[k].0;
@@ -543,35 +546,30 @@ impl Index {
                 while k < o.len() && o[k].0 == t {
                     let f = o[k].1 as usize;
                     counts[f] = counts[f].saturating_add(1);
+                    if !o[k].3 {
+                        term_surfs.push((t, o[k].2));
+                    }
                     k += 1;
                 }
                 let w = pseudo_tf(&counts, &field_len[d], &avg_len);
                 if let Some(pl) = postings.get_mut(t as usize) {
                     pl.push(BuildPosting { doc: d as u32, tf: counts, w });
                 }
-                doc_w.push((t, w));
-            }
-            // 3. concept postings: strongest link of any of the doc's words
-            let mut sids: Vec<(u32, u32)> = o.iter().filter(|e| !e.3).map(|e| (e.2, e.0)).collect();
-            sids.sort_unstable();
-            sids.dedup();
-            best.clear();
-            for (sid, t) in sids {
-                let w = doc_w.binary_search_by_key(&t, |e| e.0).ok().map(|i| doc_w[i].1).unwrap_or(0.0);
-                let slot = &mut concept_cache[sid as usize];
-                if slot.is_none() {
-                    *slot = Some(lexicon::concepts(&surfs[sid as usize].0));
-                }
-                for &(c, s) in slot.as_deref().unwrap_or(&[]) {
-                    best.push((c, s * sat(w)));
-                }
-            }
-            best.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
-            best.dedup_by_key(|e| e.0);
-            for &(c, v) in &best {
-                concept_pairs.push((c as u64, Posting { doc: d as u32, w: v }));
             }
         }
+        // 3. concepts over the vocabulary: per (concept, term), the strongest link of any
+        // of the term's surface forms
+        term_surfs.sort_unstable();
+        term_surfs.dedup();
+        let mut concept_terms: Vec<(u64, u32, f32)> = Vec::new();
+        for &(t, sid) in &term_surfs {
+            for (c, s) in lexicon::concepts(&surfs[sid as usize].0) {
+                concept_terms.push((c as u64, t, s));
+            }
+        }
+        concept_terms.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.total_cmp(&a.2)));
+        concept_terms.dedup_by(|next, kept| next.0 == kept.0 && next.1 == kept.1);
+        let concept_pairs: Vec<(u64, Posting)> = concept_terms.into_iter().map(|(c, t, s)| (c, Posting { doc: t, w: s })).collect();
 
         // 4. trigram index over the vocabulary
         let mut gram_pairs: Vec<(u64, u32)> = Vec::new();

@@ -44,7 +44,7 @@ use index::{fuzzy_term, sat, trigrams, Index, Posting, K1};
 /// The ranker's model version: reported by hosts beside the manifest, and part of the
 /// cache key of precomputed indexes. Bump it whenever the index layout, the lexicon or
 /// the tokenisation changes.
-pub const RANKER_VERSION: &str = "lid-rank-7 (bm25f+phrase-pairs+wordnet-concepts+technical-thesaurus+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-8 (bm25f+phrase-pairs+wordnet-concepts+technical-thesaurus+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -418,9 +418,12 @@ impl Ranker {
         }
         if !q.compound {
             for &(c, s) in &q.concepts {
-                for &Posting { doc: d, w: ds } in self.index.concepts.get(c as u64) {
-                    if let Some(slot) = m.get_mut(d as usize) {
-                        *slot = slot.max(self.params.concept * s * ds);
+                for &Posting { doc: t, w: ts } in self.index.concepts.get(c as u64) {
+                    let f = self.params.concept * s * ts;
+                    for post in ix.postings(t) {
+                        if let Some(slot) = m.get_mut(post.doc as usize) {
+                            *slot = slot.max(f * sat(post.w));
+                        }
                     }
                 }
             }
