@@ -221,6 +221,14 @@ const TICK: Duration = Duration::from_millis(5);
 pub struct Runtime {
     engine: Engine,
     pre: LidPre<HostState>,
+    /// With pooling: an on-demand engine for the calls that use far more memory than a
+    /// recall (the coverage gate, migration, reading a whole knowledge pack), built on
+    /// first use. Wasmtime resets a pooled slot by rewriting every page written since the
+    /// slot was last decommitted, up to `keep_resident`, and such pages stay resident: one
+    /// coverage gate in a slot made every later recall there reset its whole footprint.
+    heavy: Arc<std::sync::OnceLock<(Engine, LidPre<HostState>)>>,
+    /// The component, for the heavy engine.
+    bytes: std::borrow::Cow<'static, [u8]>,
     opts: RuntimeOptions,
     stop: Arc<AtomicBool>,
 }
@@ -233,17 +241,46 @@ impl Drop for Runtime {
 
 impl Runtime {
     pub fn new(opts: RuntimeOptions) -> Result<Self> {
-        Self::from_bytes(COMPONENT, opts)
+        Self::with_bytes(std::borrow::Cow::Borrowed(COMPONENT), opts)
     }
 
     pub fn from_bytes(bytes: &[u8], opts: RuntimeOptions) -> Result<Self> {
+        Self::with_bytes(std::borrow::Cow::Owned(bytes.to_vec()), opts)
+    }
+
+    fn with_bytes(bytes: std::borrow::Cow<'static, [u8]>, opts: RuntimeOptions) -> Result<Self> {
+        let (engine, pre) = Self::compile(&bytes, &opts, opts.pooling)?;
+        let heavy: Arc<std::sync::OnceLock<(Engine, LidPre<HostState>)>> = Arc::new(std::sync::OnceLock::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        {
+            let engine = engine.clone();
+            let heavy = heavy.clone();
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("lid-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(TICK);
+                        engine.increment_epoch();
+                        if let Some((h, _)) = heavy.get() {
+                            h.increment_epoch();
+                        }
+                    }
+                })
+                .context("starting the epoch ticker")?;
+        }
+        Ok(Runtime { engine, pre, heavy, bytes, opts, stop })
+    }
+
+    /// The engine and instance-pre for one allocation strategy.
+    fn compile(bytes: &[u8], opts: &RuntimeOptions, pooling: bool) -> Result<(Engine, LidPre<HostState>)> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         // `LID_PROFILE=perfmap` names guest functions for `perf record` (a development aid).
         if std::env::var_os("LID_PROFILE").is_some_and(|v| v == "perfmap") {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
-        if opts.pooling {
+        if pooling {
             let mut pool = wasmtime::PoolingAllocationConfig::default();
             pool.total_component_instances(256);
             pool.total_core_instances(256);
@@ -265,22 +302,7 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         Lid::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         let pre = LidPre::new(linker.instantiate_pre(&component)?)?;
-
-        let stop = Arc::new(AtomicBool::new(false));
-        {
-            let engine = engine.clone();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("lid-epoch".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(TICK);
-                        engine.increment_epoch();
-                    }
-                })
-                .context("starting the epoch ticker")?;
-        }
-        Ok(Runtime { engine, pre, opts, stop })
+        Ok((engine, pre))
     }
 
     pub fn engine(&self) -> &Engine {
@@ -289,13 +311,33 @@ impl Runtime {
 
     /// Instantiate the component in a fresh store and run `f` against it.
     pub fn call<R>(&self, storage: &Storage, f: impl FnOnce(&Lid, &mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R> {
+        self.call_on(&self.engine, &self.pre, storage, f)
+    }
+
+    /// [`Runtime::call`] for a call that uses far more memory than a recall: off the
+    /// pool when the runtime pools instances (see the `heavy` field).
+    fn call_heavy<R>(&self, storage: &Storage, f: impl FnOnce(&Lid, &mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R> {
+        if !self.opts.pooling {
+            return self.call(storage, f);
+        }
+        let (engine, pre) = match self.heavy.get() {
+            Some(h) => h,
+            None => {
+                let built = Self::compile(&self.bytes, &self.opts, false)?;
+                self.heavy.get_or_init(|| built)
+            }
+        };
+        self.call_on(engine, pre, storage, f)
+    }
+
+    fn call_on<R>(&self, engine: &Engine, pre: &LidPre<HostState>, storage: &Storage, f: impl FnOnce(&Lid, &mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R> {
         let state = HostState {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
             limits: StoreLimitsBuilder::new().memory_size(self.opts.memory_limit).instances(8).tables(16).memories(8).build(),
             storage: storage.clone(),
         };
-        let mut store = Store::new(&self.engine, state);
+        let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
         let ticks = (self.opts.call_timeout.as_millis() / TICK.as_millis()).max(1) as u64;
         store.set_epoch_deadline(ticks);
@@ -308,7 +350,7 @@ impl Runtime {
                 anyhow::Error::from(e)
             }
         };
-        let lid = self.pre.instantiate(&mut store).map_err(interrupted)?;
+        let lid = pre.instantiate(&mut store).map_err(interrupted)?;
         f(&lid, &mut store).map_err(interrupted)
     }
 
@@ -357,11 +399,11 @@ impl Runtime {
     }
 
     pub fn coverage(&self, st: &Storage, manifest: &str, options: &str) -> Result<Result<String, EngineFailure>> {
-        Ok(self.call(st, |l, s| l.lid_engine_engine().call_coverage(s, manifest, options))?.map_err(Into::into))
+        Ok(self.call_heavy(st, |l, s| l.lid_engine_engine().call_coverage(s, manifest, options))?.map_err(Into::into))
     }
 
     pub fn migrate(&self, st: &Storage, markdown: &str, options: &str) -> Result<Result<String, EngineFailure>> {
-        Ok(self.call(st, |l, s| l.lid_engine_engine().call_migrate(s, markdown, options))?.map_err(Into::into))
+        Ok(self.call_heavy(st, |l, s| l.lid_engine_engine().call_migrate(s, markdown, options))?.map_err(Into::into))
     }
 
     pub fn eval_report(&self, st: &Storage, results: &str) -> Result<Result<String, EngineFailure>> {
@@ -411,7 +453,7 @@ impl Runtime {
     /// A knowledge-pack upload read for storage (`{"id","meta","files","collisions","digest"}`).
     pub fn read_knowledge_pack(&self, upload: &str) -> Result<Result<String, EngineFailure>> {
         let st = Storage::none();
-        Ok(self.call(&st, |l, s| l.lid_engine_engine().call_read_knowledge_pack(s, upload))?.map_err(Into::into))
+        Ok(self.call_heavy(&st, |l, s| l.lid_engine_engine().call_read_knowledge_pack(s, upload))?.map_err(Into::into))
     }
 }
 
