@@ -133,6 +133,16 @@ struct AuditJob {
 /// At most this many audit rows go into one group commit.
 const AUDIT_BATCH_MAX: usize = 256;
 
+/// Under load (the previous group commit took more than one row), how long the audit
+/// writer waits for more rows before it commits: a commit's cost is mostly the WAL frames
+/// of the pages it touches, not its rows, so fewer, larger commits leave more CPU to
+/// recalls. `LID_AUDIT_LINGER_US` overrides it (0 turns it off).
+const AUDIT_LINGER: std::time::Duration = std::time::Duration::from_micros(500);
+
+fn audit_linger() -> std::time::Duration {
+    std::env::var("LID_AUDIT_LINGER_US").ok().and_then(|v| v.parse().ok()).map(std::time::Duration::from_micros).unwrap_or(AUDIT_LINGER)
+}
+
 /// Bound of the API-key cache; it is emptied when full (only valid keys are cached).
 const PRINCIPAL_CACHE_MAX: usize = 4096;
 
@@ -673,14 +683,28 @@ fn insert_audit(c: &Connection, r: &AuditRow) -> DbResult<()> {
 /// [`AUDIT_BATCH_MAX`]), commit them in one transaction, then report each outcome.
 /// Ends when the database is dropped (its queue's sender goes with it).
 fn audit_writer(db: Weak<Db>, rx: mpsc::Receiver<AuditJob>) {
+    let linger = audit_linger();
+    // Rows in the previous group commit: more than one means requests are arriving
+    // faster than commits end, so the next commit waits a little to take more of them.
+    let mut last_batch = 0usize;
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
-        while jobs.len() < AUDIT_BATCH_MAX {
-            match rx.try_recv() {
-                Ok(j) => jobs.push(j),
-                Err(_) => break,
+        let take = |jobs: &mut Vec<AuditJob>| {
+            while jobs.len() < AUDIT_BATCH_MAX {
+                match rx.try_recv() {
+                    Ok(j) => jobs.push(j),
+                    Err(_) => break,
+                }
             }
+        };
+        take(&mut jobs);
+        if last_batch > 1 && jobs.len() < AUDIT_BATCH_MAX && !linger.is_zero() {
+            // Sleeping (not blocked on the queue) lets senders enqueue without waking
+            // this thread; one commit of many rows costs little more than one of one.
+            std::thread::sleep(linger);
+            take(&mut jobs);
         }
+        last_batch = jobs.len();
         let results = match db.upgrade() {
             Some(db) => db.commit_audit(&jobs),
             None => jobs.iter().map(|_| Err("the database was closed before the audit row was written".to_string())).collect(),
