@@ -18,6 +18,12 @@ pub struct ApiError {
     pub details: Value,
 }
 
+impl From<lid_shared::Refusal> for ApiError {
+    fn from(r: lid_shared::Refusal) -> Self {
+        ApiError::new(r.status, r.code, r.message).with_details(r.details)
+    }
+}
+
 impl ApiError {
     pub fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
         ApiError { status, code: code.to_string(), message: message.into(), details: Value::Null }

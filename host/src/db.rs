@@ -57,11 +57,7 @@ pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
-/// Unix ms as ISO 8601 UTC with seconds (`2026-05-04T12:00:00Z`).
-pub fn iso(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t).to_string()
-}
+pub use lid_shared::time::iso;
 
 /// Random hex of `n` bytes.
 pub fn random_hex(n: usize) -> String {
@@ -624,39 +620,7 @@ pub fn insert_event(tx: &Transaction, agent: Option<&str>, kind: &str, detail: &
     Ok(id)
 }
 
-/// One row of `instruction_audit` (+ its meta), as the engine writes it (§21.5.1).
-#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
-pub struct AuditRow {
-    pub id: String,
-    pub agent_id: String,
-    pub heartbeat_id: String,
-    pub session_start: i64,
-    pub intent: String,
-    pub loaded_chunks: Vec<String>,
-    #[serde(default)]
-    pub used_chunks: Vec<String>,
-    #[serde(default)]
-    pub missed_chunks: Vec<String>,
-    pub audit_token: String,
-    #[serde(default)]
-    pub audit_closed: Option<i64>,
-    pub created_at: i64,
-    #[serde(default)]
-    pub source: String,
-    #[serde(default)]
-    pub manifest_version: String,
-    /// The content channel items served (`{uri, sha256}`, Spec-13); not part of replies.
-    #[serde(default, skip_serializing)]
-    pub content_served: Vec<Value>,
-    /// Content-addressed recall: each loaded chunk's SHA-256, the assembly digest and the
-    /// request as the engine read it (for `lid audit replay --db`); not part of replies.
-    #[serde(default, skip_serializing)]
-    pub chunk_sha256: Vec<String>,
-    #[serde(default, skip_serializing)]
-    pub assembly_sha256: String,
-    #[serde(default, skip_serializing)]
-    pub request: Option<Value>,
-}
+pub use lid_shared::audit::AuditRow;
 
 /// Insert one audit row (and its meta) inside the open transaction on `c`.
 fn insert_audit(c: &Connection, r: &AuditRow) -> DbResult<()> {

@@ -17,6 +17,8 @@ use crate::auth::Principal;
 use crate::db::{insert_event, insert_fact, iso, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
 use crate::engine::{NoAudit, Runtime, Storage};
 use crate::trigger::TriggerKey;
+use lid_shared::federation::{federated_fields, promotion_claims};
+use lid_shared::packs::pack_entry;
 
 /// Adapter profiles rendered at publish (§21.1.3); any other name is served as generic.
 pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assistants"];
@@ -24,8 +26,6 @@ pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assi
 pub const AUDIT_TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
 /// The rolling audit window (§21.5.3).
 pub const AUDIT_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
-/// Re-certification deadline after a coverage-gate bypass (S10).
-pub const RECERTIFY_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// Shared state of the service.
 pub struct Service {
@@ -648,57 +648,19 @@ impl Service {
         // 3. The coverage gate (§21.8.3, Approach A).
         let cov = parse_json(&engine(self.rt.coverage(&st, &manifest_json, "{}"))?)?;
         let cov_units = cov["units"].as_array().cloned().unwrap_or_default();
-        let failing: Vec<Value> = cov_units.iter().filter(|u| !u["passed"].as_bool().unwrap_or(false)).map(|u| json!({"unit": u["unit"], "coverage_pct": u["coverage_pct"], "failed_paraphrases": u["failed"]})).collect();
+        let failing = lid_shared::publish::failing_units(&cov);
         let digest = sha256_hex(json!(entries).to_string().as_bytes());
-        let mut provenance = json!({
-            "published_by": who.entity_uri,
-            "key_id": who.key_id,
-            "published_at": iso(now),
-            "manifest_sha256": digest,
-            "embedding_model_version": self.ranker_version(),
-            "approvals": {"approved_by": who.entity_uri, "granted": approvals},
-        });
-        if !failing.is_empty() {
-            if !skip {
-                return Err(ApiError::bad_request(
-                    "manifest_coverage_failure",
-                    format!(
-                        "{} unit(s) failed the paraphrase coverage gate (top-3 for ≥80% of paraphrases): {}; add trigger intents or keywords in the wording agents use, or publish with skip_coverage_gate",
-                        failing.len(),
-                        failing.iter().map(|f| format!("{} ({:.0}%)", f["unit"].as_str().unwrap_or(""), f["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0)).collect::<Vec<_>>().join(", ")
-                    ),
-                )
-                .with_details(json!({"failing_units": failing})));
-            }
-            let guaranteed = entries.iter().any(|e| e["guarantee_load"].as_bool().unwrap_or(false));
-            let mut signers: Vec<String> = vec![who.entity_uri.clone()];
-            if guaranteed {
-                let cos: Vec<String> = self.db.read(|c| {
-                    let mut st = c.prepare("SELECT entity_uri FROM publish_cosignatures WHERE agent_id = ?1 AND version = ?2 AND manifest_sha256 = ?3 ORDER BY entity_uri")?;
-                    let rows = st.query_map(params![agent, version, digest], |r| r.get::<_, String>(0))?;
-                    Ok(rows.collect::<Result<Vec<_>, _>>()?)
-                })?;
-                signers.extend(cos.into_iter().filter(|e| *e != who.entity_uri));
-                signers.sort();
-                signers.dedup();
-                if signers.len() < 2 {
-                    return Err(ApiError::new(
-                        403,
-                        "cosignature_required",
-                        "skipping the coverage gate on a manifest with guarantee_load entries needs co-signatures of two distinct admins (S7): a second admin must POST the digest below to /v1/agents/{id}/instruction-manifest/cosignatures, then publish again",
-                    )
-                    .with_details(json!({"version": version, "manifest_sha256": digest, "failing_units": failing})));
-                }
-            }
-            provenance["coverage_gate"] = json!({
-                "skipped": true,
-                "would_have_failed": failing.iter().map(|f| json!({"unit": f["unit"], "coverage_pct": f["coverage_pct"]})).collect::<Vec<_>>(),
-                "cosigned_by": signers,
-                "recertify_by": iso(now + RECERTIFY_MS),
-            });
-        } else {
-            provenance["coverage_gate"] = json!({"skipped": skip, "passed": true});
+        let mut provenance = lid_shared::publish::provenance(&who.entity_uri, &who.key_id, now, &digest, &self.ranker_version(), &approvals);
+        let cosignature_needed = lid_shared::publish::needs_cosignature(&entries);
+        let mut signers: Vec<String> = vec![who.entity_uri.clone()];
+        if !failing.is_empty() && skip && cosignature_needed {
+            signers.extend(self.db.read(|c| {
+                let mut st = c.prepare("SELECT entity_uri FROM publish_cosignatures WHERE agent_id = ?1 AND version = ?2 AND manifest_sha256 = ?3 ORDER BY entity_uri")?;
+                let rows = st.query_map(params![agent, version, digest], |r| r.get::<_, String>(0))?;
+                Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })?);
         }
+        provenance["coverage_gate"] = lid_shared::publish::Gate { failing: &failing, skip, signers, cosignature_needed, version: &version, manifest_sha256: &digest, now_ms: now }.verdict()?;
 
         // 4. The stubs for every profile (a stub over 500 body tokens fails the publish).
         let mut stubs = Vec::new();
@@ -781,24 +743,6 @@ impl Service {
 
 // ---- the content channel: knowledge packs, quarantine (Spec-13) -------------------------
 
-/// Sender claims on a federated fact that ask for more than quarantine (Spec-13,
-/// "Federation boundary": never honoured on the sender's say-so): the keys and values.
-pub fn promotion_claims(body: &Value) -> serde_json::Map<String, Value> {
-    let mut out = serde_json::Map::new();
-    for (k, v) in body.as_object().into_iter().flatten() {
-        let asks = match k.as_str() {
-            "promote" | "promoted" | "trusted" => v.as_bool() != Some(false) && !v.is_null(),
-            "quarantine" | "quarantined" => v.as_bool() != Some(true),
-            "interpret_as" => v.as_str() != Some("content"),
-            "trust" | "source_trust" => !v.is_null(),
-            _ => false,
-        };
-        if asks {
-            out.insert(k.clone(), v.clone());
-        }
-    }
-    out
-}
 
 impl Service {
     /// The agent's deployment: the current manifest's, else `deployment` from the body.
@@ -1070,27 +1014,4 @@ impl Service {
     }
 }
 
-/// A pack's catalog entry as the service lists it: the engine's catalog fields plus the
-/// upload's id, version, digest, time and uploader.
-fn pack_entry(pack: &str, version: &str, catalog: &Value, digest: &str, at: i64, by: &str) -> Value {
-    let mut e = json!({"pack": pack, "upload_version": version, "digest": digest, "uploaded_at": iso(at), "uploaded_by": by});
-    if let (Some(o), Some(c)) = (e.as_object_mut(), catalog.as_object()) {
-        for (k, v) in c {
-            o.insert(k.clone(), v.clone());
-        }
-    }
-    e
-}
 
-/// `name`, `content` and `origin` of a federated fact, checked.
-pub fn federated_fields(body: &Value) -> Result<(&str, &str, &str), ApiError> {
-    let s = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
-    let (name, content, origin) = (s("name"), s("content"), s("origin"));
-    if crate::auth::check_agent_id(name).is_err() || content.is_empty() {
-        return Err(ApiError::bad_request("invalid_request", "send {\"name\": \"<unit-name>\", \"content\": \"…\", \"origin\": \"org:<sender>\"}: a unit name of [A-Za-z0-9._-] and the text"));
-    }
-    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || c.is_control()) || !origin.contains(':') {
-        return Err(ApiError::bad_request("invalid_request", "`origin` must name the sending organisation or federation peer as an entity URI (e.g. \"org:other-co\" or \"federation:peer-1\")"));
-    }
-    Ok((name, content, origin))
-}

@@ -89,12 +89,7 @@ pub struct NewKey {
 
 /// Agent ids are path segments of URIs and routes: `[A-Za-z0-9._-]`, 1–128 chars.
 pub fn check_agent_id(a: &str) -> ApiResult<()> {
-    let ok = !a.is_empty() && a.len() <= 128 && a.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) && a != "." && a != "..";
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::bad_request("invalid_request", format!("agent id {a:?} must be 1-128 characters of letters, digits, '.', '_' or '-'")))
-    }
+    Ok(lid_shared::ids::check_agent_id(a)?)
 }
 
 /// The SHA-256 of the bearer secret, or the 401 `api_key_required` error.
@@ -293,32 +288,7 @@ pub async fn revoke_key(store: &Store, id: &str) -> ApiResult<bool> {
 
 /// Replace the org manifest's supervision pairs in one batch; returns how many.
 pub async fn load_org_manifest(store: &Store, org: &Value) -> ApiResult<usize> {
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    if let Some(agents) = org.get("agents").and_then(Value::as_array) {
-        for a in agents {
-            let id = a.get("agent_id").and_then(Value::as_str).unwrap_or_default();
-            for r in a.get("supervises").and_then(Value::as_array).into_iter().flatten() {
-                pairs.push((id.to_string(), r.as_str().unwrap_or_default().to_string()));
-            }
-        }
-    }
-    if let Some(map) = org.get("supervisors").and_then(Value::as_object) {
-        for (boss, reports) in map {
-            for r in reports.as_array().into_iter().flatten() {
-                pairs.push((boss.clone(), r.as_str().unwrap_or_default().to_string()));
-            }
-        }
-    }
-    if org.get("agents").is_none() && org.get("supervisors").is_none() {
-        return Err(ApiError::bad_request("invalid_request", "an org manifest needs `agents: [{agent_id, supervises: [..]}]` or `supervisors: {id: [..]}`"));
-    }
-    for (s, a) in &pairs {
-        check_agent_id(s)?;
-        check_agent_id(a)?;
-        if s == a {
-            return Err(ApiError::bad_request("invalid_request", format!("agent {s:?} cannot supervise itself")));
-        }
-    }
+    let pairs = lid_shared::ids::org_pairs(org)?;
     let mut stmts = vec![store.stmt("DELETE FROM org_supervisors", args![])?];
     for (s, a) in &pairs {
         stmts.push(store.stmt("INSERT OR IGNORE INTO org_supervisors (supervisor_id, agent_id) VALUES (?1, ?2)", args![s, a])?);

@@ -1,0 +1,70 @@
+//! One row of `instruction_audit` (+ its meta) as the engine writes it (§21.5.1; the
+//! columns are §21.7's): the engine's audit record (JSON) is read into this shape by both
+//! hosts, and rows read back from SQLite or D1 are returned in it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct AuditRow {
+    pub id: String,
+    pub agent_id: String,
+    pub heartbeat_id: String,
+    pub session_start: i64,
+    pub intent: String,
+    #[serde(deserialize_with = "list_de")]
+    pub loaded_chunks: Vec<String>,
+    #[serde(default, deserialize_with = "list_de")]
+    pub used_chunks: Vec<String>,
+    #[serde(default, deserialize_with = "list_de")]
+    pub missed_chunks: Vec<String>,
+    pub audit_token: String,
+    #[serde(default)]
+    pub audit_closed: Option<i64>,
+    pub created_at: i64,
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub manifest_version: String,
+    /// The content channel items served (`{uri, sha256}`, Spec-13); not part of replies.
+    #[serde(default, skip_serializing)]
+    pub content_served: Vec<Value>,
+    /// Content-addressed recall: each loaded chunk's SHA-256, the assembly digest and the
+    /// request as the engine read it (for `lid audit replay --db`); not part of replies.
+    #[serde(default, skip_serializing)]
+    pub chunk_sha256: Vec<String>,
+    #[serde(default, skip_serializing)]
+    pub assembly_sha256: String,
+    #[serde(default, skip_serializing)]
+    pub request: Option<Value>,
+}
+
+/// A list of strings given as a JSON array (the engine's record) or as the JSON text of
+/// one (a §21.7 TEXT column read back from D1); anything else is empty.
+fn list_de<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => serde_json::from_str(&s).unwrap_or_default(),
+        Value::Array(a) => a.into_iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        _ => vec![],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AuditRow;
+
+    #[test]
+    fn reads_the_engine_record_and_a_stored_row() {
+        let record = r#"{"id":"audi_1","agent_id":"a","heartbeat_id":"h","session_start":1,"intent":"deploy","loaded_chunks":["x","y"],"audit_token":"t","created_at":2,"source":"recall","manifest_version":"v1","chunk_sha256":["s"],"request":{"intent":"deploy"}}"#;
+        let r: AuditRow = serde_json::from_str(record).unwrap();
+        assert_eq!((r.loaded_chunks.as_slice(), r.used_chunks.len(), r.audit_closed), (["x".to_string(), "y".to_string()].as_slice(), 0, None));
+        assert_eq!(r.chunk_sha256, ["s"]);
+        // D1 hands TEXT columns back as strings
+        let stored = r#"{"id":"audi_1","agent_id":"a","heartbeat_id":"h","session_start":1,"intent":"deploy","loaded_chunks":"[\"x\"]","used_chunks":"[]","missed_chunks":"[\"z\"]","audit_token":"t","audit_closed":3,"created_at":2}"#;
+        let r: AuditRow = serde_json::from_str(stored).unwrap();
+        assert_eq!((r.loaded_chunks.clone(), r.missed_chunks.clone(), r.audit_closed), (vec!["x".to_string()], vec!["z".to_string()], Some(3)));
+        // replies leave out the replay fields
+        let out = serde_json::to_value(&r).unwrap();
+        assert!(out.get("request").is_none() && out.get("chunk_sha256").is_none() && out["loaded_chunks"][0] == "x");
+    }
+}

@@ -1,0 +1,70 @@
+//! Federated facts and promotion requests (Spec-13, "Federation boundary": a fact from
+//! another organisation or a federation peer arrives as content, in quarantine, and only
+//! an admin's promotion can make it trusted).
+
+use serde_json::Value;
+
+use crate::ids::check_agent_id;
+use crate::Refusal;
+
+/// The `(name, content, origin)` of a federated fact submission.
+pub fn federated_fields(body: &Value) -> Result<(&str, &str, &str), Refusal> {
+    let s = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (name, content, origin) = (s("name"), s("content"), s("origin"));
+    if check_agent_id(name).is_err() || content.is_empty() {
+        return Err(Refusal::invalid_request("send {\"name\": \"<unit-name>\", \"content\": \"…\", \"origin\": \"org:<sender>\"}: a unit name of [A-Za-z0-9._-] and the text"));
+    }
+    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || c.is_control()) || !origin.contains(':') {
+        return Err(Refusal::invalid_request("`origin` must name the sending organisation or federation peer as an entity URI (e.g. \"org:other-co\" or \"federation:peer-1\")"));
+    }
+    Ok((name, content, origin))
+}
+
+/// The fields of a request body that ask for more trust than a federated fact has
+/// (promotion, leaving quarantine, instruction interpretation, a trust score).
+pub fn promotion_claims(body: &Value) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    for (k, v) in body.as_object().into_iter().flatten() {
+        let asks = match k.as_str() {
+            "promote" | "promoted" | "trusted" => v.as_bool() != Some(false) && !v.is_null(),
+            "quarantine" | "quarantined" => v.as_bool() != Some(true),
+            "interpret_as" => v.as_str() != Some("content"),
+            "trust" | "source_trust" => !v.is_null(),
+            _ => false,
+        };
+        if asks {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn federated_submissions() {
+        let ok = json!({"name": "tips", "content": "text", "origin": "org:other-co"});
+        assert_eq!(federated_fields(&ok).unwrap(), ("tips", "text", "org:other-co"));
+        for bad in [
+            json!({"name": "a/b", "content": "x", "origin": "org:o"}),
+            json!({"name": "a", "content": "", "origin": "org:o"}),
+            json!({"name": "a", "content": "x", "origin": "no-scheme"}),
+            json!({"name": "a", "content": "x", "origin": "org:two words"}),
+            json!({"name": "a", "content": "x"}),
+        ] {
+            assert_eq!(federated_fields(&bad).unwrap_err().status, 400, "{bad}");
+        }
+    }
+
+    #[test]
+    fn promotion_claims_name_only_what_asks_for_trust() {
+        let body = json!({"promote": true, "quarantined": false, "interpret_as": "instruction", "trust": 0.9, "name": "x", "trusted": false, "quarantine": true});
+        let claims = promotion_claims(&body);
+        assert_eq!(claims.keys().collect::<Vec<_>>(), ["promote", "quarantined", "interpret_as", "trust"]);
+        assert!(promotion_claims(&json!({"interpret_as": "content", "promote": null})).is_empty());
+        assert!(promotion_claims(&json!("not an object")).is_empty());
+    }
+}

@@ -1,0 +1,53 @@
+//! What the two HTTP hosts of lid share — `lid serve` (wasmtime, SQLite) and the
+//! Cloudflare worker (workers-rs, KV + D1): the checks a request body must pass and the
+//! shapes of rows and entries, none of which does I/O. Each host maps a [`Refusal`] to its
+//! own error type (the same `{"error": {code, status, message}}` body, README "Errors").
+//!
+//! - [`ids`]: agent ids and the org manifest's supervision pairs (§21.4.5, S9);
+//! - [`federation`]: federated facts and promotion requests (Spec-13);
+//! - [`publish`]: the coverage gate's verdict and the publish provenance (§21.8.3, S7);
+//! - [`audit`]: one `instruction_audit` row as the engine writes it (§21.5.1, §21.7);
+//! - [`time`]: Unix ms as the ISO 8601 the APIs print;
+//! - [`packs`]: an uploaded knowledge pack's catalog entry (the agent knowledge runtime spec).
+
+pub mod audit;
+pub mod federation;
+pub mod ids;
+pub mod packs;
+pub mod publish;
+pub mod time;
+
+/// A request refused by a check here: an HTTP status, a §21.9 (or documented lid) code and
+/// an actionable message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub status: u16,
+    pub code: &'static str,
+    pub message: String,
+    /// JSON the error body carries as `details` (`null` when there is nothing more).
+    pub details: serde_json::Value,
+}
+
+impl Refusal {
+    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
+        Refusal { status, code, message: message.into(), details: serde_json::Value::Null }
+    }
+
+    /// A 400 `invalid_request`.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(400, "invalid_request", message)
+    }
+
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = details;
+        self
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Refusal {}
