@@ -17,7 +17,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl From<lid_shared::Refusal> for ApiError {
     fn from(r: lid_shared::Refusal) -> Self {
-        ApiError::new(r.status, r.code, r.message).with_details(r.details)
+        ApiError::new(r.status, &r.code, r.message).with_details(r.details)
     }
 }
 

@@ -570,58 +570,29 @@ impl Service {
     pub async fn publish(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
         who.require_admin()?;
         check_agent_id(agent)?;
-        let Some(obj) = body.as_object() else {
-            return Err(ApiError::invalid_json("expected a JSON object with `version` and `entries`"));
-        };
-        if let Some(a) = obj.get("agent_id").and_then(Value::as_str) {
-            if a != agent {
-                return Err(ApiError::bad_request("invalid_request", format!("the body is for agent {a:?} but the route is for {agent:?}")));
-            }
-        }
+        let req = PublishRequest::read(agent, body)?;
+        let (obj, version, skip) = (req.obj, req.version.clone(), req.skip);
         let snapshot = self.store.snapshot(agent).await?;
         let current = snapshot.as_deref().map(current_of);
-        let version = obj.get("version").or_else(|| obj.get("manifest_version")).and_then(Value::as_str).unwrap_or_default().to_string();
-        if version.is_empty() {
-            return Err(ApiError::bad_request("invalid_request", "the manifest needs a `version` (e.g. \"v2\")"));
-        }
-        let deployment = match (obj.get("deployment").and_then(Value::as_str), &current) {
-            (Some(d), _) => d.to_string(),
-            (None, Some((d, _))) => d.clone(),
-            (None, None) => return Err(ApiError::bad_request("invalid_request", "the first manifest of an agent needs `deployment`")),
-        };
+        let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
         #[derive(Deserialize)]
         struct One {
             #[allow(dead_code)]
             one: i64,
         }
         if self.store.first::<One>("SELECT 1 AS one FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", args![agent, version]).await?.is_some() {
-            return Err(ApiError::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version")));
+            return Err(lid_shared::publish::version_conflict(agent, &version).into());
         }
         let now = now_ms();
-        let mut manifest = json!({
-            "agent_id": agent,
-            "deployment": deployment,
-            "agent_role": obj.get("agent_role").cloned().unwrap_or(json!("")),
-            "manifest_version": version,
-            "published_at": iso(now),
-            "entries": obj.get("entries").cloned().unwrap_or(Value::Null),
-        });
-        if let Some(h) = obj.get("heartbeat_contract").filter(|v| !v.is_null()) {
-            manifest["heartbeat_contract"] = h.clone();
-        }
+        let manifest = req.manifest(agent, &deployment, now);
         let manifest_json = manifest.to_string();
-        let approvals = obj.get("approvals").cloned().unwrap_or(json!({}));
-        let skip = obj.get("skip_coverage_gate").and_then(Value::as_bool).unwrap_or(false);
+        let approvals = req.approvals.clone();
 
         // 1. Validation (§21.2, §21.9), with approvals enforced and versions monotonic.
         let vopts = json!({"wake_reasons": self.wake_reasons, "approvals": approvals, "previous_version": current.as_ref().map(|c| c.1.clone())});
         let report = parse(&lid_core::api::validate_manifest(&manifest_json, &vopts.to_string()))?;
-        if !report["ok"].as_bool().unwrap_or(false) {
-            let errors = report["errors"].as_array().cloned().unwrap_or_default();
-            let code = errors.first().and_then(|e| e["code"].as_str()).unwrap_or("manifest_invalid").to_string();
-            let status = if code == "manifest_version_conflict" { 409 } else { 400 };
-            let summary = errors.iter().map(|e| format!("{}{}: {}", e["code"].as_str().unwrap_or(""), e["entry"].as_str().map(|n| format!(" [{n}]")).unwrap_or_default(), e["message"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("; ");
-            return Err(ApiError::new(status, &code, format!("manifest rejected ({} problem(s)): {summary}", errors.len())).with_details(json!({"errors": errors, "warnings": report["warnings"], "token_count": report["token_count"]})));
+        if let Some(refusal) = lid_shared::publish::validation_refusal(&report) {
+            return Err(refusal.into());
         }
         let token_count = report["token_count"].as_i64().unwrap_or(0);
         let entries = manifest["entries"].as_array().cloned().unwrap_or_default();
@@ -776,6 +747,7 @@ fn next_version(latest: Option<&str>) -> ApiResult<String> {
 }
 
 use lid_shared::packs::pack_entry;
+use lid_shared::publish::PublishRequest;
 
 impl Service {
     /// The agent's deployment: the current manifest's, else `deployment` from the body.

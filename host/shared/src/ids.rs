@@ -60,7 +60,7 @@ mod tests {
         }
         for bad in ["", ".", "..", "a/b", "a b", "é", &"x".repeat(129)] {
             let e = check_agent_id(bad).unwrap_err();
-            assert_eq!((e.status, e.code), (400, "invalid_request"), "{bad}");
+            assert_eq!((e.status, e.code.as_ref()), (400, "invalid_request"), "{bad}");
         }
     }
 

@@ -22,20 +22,25 @@ pub mod time;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {
     pub status: u16,
-    pub code: &'static str,
+    pub code: std::borrow::Cow<'static, str>,
     pub message: String,
     /// JSON the error body carries as `details` (`null` when there is nothing more).
     pub details: serde_json::Value,
 }
 
 impl Refusal {
-    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
-        Refusal { status, code, message: message.into(), details: serde_json::Value::Null }
+    pub fn new(status: u16, code: impl Into<std::borrow::Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Refusal { status, code: code.into(), message: message.into(), details: serde_json::Value::Null }
     }
 
     /// A 400 `invalid_request`.
     pub fn invalid_request(message: impl Into<String>) -> Self {
         Self::new(400, "invalid_request", message)
+    }
+
+    /// A 400 `invalid_json`.
+    pub fn invalid_json(e: impl std::fmt::Display) -> Self {
+        Self::new(400, "invalid_json", format!("the request body is not the expected JSON: {e}"))
     }
 
     pub fn with_details(mut self, details: serde_json::Value) -> Self {

@@ -8,6 +8,83 @@ use serde_json::{json, Value};
 use crate::time::iso;
 use crate::Refusal;
 
+/// A `PUT .../instruction-manifest` body (or `lid publish`'s), read: the JSON object, the
+/// version, the approvals and whether the coverage gate is skipped; then
+/// [`PublishRequest::deployment`] once the agent's current manifest is known.
+pub struct PublishRequest<'a> {
+    pub obj: &'a serde_json::Map<String, Value>,
+    pub version: String,
+    pub approvals: Value,
+    pub skip: bool,
+}
+
+impl<'a> PublishRequest<'a> {
+    /// Read `body` for the route's `agent`.
+    pub fn read(agent: &str, body: &'a Value) -> Result<Self, Refusal> {
+        let Some(obj) = body.as_object() else {
+            return Err(Refusal::invalid_json("expected a JSON object with `version` and `entries`"));
+        };
+        if let Some(a) = obj.get("agent_id").and_then(Value::as_str) {
+            if a != agent {
+                return Err(Refusal::invalid_request(format!("the body is for agent {a:?} but the route is for {agent:?}")));
+            }
+        }
+        let version = obj.get("version").or_else(|| obj.get("manifest_version")).and_then(Value::as_str).unwrap_or_default().to_string();
+        if version.is_empty() {
+            return Err(Refusal::invalid_request("the manifest needs a `version` (e.g. \"v2\")"));
+        }
+        let approvals = obj.get("approvals").cloned().unwrap_or(json!({}));
+        let skip = obj.get("skip_coverage_gate").and_then(Value::as_bool).unwrap_or(false);
+        Ok(PublishRequest { obj, version, approvals, skip })
+    }
+
+    /// The deployment: the body's, else that of the agent's current manifest.
+    pub fn deployment(&self, current: Option<&str>) -> Result<String, Refusal> {
+        match (self.obj.get("deployment").and_then(Value::as_str), current) {
+            (Some(d), _) | (None, Some(d)) => Ok(d.to_string()),
+            (None, None) => Err(Refusal::invalid_request("the first manifest of an agent needs `deployment`")),
+        }
+    }
+
+    /// The manifest document as published (§21.2): the body's entries under the route's
+    /// agent id and `deployment`, stamped with the publish time.
+    pub fn manifest(&self, agent: &str, deployment: &str, now_ms: i64) -> Value {
+        let mut manifest = json!({
+            "agent_id": agent,
+            "deployment": deployment,
+            "agent_role": self.obj.get("agent_role").cloned().unwrap_or(json!("")),
+            "manifest_version": self.version,
+            "published_at": iso(now_ms),
+            "entries": self.obj.get("entries").cloned().unwrap_or(Value::Null),
+        });
+        if let Some(h) = self.obj.get("heartbeat_contract").filter(|v| !v.is_null()) {
+            manifest["heartbeat_contract"] = h.clone();
+        }
+        manifest
+    }
+}
+
+/// 409 `manifest_version_conflict`: `version` of `agent` is already published.
+pub fn version_conflict(agent: &str, version: &str) -> Refusal {
+    Refusal::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version"))
+}
+
+/// The refusal for an engine validation report (§21.2, §21.9) that is not `ok`: every
+/// problem at once, the first one's code (409 for a version conflict, else 400).
+pub fn validation_refusal(report: &Value) -> Option<Refusal> {
+    if report["ok"].as_bool().unwrap_or(false) {
+        return None;
+    }
+    let errors = report["errors"].as_array().cloned().unwrap_or_default();
+    let code = errors.first().and_then(|e| e["code"].as_str()).unwrap_or("manifest_invalid").to_string();
+    let status = if code == "manifest_version_conflict" { 409 } else { 400 };
+    let summary = errors.iter().map(|e| format!("{}{}: {}", e["code"].as_str().unwrap_or(""), e["entry"].as_str().map(|n| format!(" [{n}]")).unwrap_or_default(), e["message"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("; ");
+    Some(
+        Refusal::new(status, code, format!("manifest rejected ({} problem(s)): {summary}", errors.len()))
+            .with_details(json!({"errors": errors, "warnings": report["warnings"], "token_count": report["token_count"]})),
+    )
+}
+
 /// Re-certification deadline after a coverage-gate bypass (S10).
 pub const RECERTIFY_MS: i64 = 7 * 24 * 3600 * 1000;
 
@@ -97,6 +174,44 @@ impl Gate<'_> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn publish_requests() {
+        let body = json!({"version": "v2", "entries": [{"name": "a"}], "approvals": {"guarantee_load": true}, "skip_coverage_gate": true, "agent_role": "Eng"});
+        let r = PublishRequest::read("eng", &body).unwrap();
+        assert_eq!((r.version.as_str(), r.deployment(Some("acme")).unwrap().as_str(), r.skip), ("v2", "acme", true));
+        assert_eq!(r.approvals, json!({"guarantee_load": true}));
+        assert_eq!(r.deployment(None).unwrap_err().message, "the first manifest of an agent needs `deployment`");
+        assert_eq!(
+            r.manifest("eng", "acme", 0).to_string(),
+            r#"{"agent_id":"eng","deployment":"acme","agent_role":"Eng","manifest_version":"v2","published_at":"1970-01-01T00:00:00Z","entries":[{"name":"a"}]}"#
+        );
+        let with_hb = json!({"manifest_version": "v1", "deployment": "d", "heartbeat_contract": {"x": 1}});
+        let r = PublishRequest::read("eng", &with_hb).unwrap();
+        assert_eq!((r.deployment(Some("old")).unwrap().as_str(), r.skip, r.manifest("eng", "d", 0)["heartbeat_contract"]["x"].as_i64()), ("d", false, Some(1)));
+        for (bad, code, needle) in [
+            (json!([1]), "invalid_json", "JSON object"),
+            (json!({"agent_id": "other", "version": "v1"}), "invalid_request", "for agent \"other\""),
+            (json!({"entries": []}), "invalid_request", "needs a `version`"),
+        ] {
+            let e = PublishRequest::read("eng", &bad).err().unwrap();
+            assert_eq!((e.status, e.code.as_ref()), (400, code), "{bad}");
+            assert!(e.message.contains(needle), "{}", e.message);
+        }
+        assert_eq!(version_conflict("eng", "v1").status, 409);
+    }
+
+    #[test]
+    fn validation_reports() {
+        assert!(validation_refusal(&json!({"ok": true})).is_none());
+        let report = json!({"ok": false, "errors": [{"code": "manifest_version_conflict", "message": "older"}, {"code": "manifest_entry_invalid", "entry": "a", "message": "bad"}], "token_count": 12});
+        let e = validation_refusal(&report).unwrap();
+        assert_eq!((e.status, e.code.as_ref()), (409, "manifest_version_conflict"));
+        assert_eq!(e.message, "manifest rejected (2 problem(s)): manifest_version_conflict: older; manifest_entry_invalid [a]: bad");
+        assert_eq!(e.details["token_count"], 12);
+        let e = validation_refusal(&json!({"ok": false})).unwrap();
+        assert_eq!((e.status, e.code.as_ref()), (400, "manifest_invalid"));
+    }
+
     fn gate<'a>(failing: &'a [Value], skip: bool, signers: &[&str], cosignature_needed: bool) -> Gate<'a> {
         Gate { failing, skip, signers: signers.iter().map(|s| s.to_string()).collect(), cosignature_needed, version: "v2", manifest_sha256: "d", now_ms: 0 }
     }
@@ -115,10 +230,10 @@ mod tests {
         assert_eq!(gate(&[], false, &["admin:a"], true).verdict().unwrap(), json!({"skipped": false, "passed": true}));
         let failing = [json!({"unit": "b", "coverage_pct": 0.6, "failed_paraphrases": ["x"]})];
         let e = gate(&failing, false, &["admin:a"], false).verdict().unwrap_err();
-        assert_eq!((e.status, e.code), (400, "manifest_coverage_failure"));
+        assert_eq!((e.status, e.code.as_ref()), (400, "manifest_coverage_failure"));
         assert!(e.message.contains("b (60%)") && e.details["failing_units"][0]["unit"] == "b");
         let e = gate(&failing, true, &["admin:a", "admin:a"], true).verdict().unwrap_err();
-        assert_eq!((e.status, e.code, e.details["manifest_sha256"].as_str()), (403, "cosignature_required", Some("d")));
+        assert_eq!((e.status, e.code.as_ref(), e.details["manifest_sha256"].as_str()), (403, "cosignature_required", Some("d")));
         let ok = gate(&failing, true, &["admin:b", "admin:a"], true).verdict().unwrap();
         assert_eq!(ok, json!({"skipped": true, "would_have_failed": [{"unit": "b", "coverage_pct": 0.6}], "cosigned_by": ["admin:a", "admin:b"], "recertify_by": "1970-01-08T00:00:00Z"}));
         // without guarantee_load one admin may skip
