@@ -17,6 +17,7 @@ use crate::auth::Principal;
 use crate::db::{insert_event, insert_fact, iso, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
 use crate::engine::{NoAudit, Runtime, Storage};
 use crate::trigger::TriggerKey;
+use lid_shared::coverage::CoverageRow;
 use lid_shared::federation::{federated_fields, promotion_claims};
 use lid_shared::packs::pack_entry;
 use lid_shared::publish::PublishRequest;
@@ -366,62 +367,18 @@ impl Service {
         let s = self.snapshot(agent)?;
         let rows = self.db.read(|c| {
             let mut st = c.prepare_cached("SELECT unit, coverage_pct, hit_at_10, probe_count, evaluated_at FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2")?;
-            let rows = st.query_map(params![agent, s.version], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?, r.get::<_, f64>(2)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?)))?;
+            let rows = st.query_map(params![agent, s.version], |r| {
+                Ok(CoverageRow { unit: r.get(0)?, coverage_pct: r.get(1)?, hit_at_10: r.get(2)?, probe_count: r.get(3)?, evaluated_at: r.get(4)? })
+            })?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })?;
         if rows.is_empty() {
             return Err(ApiError::new(404, "coverage_not_found", format!("no coverage report has been generated for agent {agent:?} version {}; publish the manifest again to run the probes", s.version)));
         }
-        let by_unit: BTreeMap<String, (f64, f64, i64, i64)> = rows.into_iter().map(|(u, a, b, c, d)| (u, (a, b, c, d))).collect();
-        let since = now_ms() - AUDIT_WINDOW_MS;
-        let audit = self.db.audit_rows(agent, since)?;
-        let mut counts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
-        for r in &audit {
-            for (i, list) in [&r.loaded_chunks, &r.used_chunks, &r.missed_chunks].into_iter().enumerate() {
-                for u in list {
-                    counts.entry(u.as_str()).or_default()[i] += 1;
-                }
-            }
-        }
-        let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
-        let mut units = Vec::new();
-        let mut evaluated_at = 0;
-        for e in m["entries"].as_array().into_iter().flatten() {
-            let name = e["name"].as_str().unwrap_or_default();
-            let c = counts.get(name).copied().unwrap_or_default();
-            let mut u = json!({"name": name, "audit_7d": {"loaded": c[0], "used": c[1], "missed": c[2]}});
-            match by_unit.get(name) {
-                Some((pct, h10, n, at)) => {
-                    evaluated_at = evaluated_at.max(*at);
-                    u["coverage_pct"] = json!(pct);
-                    u["hit_at_10"] = json!(h10);
-                    u["probe_count"] = json!(n);
-                    u["last_evaluated_at"] = json!(iso(*at));
-                    if admin {
-                        u["coverage_status"] = json!(if *h10 >= 0.4 { "ok" } else { "coverage_critical" });
-                    }
-                }
-                None => {
-                    if admin {
-                        u["coverage_status"] = json!("not_evaluated");
-                    }
-                }
-            }
-            units.push(u);
-        }
+        let audit = self.db.audit_rows(agent, now_ms() - AUDIT_WINDOW_MS)?;
         let metrics = self.audit_metrics(&audit, 3)?;
-        let mut out = json!({
-            "agent_id": agent,
-            "manifest_version": s.version,
-            "embedding_model_version": self.ranker_version(),
-            "evaluated_at": iso(evaluated_at),
-            "units": units,
-            "audit_7d": {"events": metrics["events"], "closed_events": metrics["closed_events"], "recall_at_3": metrics["recall_at_k"], "hit_at_3": metrics["hit_at_k"], "miss_rate": metrics["miss_rate"]},
-        });
-        if admin {
-            out["audit_7d"]["alert"] = metrics["alert"].clone();
-        }
-        Ok(out)
+        let subject = lid_shared::coverage::Subject { agent, manifest_version: &s.version, manifest_json: &s.manifest_json, ranker_version: &self.ranker_version() };
+        Ok(lid_shared::coverage::report(&subject, rows, &audit, &metrics, admin))
     }
 
     /// §21.5.3 metrics (through the engine) over audit rows.

@@ -377,71 +377,18 @@ impl Service {
     /// audit; `coverage_status` and the alert for admins only (S11).
     pub async fn coverage(&self, agent: &str, admin: bool) -> ApiResult<Value> {
         let s = self.snapshot(agent).await?;
-        #[derive(Deserialize)]
-        struct Row {
-            unit: String,
-            coverage_pct: f64,
-            hit_at_10: f64,
-            probe_count: i64,
-            evaluated_at: i64,
-        }
-        let rows: Vec<Row> = self
+        let rows: Vec<CoverageRow> = self
             .store
             .all("SELECT unit, coverage_pct, hit_at_10, probe_count, evaluated_at FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2", args![agent, s.version])
             .await?;
         if rows.is_empty() {
             return Err(ApiError::new(404, "coverage_not_found", format!("no coverage report has been generated for agent {agent:?} version {}; publish the manifest again to run the probes", s.version)));
         }
-        let by_unit: BTreeMap<String, Row> = rows.into_iter().map(|r| (r.unit.clone(), r)).collect();
         let audit = self.audit_rows(agent, now_ms() - AUDIT_WINDOW_MS).await?;
-        let mut counts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
-        for r in &audit {
-            for (i, list) in [&r.loaded_chunks, &r.used_chunks, &r.missed_chunks].into_iter().enumerate() {
-                for u in list {
-                    counts.entry(u.as_str()).or_default()[i] += 1;
-                }
-            }
-        }
-        let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
-        let mut units = Vec::new();
-        let mut evaluated_at = 0;
-        for e in m["entries"].as_array().into_iter().flatten() {
-            let name = e["name"].as_str().unwrap_or_default();
-            let c = counts.get(name).copied().unwrap_or_default();
-            let mut u = json!({"name": name, "audit_7d": {"loaded": c[0], "used": c[1], "missed": c[2]}});
-            match by_unit.get(name) {
-                Some(r) => {
-                    evaluated_at = evaluated_at.max(r.evaluated_at);
-                    u["coverage_pct"] = json!(r.coverage_pct);
-                    u["hit_at_10"] = json!(r.hit_at_10);
-                    u["probe_count"] = json!(r.probe_count);
-                    u["last_evaluated_at"] = json!(iso(r.evaluated_at));
-                    if admin {
-                        u["coverage_status"] = json!(if r.hit_at_10 >= 0.4 { "ok" } else { "coverage_critical" });
-                    }
-                }
-                None => {
-                    if admin {
-                        u["coverage_status"] = json!("not_evaluated");
-                    }
-                }
-            }
-            units.push(u);
-        }
         let recs = serde_json::to_string(&audit).map_err(ApiError::engine_json)?;
         let metrics = parse(&lid_core::api::audit_metrics(&recs, 3)?)?;
-        let mut out = json!({
-            "agent_id": agent,
-            "manifest_version": s.version,
-            "embedding_model_version": ranker_version(),
-            "evaluated_at": iso(evaluated_at),
-            "units": units,
-            "audit_7d": {"events": metrics["events"], "closed_events": metrics["closed_events"], "recall_at_3": metrics["recall_at_k"], "hit_at_3": metrics["hit_at_k"], "miss_rate": metrics["miss_rate"]},
-        });
-        if admin {
-            out["audit_7d"]["alert"] = metrics["alert"].clone();
-        }
-        Ok(out)
+        let subject = lid_shared::coverage::Subject { agent, manifest_version: &s.version, manifest_json: &s.manifest_json, ranker_version: &ranker_version() };
+        Ok(lid_shared::coverage::report(&subject, rows, &audit, &metrics, admin))
     }
 
     // ---- writes ----------------------------------------------------------------------
@@ -746,6 +693,7 @@ fn next_version(latest: Option<&str>) -> ApiResult<String> {
     }
 }
 
+use lid_shared::coverage::CoverageRow;
 use lid_shared::packs::pack_entry;
 use lid_shared::publish::PublishRequest;
 

@@ -6,11 +6,13 @@
 //! - [`ids`]: agent ids and the org manifest's supervision pairs (§21.4.5, S9);
 //! - [`federation`]: federated facts and promotion requests (Spec-13);
 //! - [`publish`]: the coverage gate's verdict and the publish provenance (§21.8.3, S7);
+//! - [`coverage`]: the coverage route's report (§21.8.6, S11);
 //! - [`audit`]: one `instruction_audit` row as the engine writes it (§21.5.1, §21.7);
 //! - [`time`]: Unix ms as the ISO 8601 the APIs print;
 //! - [`packs`]: an uploaded knowledge pack's catalog entry (the agent knowledge runtime spec).
 
 pub mod audit;
+pub mod coverage;
 pub mod federation;
 pub mod ids;
 pub mod packs;

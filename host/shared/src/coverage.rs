@@ -1,0 +1,117 @@
+//! The coverage route's report (§21.8.6): per unit, the publish-time probe run's figures
+//! and the rolling 7-day audit counts; `coverage_status` and the miss-rate alert only for
+//! admins (S11: an agent's key sees raw numbers).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::audit::AuditRow;
+use crate::time::iso;
+
+/// A unit whose probe hit@10 is below this is `coverage_critical`.
+pub const CRITICAL_HIT_AT_10: f64 = 0.4;
+
+/// One `coverage_reports` row (§21.5.5 probe set, evaluated at publish).
+#[derive(Debug, Clone, Deserialize)]
+pub struct CoverageRow {
+    pub unit: String,
+    pub coverage_pct: f64,
+    pub hit_at_10: f64,
+    pub probe_count: i64,
+    pub evaluated_at: i64,
+}
+
+/// What the report is about: the agent's current manifest and its engine.
+pub struct Subject<'a> {
+    pub agent: &'a str,
+    pub manifest_version: &'a str,
+    pub manifest_json: &'a str,
+    pub ranker_version: &'a str,
+}
+
+/// The report over `rows` (the current version's) and `audit` (the last 7 days' rows,
+/// summarised by the engine into `metrics`: `{events, closed_events, recall_at_k,
+/// hit_at_k, miss_rate, alert}` at k = 3), in manifest order.
+pub fn report(subject: &Subject, rows: Vec<CoverageRow>, audit: &[AuditRow], metrics: &Value, admin: bool) -> Value {
+    let by_unit: BTreeMap<String, CoverageRow> = rows.into_iter().map(|r| (r.unit.clone(), r)).collect();
+    let mut counts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+    for r in audit {
+        for (i, list) in [&r.loaded_chunks, &r.used_chunks, &r.missed_chunks].into_iter().enumerate() {
+            for u in list {
+                counts.entry(u.as_str()).or_default()[i] += 1;
+            }
+        }
+    }
+    let m: Value = serde_json::from_str(subject.manifest_json).unwrap_or(Value::Null);
+    let mut units = Vec::new();
+    let mut evaluated_at = 0;
+    for e in m["entries"].as_array().into_iter().flatten() {
+        let name = e["name"].as_str().unwrap_or_default();
+        let c = counts.get(name).copied().unwrap_or_default();
+        let mut u = json!({"name": name, "audit_7d": {"loaded": c[0], "used": c[1], "missed": c[2]}});
+        match by_unit.get(name) {
+            Some(r) => {
+                evaluated_at = evaluated_at.max(r.evaluated_at);
+                u["coverage_pct"] = json!(r.coverage_pct);
+                u["hit_at_10"] = json!(r.hit_at_10);
+                u["probe_count"] = json!(r.probe_count);
+                u["last_evaluated_at"] = json!(iso(r.evaluated_at));
+                if admin {
+                    u["coverage_status"] = json!(if r.hit_at_10 >= CRITICAL_HIT_AT_10 { "ok" } else { "coverage_critical" });
+                }
+            }
+            None => {
+                if admin {
+                    u["coverage_status"] = json!("not_evaluated");
+                }
+            }
+        }
+        units.push(u);
+    }
+    let mut out = json!({
+        "agent_id": subject.agent,
+        "manifest_version": subject.manifest_version,
+        "embedding_model_version": subject.ranker_version,
+        "evaluated_at": iso(evaluated_at),
+        "units": units,
+        "audit_7d": {"events": metrics["events"], "closed_events": metrics["closed_events"], "recall_at_3": metrics["recall_at_k"], "hit_at_3": metrics["hit_at_k"], "miss_rate": metrics["miss_rate"]},
+    });
+    if admin {
+        out["audit_7d"]["alert"] = metrics["alert"].clone();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(unit: &str, hit_at_10: f64, at: i64) -> CoverageRow {
+        CoverageRow { unit: unit.into(), coverage_pct: 0.8, hit_at_10, probe_count: 5, evaluated_at: at }
+    }
+
+    #[test]
+    fn per_unit_figures_and_admin_only_status() {
+        let manifest = r#"{"entries": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}"#;
+        let subject = Subject { agent: "eng", manifest_version: "v2", manifest_json: manifest, ranker_version: "lid-rank-8" };
+        let audit: Vec<AuditRow> = serde_json::from_value(json!([
+            {"id": "1", "agent_id": "eng", "heartbeat_id": "h", "session_start": 0, "intent": "x", "loaded_chunks": ["a", "b"], "missed_chunks": ["c"], "audit_token": "t1", "created_at": 0},
+            {"id": "2", "agent_id": "eng", "heartbeat_id": "h", "session_start": 0, "intent": "y", "loaded_chunks": ["a"], "used_chunks": ["a"], "audit_token": "t2", "created_at": 0},
+        ]))
+        .unwrap();
+        let metrics = json!({"events": 2, "closed_events": 1, "recall_at_k": 0.5, "hit_at_k": 0.5, "miss_rate": 0.5, "alert": false});
+        let rows = || vec![row("a", 0.9, 1000), row("b", 0.2, 2000)];
+        let admin = report(&subject, rows(), &audit, &metrics, true);
+        let units = admin["units"].as_array().unwrap();
+        assert_eq!(units.iter().map(|u| u["coverage_status"].as_str().unwrap()).collect::<Vec<_>>(), ["ok", "coverage_critical", "not_evaluated"]);
+        assert_eq!(units[0]["audit_7d"], json!({"loaded": 2, "used": 1, "missed": 0}));
+        assert_eq!(units[2]["audit_7d"], json!({"loaded": 0, "used": 0, "missed": 1}));
+        assert_eq!((admin["evaluated_at"].as_str(), admin["audit_7d"]["alert"].as_bool()), (Some("1970-01-01T00:00:02Z"), Some(false)));
+        let agent = report(&subject, rows(), &audit, &metrics, false);
+        assert!(agent["units"].as_array().unwrap().iter().all(|u| u.get("coverage_status").is_none()));
+        assert!(agent["audit_7d"].get("alert").is_none());
+        assert_eq!(agent["units"][1]["hit_at_10"], 0.2);
+    }
+}
