@@ -22,8 +22,7 @@ use lid_shared::federation::{federated_fields, promotion_claims};
 use lid_shared::packs::pack_entry;
 use lid_shared::publish::PublishRequest;
 
-/// Adapter profiles rendered at publish (§21.1.3); any other name is served as generic.
-pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assistants"];
+pub use lid_shared::heartbeat::PROFILES;
 /// Audit tokens expire after 24 h (§21.5.2).
 pub const AUDIT_TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
 /// The rolling audit window (§21.5.3).
@@ -174,7 +173,7 @@ impl Service {
     /// [`Service::boot_stub`] for an already loaded snapshot.
     fn stub_of(&self, s: &crate::db::Snapshot, profile: Option<&str>) -> Result<(String, String, i64, i64), ApiError> {
         let agent = s.agent_id.as_str();
-        let profile = profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic");
+        let profile = lid_shared::heartbeat::profile_or_generic(profile);
         let sv = self.stub_version();
         let cached = self.db.read(|c| {
             let mut st = c.prepare_cached("SELECT body, token_count FROM boot_stubs WHERE agent_id = ?1 AND adapter_profile = ?2 AND manifest_version = ?3 AND stub_version = ?4")?;
@@ -235,9 +234,7 @@ impl Service {
         let Some(key) = &self.trigger_key else {
             return Err(ApiError::new(503, "heartbeat_not_configured", "this server has no heartbeat signing key: start it with --heartbeat-secret-env or --heartbeat-public-key"));
         };
-        let token = body.get("trigger").and_then(Value::as_str).ok_or_else(|| {
-            ApiError::new(401, "heartbeat_trigger_invalid", "send the control plane's signed trigger as {\"trigger\": \"<JWT>\"}; unsigned wake reasons are not accepted (S1)")
-        })?;
+        let token = lid_shared::heartbeat::trigger_token(body)?;
         let t = key.verify(token, agent)?;
         let profile = body.get("profile").and_then(Value::as_str);
         let s = self.snapshot(agent)?;
@@ -245,22 +242,17 @@ impl Service {
         let ctx = self.context(&t.heartbeat_id, t.session_start, &s);
         let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
         let p = parse_json(&engine(self.rt.preload(&st, &s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx))?)?;
-        let mut context = stub.clone();
-        for u in p["units"].as_array().into_iter().flatten() {
-            context.push_str(&format!("\n\n<!-- preload: {} {} ({}) -->\n", u["name"].as_str().unwrap_or(""), u["version"].as_str().unwrap_or(""), u["source"].as_str().unwrap_or("")));
-            context.push_str(u["content"].as_str().unwrap_or("").trim_end());
-            context.push('\n');
+        Ok(lid_shared::heartbeat::Heartbeat {
+            agent,
+            heartbeat_id: &t.heartbeat_id,
+            wake_reason: &t.wake_reason,
+            manifest_version: &version,
+            stub: &stub,
+            stub_tokens,
+            profile,
+            preloads: p,
         }
-        Ok(json!({
-            "agent_id": agent,
-            "heartbeat_id": t.heartbeat_id,
-            "wake_reason": t.wake_reason,
-            "manifest_version": version,
-            "boot_stub": {"text": stub, "token_count": stub_tokens, "profile": profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic")},
-            "preloads": p,
-            "audit_token": p["audit_token"],
-            "context": context,
-        }))
+        .response())
     }
 
     /// `POST /v1/agents/{id}/handoff` (issue 5, handoffs): validate the handoff message in
@@ -270,10 +262,7 @@ impl Service {
     pub fn handoff(&self, agent: &str, body: &str, who: &Principal) -> Result<Value, ApiError> {
         let v = parse_json(&engine(self.rt.compose_handoff(body))?)?;
         let h = &v["handoff"];
-        let (to, from) = (h["to_agent"].as_str().unwrap_or_default(), h["from_agent"].as_str().unwrap_or_default());
-        if to != agent {
-            return Err(ApiError::bad_request("handoff_invalid", format!("the handoff is addressed to {to:?} but was posted to agent {agent:?}: post it to /v1/agents/{to}/handoff")));
-        }
+        let (_, from) = lid_shared::heartbeat::handoff_parties(h, agent)?;
         let sender = who.role == crate::auth::Role::Agent && who.agent_id.as_deref() == Some(from);
         if !sender {
             who.require_self(agent)?;

@@ -18,8 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::{current_version, event, ledger_insert, sha_of, split_fact_uri, Snapshot, Store, WorkerFacts};
 use crate::util::{iso, now_ms, random_hex, sha256_hex, uuid4};
 
-/// Adapter profiles rendered at publish (§21.1.3); any other name is served as generic.
-pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assistants"];
+pub use lid_shared::heartbeat::PROFILES;
 /// Audit tokens expire after 24 h (§21.5.2).
 pub const AUDIT_TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
 /// The rolling audit window (§21.5.3).
@@ -160,7 +159,7 @@ impl Service {
 
     async fn stub_of(&self, s: &Snapshot, profile: Option<&str>) -> ApiResult<(String, String, i64, i64)> {
         let agent = s.agent_id.as_str();
-        let profile = profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic");
+        let profile = lid_shared::heartbeat::profile_or_generic(profile);
         let sv = stub_version();
         #[derive(Deserialize)]
         struct Cached {
@@ -221,9 +220,7 @@ impl Service {
         let Some(key) = self.trigger_key()? else {
             return Err(ApiError::new(503, "heartbeat_not_configured", format!("this worker has no heartbeat signing key: {KEY_HOWTO}")));
         };
-        let token = body.get("trigger").and_then(Value::as_str).ok_or_else(|| {
-            ApiError::new(401, "heartbeat_trigger_invalid", "send the control plane's signed trigger as {\"trigger\": \"<JWT>\"}; unsigned wake reasons are not accepted (S1)")
-        })?;
+        let token = lid_shared::heartbeat::trigger_token(body)?;
         let t = key.verify(token, agent, (now_ms() / 1000) as u64)?;
         let profile = body.get("profile").and_then(Value::as_str);
         let s = self.snapshot(agent).await?;
@@ -236,22 +233,17 @@ impl Service {
                 w.push(json!(format!("audit_write_failed: {e}")));
             }
         }
-        let mut context = stub.clone();
-        for u in p["units"].as_array().into_iter().flatten() {
-            context.push_str(&format!("\n\n<!-- preload: {} {} ({}) -->\n", u["name"].as_str().unwrap_or(""), u["version"].as_str().unwrap_or(""), u["source"].as_str().unwrap_or("")));
-            context.push_str(u["content"].as_str().unwrap_or("").trim_end());
-            context.push('\n');
+        Ok(lid_shared::heartbeat::Heartbeat {
+            agent,
+            heartbeat_id: &t.heartbeat_id,
+            wake_reason: &t.wake_reason,
+            manifest_version: &version,
+            stub: &stub,
+            stub_tokens,
+            profile,
+            preloads: p,
         }
-        Ok(json!({
-            "agent_id": agent,
-            "heartbeat_id": t.heartbeat_id,
-            "wake_reason": t.wake_reason,
-            "manifest_version": version,
-            "boot_stub": {"text": stub, "token_count": stub_tokens, "profile": profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic")},
-            "preloads": p,
-            "audit_token": p["audit_token"],
-            "context": context,
-        }))
+        .response())
     }
 
     /// `POST /v1/agents/{id}/handoff`, as `lid serve` does it: validate and render in the
@@ -259,10 +251,7 @@ impl Service {
     pub async fn handoff(&self, agent: &str, body: &str, who: &Principal) -> ApiResult<Value> {
         let v = parse(&lid_core::api::compose_handoff(body)?)?;
         let h = &v["handoff"];
-        let (to, from) = (h["to_agent"].as_str().unwrap_or_default(), h["from_agent"].as_str().unwrap_or_default());
-        if to != agent {
-            return Err(ApiError::bad_request("handoff_invalid", format!("the handoff is addressed to {to:?} but was posted to agent {agent:?}: post it to /v1/agents/{to}/handoff")));
-        }
+        let (_, from) = lid_shared::heartbeat::handoff_parties(h, agent)?;
         let sender = !who.admin_role && who.agent_id.as_deref() == Some(from);
         if !sender {
             who.require_self(agent)?;

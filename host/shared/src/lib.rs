@@ -6,6 +6,7 @@
 //! - [`ids`]: agent ids and the org manifest's supervision pairs (§21.4.5, S9);
 //! - [`federation`]: federated facts and promotion requests (Spec-13);
 //! - [`publish`]: the coverage gate's verdict and the publish provenance (§21.8.3, S7);
+//! - [`heartbeat`]: the heartbeat response (§21.1, §21.1.5, S1) and handoff addressing;
 //! - [`coverage`]: the coverage route's report (§21.8.6, S11);
 //! - [`audit`]: one `instruction_audit` row as the engine writes it (§21.5.1, §21.7);
 //! - [`time`]: Unix ms as the ISO 8601 the APIs print;
@@ -14,6 +15,7 @@
 pub mod audit;
 pub mod coverage;
 pub mod federation;
+pub mod heartbeat;
 pub mod ids;
 pub mod packs;
 pub mod publish;

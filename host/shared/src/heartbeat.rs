@@ -1,0 +1,98 @@
+//! The heartbeat route's pieces (ours; §21.1 boot stubs, §21.1.5 preloads, S1 signed
+//! wake reasons) and the handoff route's addressing check: what both hosts answer, around
+//! the trigger verification and the engine calls each host makes its own way.
+
+use serde_json::{json, Value};
+
+use crate::Refusal;
+
+/// The adapter profiles a stub is rendered and cached for at publish (§21.1.3); any other
+/// name is served as `generic`.
+pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assistants"];
+
+/// The profile a stub request is served with.
+pub fn profile_or_generic(profile: Option<&str>) -> &str {
+    profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic")
+}
+
+/// The signed trigger (a JWT) of a heartbeat body `{"trigger": "<JWT>"}`, or the 401:
+/// a wake reason anywhere else is never taken (S1).
+pub fn trigger_token(body: &Value) -> Result<&str, Refusal> {
+    body.get("trigger")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Refusal::new(401, "heartbeat_trigger_invalid", "send the control plane's signed trigger as {\"trigger\": \"<JWT>\"}; unsigned wake reasons are not accepted (S1)"))
+}
+
+/// What a verified heartbeat produced.
+pub struct Heartbeat<'a> {
+    pub agent: &'a str,
+    pub heartbeat_id: &'a str,
+    pub wake_reason: &'a str,
+    pub manifest_version: &'a str,
+    pub stub: &'a str,
+    pub stub_tokens: i64,
+    pub profile: Option<&'a str>,
+    /// The engine's preload answer (`{units: [{name, version, source, content}], audit_token, ..}`).
+    pub preloads: Value,
+}
+
+impl Heartbeat<'_> {
+    /// The response: the stub and the preloads, and `context`, the text an agent runtime
+    /// injects — the stub, then each preload unit under a provenance comment.
+    pub fn response(self) -> Value {
+        let mut context = self.stub.to_string();
+        for u in self.preloads["units"].as_array().into_iter().flatten() {
+            context.push_str(&format!("\n\n<!-- preload: {} {} ({}) -->\n", u["name"].as_str().unwrap_or(""), u["version"].as_str().unwrap_or(""), u["source"].as_str().unwrap_or("")));
+            context.push_str(u["content"].as_str().unwrap_or("").trim_end());
+            context.push('\n');
+        }
+        let audit_token = self.preloads["audit_token"].clone();
+        json!({
+            "agent_id": self.agent,
+            "heartbeat_id": self.heartbeat_id,
+            "wake_reason": self.wake_reason,
+            "manifest_version": self.manifest_version,
+            "boot_stub": {"text": self.stub, "token_count": self.stub_tokens, "profile": profile_or_generic(self.profile)},
+            "preloads": self.preloads,
+            "audit_token": audit_token,
+            "context": context,
+        })
+    }
+}
+
+/// The `(to_agent, from_agent)` of an engine-checked handoff posted to `agent`'s route,
+/// refused (400 `handoff_invalid`) when it is addressed to another agent.
+pub fn handoff_parties<'a>(handoff: &'a Value, agent: &str) -> Result<(&'a str, &'a str), Refusal> {
+    let (to, from) = (handoff["to_agent"].as_str().unwrap_or_default(), handoff["from_agent"].as_str().unwrap_or_default());
+    if to != agent {
+        return Err(Refusal::new(400, "handoff_invalid", format!("the handoff is addressed to {to:?} but was posted to agent {agent:?}: post it to /v1/agents/{to}/handoff")));
+    }
+    Ok((to, from))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_response_and_context() {
+        let preloads = json!({"units": [{"name": "deploy", "version": "v2", "source": "task_type_preload", "content": "Roll back first.\n\n"}], "audit_token": "tok"});
+        let hb = Heartbeat { agent: "eng", heartbeat_id: "hb1", wake_reason: "incident", manifest_version: "v3", stub: "STUB", stub_tokens: 42, profile: Some("nope"), preloads };
+        let v = hb.response();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["agent_id", "heartbeat_id", "wake_reason", "manifest_version", "boot_stub", "preloads", "audit_token", "context"]);
+        assert_eq!(v["context"], "STUB\n\n<!-- preload: deploy v2 (task_type_preload) -->\nRoll back first.\n");
+        assert_eq!((v["audit_token"].as_str(), v["boot_stub"]["profile"].as_str(), v["boot_stub"]["token_count"].as_i64()), (Some("tok"), Some("generic"), Some(42)));
+        assert_eq!(profile_or_generic(Some("openai-assistants")), "openai-assistants");
+    }
+
+    #[test]
+    fn triggers_and_handoffs() {
+        assert_eq!(trigger_token(&json!({"trigger": "a.b.c"})).unwrap(), "a.b.c");
+        let e = trigger_token(&json!({"wake_reason": "incident"})).unwrap_err();
+        assert_eq!((e.status, e.code.as_ref()), (401, "heartbeat_trigger_invalid"));
+        let h = json!({"to_agent": "b", "from_agent": "a"});
+        assert_eq!(handoff_parties(&h, "b").unwrap(), ("b", "a"));
+        assert!(handoff_parties(&h, "c").unwrap_err().message.contains("post it to /v1/agents/b/handoff"));
+    }
+}
