@@ -244,8 +244,7 @@ impl Service {
         let p = parse_json(&engine(self.rt.preload(&st, &s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx))?)?;
         Ok(lid_shared::heartbeat::Heartbeat {
             agent,
-            heartbeat_id: &t.heartbeat_id,
-            wake_reason: &t.wake_reason,
+            trigger: &t,
             manifest_version: &version,
             stub: &stub,
             stub_tokens,

@@ -3,20 +3,10 @@
 //! reason that selects task-type preloads (§21.1.5) comes from a verified trigger only.
 
 use jsonwebtoken::{decode, Algorithm, DecodingKey, Validation};
-use serde::Deserialize;
 
 use crate::apierror::ApiError;
 
-/// The verified claims of a trigger.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Trigger {
-    pub sub: String,
-    pub wake_reason: String,
-    pub heartbeat_id: String,
-    #[serde(default)]
-    pub session_start: Option<u64>,
-    pub exp: u64,
-}
+pub use lid_shared::heartbeat::Trigger;
 
 /// How triggers are verified: a shared HS256 secret or an Ed25519 public key.
 pub struct TriggerKey {
@@ -51,13 +41,7 @@ impl TriggerKey {
         let t = decode::<Trigger>(token.trim(), &self.key, &v)
             .map_err(|e| ApiError::new(401, "heartbeat_trigger_invalid", format!("the heartbeat trigger is not a valid signed trigger ({e}); it must be a {:?} JWT from the control plane", self.alg)))?
             .claims;
-        if t.sub != agent {
-            return Err(ApiError::new(401, "heartbeat_trigger_invalid", format!("the trigger was issued for agent {:?}, not {agent:?}", t.sub)));
-        }
-        if t.wake_reason.trim().is_empty() || t.heartbeat_id.trim().is_empty() {
-            return Err(ApiError::new(401, "heartbeat_trigger_invalid", "the trigger must carry a non-empty `wake_reason` and `heartbeat_id`"));
-        }
-        Ok(t)
+        Ok(t.for_agent(agent)?)
     }
 }
 

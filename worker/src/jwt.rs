@@ -16,16 +16,7 @@ use serde::Deserialize;
 
 use crate::error::ApiError;
 
-/// The verified claims of a trigger.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Trigger {
-    pub sub: String,
-    pub wake_reason: String,
-    pub heartbeat_id: String,
-    #[serde(default)]
-    pub session_start: Option<u64>,
-    pub exp: u64,
-}
+pub use lid_shared::heartbeat::Trigger;
 
 #[derive(Deserialize)]
 struct Header {
@@ -138,13 +129,7 @@ impl TriggerKey {
         if exp.saturating_add(5) < now_s {
             return Err(self.invalid("ExpiredSignature"));
         }
-        if sub != agent {
-            return Err(ApiError::new(401, "heartbeat_trigger_invalid", format!("the trigger was issued for agent {sub:?}, not {agent:?}")));
-        }
-        if claims.wake_reason.trim().is_empty() || claims.heartbeat_id.trim().is_empty() {
-            return Err(ApiError::new(401, "heartbeat_trigger_invalid", "the trigger must carry a non-empty `wake_reason` and `heartbeat_id`"));
-        }
-        Ok(Trigger { sub, wake_reason: claims.wake_reason, heartbeat_id: claims.heartbeat_id, session_start: claims.session_start, exp })
+        Ok(Trigger { sub, wake_reason: claims.wake_reason, heartbeat_id: claims.heartbeat_id, session_start: claims.session_start, exp }.for_agent(agent)?)
     }
 }
 

@@ -235,8 +235,7 @@ impl Service {
         }
         Ok(lid_shared::heartbeat::Heartbeat {
             agent,
-            heartbeat_id: &t.heartbeat_id,
-            wake_reason: &t.wake_reason,
+            trigger: &t,
             manifest_version: &version,
             stub: &stub,
             stub_tokens,

@@ -2,9 +2,36 @@
 //! wake reasons) and the handoff route's addressing check: what both hosts answer, around
 //! the trigger verification and the engine calls each host makes its own way.
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::Refusal;
+
+/// The claims of a heartbeat trigger (a JWT from the control plane, S1); each host checks
+/// the signature, algorithm and expiry with its own JWT code, then [`Trigger::for_agent`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct Trigger {
+    pub sub: String,
+    pub wake_reason: String,
+    pub heartbeat_id: String,
+    #[serde(default)]
+    pub session_start: Option<u64>,
+    pub exp: u64,
+}
+
+impl Trigger {
+    /// The claims, once the signature is verified, checked for the route's `agent`: issued
+    /// for it, with a non-empty wake reason and heartbeat id.
+    pub fn for_agent(self, agent: &str) -> Result<Self, Refusal> {
+        if self.sub != agent {
+            return Err(Refusal::new(401, "heartbeat_trigger_invalid", format!("the trigger was issued for agent {:?}, not {agent:?}", self.sub)));
+        }
+        if self.wake_reason.trim().is_empty() || self.heartbeat_id.trim().is_empty() {
+            return Err(Refusal::new(401, "heartbeat_trigger_invalid", "the trigger must carry a non-empty `wake_reason` and `heartbeat_id`"));
+        }
+        Ok(self)
+    }
+}
 
 /// The adapter profiles a stub is rendered and cached for at publish (§21.1.3); any other
 /// name is served as `generic`.
@@ -26,8 +53,7 @@ pub fn trigger_token(body: &Value) -> Result<&str, Refusal> {
 /// What a verified heartbeat produced.
 pub struct Heartbeat<'a> {
     pub agent: &'a str,
-    pub heartbeat_id: &'a str,
-    pub wake_reason: &'a str,
+    pub trigger: &'a Trigger,
     pub manifest_version: &'a str,
     pub stub: &'a str,
     pub stub_tokens: i64,
@@ -49,8 +75,8 @@ impl Heartbeat<'_> {
         let audit_token = self.preloads["audit_token"].clone();
         json!({
             "agent_id": self.agent,
-            "heartbeat_id": self.heartbeat_id,
-            "wake_reason": self.wake_reason,
+            "heartbeat_id": self.trigger.heartbeat_id,
+            "wake_reason": self.trigger.wake_reason,
             "manifest_version": self.manifest_version,
             "boot_stub": {"text": self.stub, "token_count": self.stub_tokens, "profile": profile_or_generic(self.profile)},
             "preloads": self.preloads,
@@ -77,13 +103,24 @@ mod tests {
     #[test]
     fn heartbeat_response_and_context() {
         let preloads = json!({"units": [{"name": "deploy", "version": "v2", "source": "task_type_preload", "content": "Roll back first.\n\n"}], "audit_token": "tok"});
-        let hb = Heartbeat { agent: "eng", heartbeat_id: "hb1", wake_reason: "incident", manifest_version: "v3", stub: "STUB", stub_tokens: 42, profile: Some("nope"), preloads };
+        let trigger = Trigger { sub: "eng".into(), wake_reason: "incident".into(), heartbeat_id: "hb1".into(), session_start: None, exp: 0 };
+        let hb = Heartbeat { agent: "eng", trigger: &trigger, manifest_version: "v3", stub: "STUB", stub_tokens: 42, profile: Some("nope"), preloads };
         let v = hb.response();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["agent_id", "heartbeat_id", "wake_reason", "manifest_version", "boot_stub", "preloads", "audit_token", "context"]);
         assert_eq!(v["context"], "STUB\n\n<!-- preload: deploy v2 (task_type_preload) -->\nRoll back first.\n");
         assert_eq!((v["audit_token"].as_str(), v["boot_stub"]["profile"].as_str(), v["boot_stub"]["token_count"].as_i64()), (Some("tok"), Some("generic"), Some(42)));
         assert_eq!(profile_or_generic(Some("openai-assistants")), "openai-assistants");
+    }
+
+    #[test]
+    fn trigger_claims() {
+        let t = |sub: &str, wake: &str, hb: &str| Trigger { sub: sub.into(), wake_reason: wake.into(), heartbeat_id: hb.into(), session_start: Some(1), exp: 9 };
+        assert_eq!(t("eng", "incident", "h").for_agent("eng").unwrap().wake_reason, "incident");
+        assert!(t("peer", "incident", "h").for_agent("eng").unwrap_err().message.contains("issued for agent \"peer\""));
+        for (w, h) in [(" ", "h"), ("incident", "")] {
+            assert_eq!(t("eng", w, h).for_agent("eng").unwrap_err().status, 401);
+        }
     }
 
     #[test]
