@@ -242,16 +242,7 @@ impl Service {
         let ctx = self.context(&t.heartbeat_id, t.session_start, &s);
         let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
         let p = parse_json(&engine(self.rt.preload(&st, &s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx))?)?;
-        Ok(lid_shared::heartbeat::Heartbeat {
-            agent,
-            trigger: &t,
-            manifest_version: &version,
-            stub: &stub,
-            stub_tokens,
-            profile,
-            preloads: p,
-        }
-        .response())
+        Ok(lid_shared::heartbeat::Heartbeat { agent, trigger: &t, manifest_version: &version, stub: &stub, stub_tokens, profile, preloads: p }.response())
     }
 
     /// `POST /v1/agents/{id}/handoff` (issue 5, handoffs): validate the handoff message in

@@ -233,16 +233,7 @@ impl Service {
                 w.push(json!(format!("audit_write_failed: {e}")));
             }
         }
-        Ok(lid_shared::heartbeat::Heartbeat {
-            agent,
-            trigger: &t,
-            manifest_version: &version,
-            stub: &stub,
-            stub_tokens,
-            profile,
-            preloads: p,
-        }
-        .response())
+        Ok(lid_shared::heartbeat::Heartbeat { agent, trigger: &t, manifest_version: &version, stub: &stub, stub_tokens, profile, preloads: p }.response())
     }
 
     /// `POST /v1/agents/{id}/handoff`, as `lid serve` does it: validate and render in the
