@@ -18,36 +18,7 @@ use serde_json::{json, Value};
 use crate::apierror::ApiError;
 use crate::db::{now_ms, random_hex, sha256_hex, Db, DbError, DbResult};
 
-pub const CAP_READ: &str = "read";
-pub const CAP_ADMIN: &str = "admin";
-pub const CAP_INSTRUCTION_WRITE: &str = "instruction:write";
-pub const CAPABILITIES: &[&str] = &[CAP_READ, CAP_ADMIN, CAP_INSTRUCTION_WRITE];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Admin,
-    Agent,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::Agent => "agent",
-        }
-    }
-}
-
-/// The caller of a request.
-#[derive(Debug, Clone, Serialize)]
-pub struct Principal {
-    pub key_id: String,
-    pub role: Role,
-    pub agent_id: Option<String>,
-    pub capabilities: Vec<String>,
-    pub entity_uri: String,
-}
+pub use lid_shared::access::{Principal, Role, CAPABILITIES, CAP_ADMIN, CAP_INSTRUCTION_WRITE, CAP_READ};
 
 /// A key as listed (never the secret).
 #[derive(Debug, Clone, Serialize)]
@@ -204,66 +175,18 @@ pub fn authenticate(db: &Db, header: Option<&str>) -> Result<Principal, ApiError
     Ok(p)
 }
 
-impl Principal {
-    pub fn is_admin(&self) -> bool {
-        self.role == Role::Admin && self.has(CAP_ADMIN)
-    }
-
-    pub fn has(&self, cap: &str) -> bool {
-        self.capabilities.iter().any(|c| c == cap)
-    }
-
-    fn is_agent(&self, agent: &str) -> bool {
-        self.role == Role::Agent && self.agent_id.as_deref() == Some(agent)
-    }
-
+/// §21.4.5 reads, the supervision lookup in SQLite (the rest is [`Principal::read_check`]).
+pub trait ReadAccess {
     /// Read an agent's instructions: admin, the agent itself, or its declared supervisor.
-    pub fn require_read(&self, db: &Db, agent: &str) -> Result<(), ApiError> {
-        if !self.has(CAP_READ) && !self.is_admin() {
-            return Err(ApiError::new(403, "capability_missing", "this API key lacks the `read` capability"));
-        }
-        if self.is_admin() || self.is_agent(agent) {
-            return Ok(());
-        }
-        if let Some(me) = self.agent_id.as_deref() {
-            if supervises(db, me, agent).map_err(ApiError::storage)? {
-                return Ok(());
-            }
-        }
-        Err(ApiError::scope_denied(agent))
-    }
+    fn require_read(&self, db: &Db, agent: &str) -> Result<(), ApiError>;
+}
 
-    /// Act as the agent (heartbeats): the agent itself or an admin.
-    pub fn require_self(&self, agent: &str) -> Result<(), ApiError> {
-        if self.is_admin() || self.is_agent(agent) {
-            Ok(())
-        } else {
-            Err(ApiError::scope_denied(agent))
+impl ReadAccess for Principal {
+    fn require_read(&self, db: &Db, agent: &str) -> Result<(), ApiError> {
+        match self.read_check(agent)? {
+            Some(me) if !supervises(db, me, agent).map_err(ApiError::storage)? => Err(ApiError::scope_denied(agent)),
+            _ => Ok(()),
         }
-    }
-
-    pub fn require_admin(&self) -> Result<(), ApiError> {
-        if self.is_admin() {
-            Ok(())
-        } else {
-            Err(ApiError::new(403, "admin_required", "only an admin API key may do this (§21.4.4: deployment administrators write instructions)"))
-        }
-    }
-
-    /// Write instruction-typed facts for `agent` (Spec-13): `instruction:write`, held by an
-    /// admin or by the agent's own key. General write authority is not enough.
-    pub fn require_instruction_write(&self, agent: &str) -> Result<(), ApiError> {
-        if !(self.is_admin() || self.is_agent(agent)) {
-            return Err(ApiError::scope_denied(agent));
-        }
-        if !self.has(CAP_INSTRUCTION_WRITE) {
-            return Err(ApiError::new(
-                403,
-                "instruction_write_required",
-                "writing instruction facts needs the `instruction:write` capability (Spec-13); general write or admin authority is not enough: create a key with it",
-            ));
-        }
-        Ok(())
     }
 }
 

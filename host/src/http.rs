@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::apierror::ApiError;
-use crate::auth::{self, Principal};
+use crate::auth::{self, Principal, ReadAccess};
 use crate::service::{Actor, ContextQuery, Service};
 
 /// The OpenAPI description of every route.

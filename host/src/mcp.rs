@@ -43,7 +43,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 
 use crate::apierror::ApiError;
-use crate::auth::{self, Principal};
+use crate::auth::{self, Principal, ReadAccess};
 use crate::service::{ContextQuery, Service};
 
 pub const TOOL_RECALL: &str = "recall_instruction";

@@ -385,7 +385,7 @@ impl Service {
         if let Err(e) = check {
             let detail = json!({"unit": name, "interpret_as": interpret_as, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
             let _ = self.db.write(|tx| insert_event(tx, Some(agent), "capability_denied", &detail, now_ms()).map(|_| ()));
-            return Err(e);
+            return Err(e.into());
         }
         let content = body.get("content").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request("invalid_request", "send the unit text as {\"content\": \"…\"}"))?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
@@ -663,7 +663,8 @@ impl Service {
     }
 
     /// Record a denied write as a `capability_denied` service event, then return the denial.
-    fn denied(&self, agent: &str, who: &Principal, action: &str, e: ApiError, extra: Value) -> ApiError {
+    fn denied(&self, agent: &str, who: &Principal, action: &str, e: impl Into<ApiError>, extra: Value) -> ApiError {
+        let e: ApiError = e.into();
         let mut detail = json!({"action": action, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
         if let (Some(d), Some(x)) = (detail.as_object_mut(), extra.as_object()) {
             d.extend(x.clone());

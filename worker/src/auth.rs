@@ -14,20 +14,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::Store;
 use crate::util::{now_ms, random_hex, sha256_hex};
 
-pub const CAP_READ: &str = "read";
-pub const CAP_ADMIN: &str = "admin";
-pub const CAP_INSTRUCTION_WRITE: &str = "instruction:write";
-pub const CAPABILITIES: &[&str] = &[CAP_READ, CAP_ADMIN, CAP_INSTRUCTION_WRITE];
-
-/// The caller of a request.
-#[derive(Debug, Clone)]
-pub struct Principal {
-    pub key_id: String,
-    pub admin_role: bool,
-    pub agent_id: Option<String>,
-    pub capabilities: Vec<String>,
-    pub entity_uri: String,
-}
+pub use lid_shared::access::{Principal, Role, CAPABILITIES, CAP_ADMIN, CAP_INSTRUCTION_WRITE, CAP_READ};
 
 /// A bootstrap admin key from the `LID_ADMIN_KEYS` secret.
 #[derive(Debug, Clone)]
@@ -107,7 +94,7 @@ fn secret_hash(header: Option<&str>) -> ApiResult<String> {
 fn env_principal(env_keys: &[EnvKey], hash: &str) -> Option<Principal> {
     env_keys.iter().find(|k| k.hash == hash).map(|k| Principal {
         key_id: format!("key_env_{}", &hash[..8]),
-        admin_role: true,
+        role: Role::Admin,
         agent_id: None,
         capabilities: vec![CAP_ADMIN.into(), CAP_INSTRUCTION_WRITE.into(), CAP_READ.into()],
         entity_uri: k.entity_uri.clone(),
@@ -129,7 +116,7 @@ fn row_principal(row: Option<KeyRow>) -> ApiResult<Principal> {
     let Some(r) = row else {
         return Err(ApiError::new(401, "api_key_invalid", "this API key is unknown or revoked"));
     };
-    Ok(Principal { key_id: r.id, admin_role: r.role == "admin", agent_id: r.agent_id, capabilities: serde_json::from_str(&r.capabilities).unwrap_or_default(), entity_uri: r.entity_uri })
+    Ok(Principal { key_id: r.id, role: Role::from_stored(&r.role), agent_id: r.agent_id, capabilities: serde_json::from_str(&r.capabilities).unwrap_or_default(), entity_uri: r.entity_uri })
 }
 
 /// Resolve the `Authorization: Bearer …` header to a principal.
@@ -167,66 +154,19 @@ pub async fn supervises(store: &Store, supervisor: &str, agent: &str) -> ApiResu
     Ok(store.first::<One>("SELECT 1 AS one FROM org_supervisors WHERE supervisor_id = ?1 AND agent_id = ?2", args![supervisor, agent]).await?.is_some())
 }
 
-impl Principal {
-    pub fn is_admin(&self) -> bool {
-        self.admin_role && self.has(CAP_ADMIN)
-    }
-
-    pub fn has(&self, cap: &str) -> bool {
-        self.capabilities.iter().any(|c| c == cap)
-    }
-
-    fn is_agent(&self, agent: &str) -> bool {
-        !self.admin_role && self.agent_id.as_deref() == Some(agent)
-    }
-
+/// §21.4.5 reads, the supervision lookup in D1 (the rest is [`Principal::read_check`]).
+#[allow(async_fn_in_trait)] // the worker is single-threaded: no Send bound is wanted
+pub trait ReadAccess {
     /// Read an agent's instructions: admin, the agent itself, or its declared supervisor.
-    pub async fn require_read(&self, store: &Store, agent: &str) -> ApiResult<()> {
-        if !self.has(CAP_READ) && !self.is_admin() {
-            return Err(ApiError::new(403, "capability_missing", "this API key lacks the `read` capability"));
-        }
-        if self.is_admin() || self.is_agent(agent) {
-            return Ok(());
-        }
-        if let Some(me) = self.agent_id.as_deref() {
-            if supervises(store, me, agent).await? {
-                return Ok(());
-            }
-        }
-        Err(ApiError::scope_denied(agent))
-    }
+    async fn require_read(&self, store: &Store, agent: &str) -> ApiResult<()>;
+}
 
-    /// Act as the agent (heartbeats): the agent itself or an admin.
-    pub fn require_self(&self, agent: &str) -> ApiResult<()> {
-        if self.is_admin() || self.is_agent(agent) {
-            Ok(())
-        } else {
-            Err(ApiError::scope_denied(agent))
+impl ReadAccess for Principal {
+    async fn require_read(&self, store: &Store, agent: &str) -> ApiResult<()> {
+        match self.read_check(agent)? {
+            Some(me) if !supervises(store, me, agent).await? => Err(ApiError::scope_denied(agent)),
+            _ => Ok(()),
         }
-    }
-
-    pub fn require_admin(&self) -> ApiResult<()> {
-        if self.is_admin() {
-            Ok(())
-        } else {
-            Err(ApiError::new(403, "admin_required", "only an admin API key may do this (§21.4.4: deployment administrators write instructions)"))
-        }
-    }
-
-    /// Write instruction-typed facts for `agent` (Spec-13): `instruction:write`, held by an
-    /// admin or by the agent's own key.
-    pub fn require_instruction_write(&self, agent: &str) -> ApiResult<()> {
-        if !(self.is_admin() || self.is_agent(agent)) {
-            return Err(ApiError::scope_denied(agent));
-        }
-        if !self.has(CAP_INSTRUCTION_WRITE) {
-            return Err(ApiError::new(
-                403,
-                "instruction_write_required",
-                "writing instruction facts needs the `instruction:write` capability (Spec-13); general write or admin authority is not enough: create a key with it",
-            ));
-        }
-        Ok(())
     }
 }
 

@@ -36,15 +36,11 @@ impl ApiError {
     }
 
     pub fn invalid_json(e: impl std::fmt::Display) -> Self {
-        Self::new(400, "invalid_json", format!("the request body is not the expected JSON: {e}"))
+        lid_shared::Refusal::invalid_json(e).into()
     }
 
     pub fn scope_denied(agent: &str) -> Self {
-        Self::new(
-            403,
-            "instruction_scope_denied",
-            format!("this API key may not read agent {agent:?}'s instructions (§21.4.5): use the agent's own key, a declared supervisor's key or an admin key"),
-        )
+        lid_shared::access::scope_denied(agent).into()
     }
 
     pub fn manifest_not_found(agent: &str) -> Self {

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 use worker::{event, Context, Env, Headers, Request, Response, RouteContext, Router};
 
-use crate::auth::Principal;
+use crate::auth::{Principal, ReadAccess};
 use crate::error::{ApiError, ApiResult};
 use crate::service::Service;
 use crate::store::Store;

@@ -242,7 +242,7 @@ impl Service {
         let v = parse(&lid_core::api::compose_handoff(body)?)?;
         let h = &v["handoff"];
         let (_, from) = lid_shared::heartbeat::handoff_parties(h, agent)?;
-        let sender = !who.admin_role && who.agent_id.as_deref() == Some(from);
+        let sender = who.role == crate::auth::Role::Agent && who.agent_id.as_deref() == Some(from);
         if !sender {
             who.require_self(agent)?;
         }
@@ -424,7 +424,7 @@ impl Service {
             if let Ok(st) = event(&self.store, Some(agent), "capability_denied", &detail, now_ms()) {
                 let _ = self.store.batch(vec![st]).await;
             }
-            return Err(e);
+            return Err(e.into());
         }
         let content = body.get("content").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request("invalid_request", "send the unit text as {\"content\": \"…\"}"))?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})]).await?;
@@ -688,7 +688,8 @@ impl Service {
     }
 
     /// Record a denied write as a `capability_denied` service event; returns the denial.
-    async fn denied(&self, agent: &str, who: &Principal, action: &str, e: ApiError, extra: Value) -> ApiError {
+    async fn denied(&self, agent: &str, who: &Principal, action: &str, e: impl Into<ApiError>, extra: Value) -> ApiError {
+        let e: ApiError = e.into();
         let mut detail = json!({"action": action, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
         if let (Some(d), Some(x)) = (detail.as_object_mut(), extra.as_object()) {
             d.extend(x.clone());

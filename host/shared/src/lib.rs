@@ -3,6 +3,8 @@
 //! shapes of rows and entries, none of which does I/O. Each host maps a [`Refusal`] to its
 //! own error type (the same `{"error": {code, status, message}}` body, README "Errors").
 //!
+//! - [`access`]: who may do what: the caller's role and capabilities, the route checks
+//!   (§21.4.4–5, S9, Spec-13);
 //! - [`ids`]: agent ids and the org manifest's supervision pairs (§21.4.5, S9);
 //! - [`federation`]: federated facts and promotion requests (Spec-13);
 //! - [`publish`]: the coverage gate's verdict and the publish provenance (§21.8.3, S7);
@@ -12,6 +14,7 @@
 //! - [`time`]: Unix ms as the ISO 8601 the APIs print;
 //! - [`packs`]: an uploaded knowledge pack's catalog entry (the agent knowledge runtime spec).
 
+pub mod access;
 pub mod audit;
 pub mod coverage;
 pub mod federation;

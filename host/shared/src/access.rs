@@ -1,0 +1,163 @@
+//! Who may do what (§21.4.4–5, S9, Spec-13), decided the same way by both hosts: the
+//! caller of a request (an API key's role, bound agent and capabilities) and the checks
+//! the routes make. Only the supervision lookup (the org manifest's pairs, in SQLite or
+//! D1) is left to the host: [`Principal::read_check`] says when it is needed.
+//!
+//! - An **admin** key (`admin`, `read`) reads every agent and publishes manifests.
+//! - An **agent** key is bound to one agent and reads only that agent's stub, manifest,
+//!   recall and coverage; a declared supervisor's key also reads its reports'.
+//! - Writing instruction facts needs the `instruction:write` capability on top
+//!   (Spec-13): admin authority alone is not enough.
+
+use serde::Serialize;
+
+use crate::Refusal;
+
+pub const CAP_READ: &str = "read";
+pub const CAP_ADMIN: &str = "admin";
+pub const CAP_INSTRUCTION_WRITE: &str = "instruction:write";
+pub const CAPABILITIES: &[&str] = &[CAP_READ, CAP_ADMIN, CAP_INSTRUCTION_WRITE];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Admin,
+    Agent,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Agent => "agent",
+        }
+    }
+
+    /// A stored role name: `admin`, anything else an agent key.
+    pub fn from_stored(role: &str) -> Self {
+        if role == "admin" {
+            Role::Admin
+        } else {
+            Role::Agent
+        }
+    }
+}
+
+/// The caller of a request.
+#[derive(Debug, Clone, Serialize)]
+pub struct Principal {
+    pub key_id: String,
+    pub role: Role,
+    pub agent_id: Option<String>,
+    pub capabilities: Vec<String>,
+    pub entity_uri: String,
+}
+
+/// 403 `instruction_scope_denied` (§21.4.5).
+pub fn scope_denied(agent: &str) -> Refusal {
+    Refusal::new(
+        403,
+        "instruction_scope_denied",
+        format!("this API key may not read agent {agent:?}'s instructions (§21.4.5): use the agent's own key, a declared supervisor's key or an admin key"),
+    )
+}
+
+impl Principal {
+    pub fn is_admin(&self) -> bool {
+        self.role == Role::Admin && self.has(CAP_ADMIN)
+    }
+
+    pub fn has(&self, cap: &str) -> bool {
+        self.capabilities.iter().any(|c| c == cap)
+    }
+
+    /// An agent key bound to `agent`.
+    pub fn is_agent(&self, agent: &str) -> bool {
+        self.role == Role::Agent && self.agent_id.as_deref() == Some(agent)
+    }
+
+    /// Reading `agent`'s instructions: `Ok(None)` allowed (admin, or the agent itself);
+    /// `Ok(Some(me))` allowed only if the org manifest declares agent `me` a supervisor of
+    /// `agent` (the host looks it up; if not, [`scope_denied`]); otherwise refused.
+    pub fn read_check(&self, agent: &str) -> Result<Option<&str>, Refusal> {
+        if !self.has(CAP_READ) && !self.is_admin() {
+            return Err(Refusal::new(403, "capability_missing", "this API key lacks the `read` capability"));
+        }
+        if self.is_admin() || self.is_agent(agent) {
+            return Ok(None);
+        }
+        match self.agent_id.as_deref() {
+            Some(me) => Ok(Some(me)),
+            None => Err(scope_denied(agent)),
+        }
+    }
+
+    /// Act as the agent (heartbeats): the agent itself or an admin.
+    pub fn require_self(&self, agent: &str) -> Result<(), Refusal> {
+        if self.is_admin() || self.is_agent(agent) {
+            Ok(())
+        } else {
+            Err(scope_denied(agent))
+        }
+    }
+
+    pub fn require_admin(&self) -> Result<(), Refusal> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(Refusal::new(403, "admin_required", "only an admin API key may do this (§21.4.4: deployment administrators write instructions)"))
+        }
+    }
+
+    /// Write instruction-typed facts for `agent` (Spec-13): `instruction:write`, held by an
+    /// admin or by the agent's own key. General write authority is not enough.
+    pub fn require_instruction_write(&self, agent: &str) -> Result<(), Refusal> {
+        if !(self.is_admin() || self.is_agent(agent)) {
+            return Err(scope_denied(agent));
+        }
+        if !self.has(CAP_INSTRUCTION_WRITE) {
+            return Err(Refusal::new(
+                403,
+                "instruction_write_required",
+                "writing instruction facts needs the `instruction:write` capability (Spec-13); general write or admin authority is not enough: create a key with it",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(role: Role, agent: Option<&str>, caps: &[&str]) -> Principal {
+        Principal { key_id: "k".into(), role, agent_id: agent.map(str::to_string), capabilities: caps.iter().map(|c| c.to_string()).collect(), entity_uri: "e".into() }
+    }
+
+    #[test]
+    fn the_access_matrix() {
+        let admin = key(Role::Admin, None, &[CAP_ADMIN, CAP_READ]);
+        let own = key(Role::Agent, Some("a"), &[CAP_READ]);
+        let writer = key(Role::Agent, Some("a"), &[CAP_READ, CAP_INSTRUCTION_WRITE]);
+        let boss = key(Role::Agent, Some("boss"), &[CAP_READ]);
+        let no_read = key(Role::Agent, Some("a"), &[]);
+        let fake_admin = key(Role::Agent, None, &[CAP_ADMIN, CAP_READ]);
+
+        assert_eq!(admin.read_check("a").unwrap(), None);
+        assert_eq!(own.read_check("a").unwrap(), None);
+        assert_eq!(boss.read_check("a").unwrap(), Some("boss"), "a supervisor needs the org lookup");
+        assert_eq!(no_read.read_check("a").unwrap_err().code, "capability_missing");
+        assert_eq!(fake_admin.read_check("a").unwrap_err().code, "instruction_scope_denied", "an agent-role key with `admin` is no admin");
+
+        assert!(admin.require_self("a").is_ok() && own.require_self("a").is_ok());
+        assert_eq!(boss.require_self("a").unwrap_err().code, "instruction_scope_denied");
+        assert!(admin.require_admin().is_ok());
+        assert_eq!(own.require_admin().unwrap_err().code, "admin_required");
+        // Spec-13: admin authority alone does not write instructions
+        assert_eq!(admin.require_instruction_write("a").unwrap_err().code, "instruction_write_required");
+        assert_eq!(own.require_instruction_write("a").unwrap_err().code, "instruction_write_required");
+        assert!(writer.require_instruction_write("a").is_ok());
+        assert_eq!(writer.require_instruction_write("b").unwrap_err().code, "instruction_scope_denied");
+        assert_eq!((Role::from_stored("admin"), Role::from_stored("agent"), Role::Agent.as_str()), (Role::Admin, Role::Agent, "agent"));
+    }
+}
