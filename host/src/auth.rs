@@ -12,90 +12,16 @@
 use std::sync::Arc;
 
 use rusqlite::{params, OptionalExtension};
-use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::apierror::ApiError;
 use crate::db::{now_ms, random_hex, sha256_hex, Db, DbError, DbResult};
 
-pub use lid_shared::access::{Principal, Role, CAPABILITIES, CAP_ADMIN, CAP_INSTRUCTION_WRITE, CAP_READ};
-
-/// A key as listed (never the secret).
-#[derive(Debug, Clone, Serialize)]
-pub struct KeyInfo {
-    pub id: String,
-    pub role: String,
-    pub agent_id: Option<String>,
-    pub capabilities: Vec<String>,
-    pub entity_uri: String,
-    pub label: String,
-    pub created_at: i64,
-    pub revoked_at: Option<i64>,
-}
-
-/// A request to create a key.
-#[derive(Debug, Clone, serde::Deserialize)]
-pub struct NewKey {
-    pub role: String,
-    #[serde(default)]
-    pub agent_id: Option<String>,
-    #[serde(default)]
-    pub capabilities: Option<Vec<String>>,
-    #[serde(default)]
-    pub entity_uri: Option<String>,
-    #[serde(default)]
-    pub label: Option<String>,
-}
+pub use lid_shared::access::{KeyInfo, NewKey, Principal, Role, CAPABILITIES, CAP_ADMIN, CAP_INSTRUCTION_WRITE, CAP_READ};
 
 /// Create a key; returns its info and the secret (shown once).
 pub fn create_key(db: &Db, k: &NewKey) -> Result<(KeyInfo, String), ApiError> {
-    let role = match k.role.as_str() {
-        "admin" => Role::Admin,
-        "agent" => Role::Agent,
-        other => return Err(ApiError::bad_request("invalid_request", format!("`role` must be \"admin\" or \"agent\", not {other:?}"))),
-    };
-    let agent_id = k.agent_id.clone().filter(|a| !a.trim().is_empty());
-    match (role, &agent_id) {
-        (Role::Agent, None) => return Err(ApiError::bad_request("invalid_request", "an agent key needs `agent_id`: the one agent it is bound to")),
-        (Role::Admin, Some(_)) => return Err(ApiError::bad_request("invalid_request", "an admin key is not bound to an agent: drop `agent_id`")),
-        _ => {}
-    }
-    if let Some(a) = &agent_id {
-        check_agent_id(a)?;
-    }
-    let mut caps = k.capabilities.clone().unwrap_or_else(|| match role {
-        Role::Admin => vec![CAP_ADMIN.into(), CAP_READ.into()],
-        Role::Agent => vec![CAP_READ.into()],
-    });
-    for c in &caps {
-        if !CAPABILITIES.contains(&c.as_str()) {
-            return Err(ApiError::bad_request("invalid_request", format!("unknown capability {c:?}; known: {}", CAPABILITIES.join(", "))));
-        }
-    }
-    if role == Role::Agent && caps.iter().any(|c| c == CAP_ADMIN) {
-        return Err(ApiError::bad_request("invalid_request", "the `admin` capability belongs to admin keys only"));
-    }
-    if role == Role::Admin && !caps.iter().any(|c| c == CAP_ADMIN) {
-        caps.insert(0, CAP_ADMIN.into());
-    }
-    caps.sort();
-    caps.dedup();
-    let id = format!("key_{}", random_hex(8));
-    let secret = format!("lid_{}_{}", role.as_str(), random_hex(20));
-    let entity_uri = k.entity_uri.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| match &agent_id {
-        Some(a) => format!("agent:{a}"),
-        None => format!("admin:{id}"),
-    });
-    let info = KeyInfo {
-        id: id.clone(),
-        role: role.as_str().into(),
-        agent_id,
-        capabilities: caps,
-        entity_uri,
-        label: k.label.clone().unwrap_or_default(),
-        created_at: now_ms(),
-        revoked_at: None,
-    };
+    let (info, secret) = k.mint(&random_hex(8), &random_hex(20), now_ms())?;
     db.write(|tx| {
         tx.execute(
             "INSERT INTO api_keys (id, key_hash, role, agent_id, capabilities, entity_uri, label, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

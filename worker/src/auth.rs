@@ -6,7 +6,7 @@
 //! `LID_ADMIN_KEYS` secret (`entity_uri=secret` pairs, comma separated), each with the
 //! `admin`, `read` and `instruction:write` capabilities; more keys are created over HTTP.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::args;
@@ -14,7 +14,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::Store;
 use crate::util::{now_ms, random_hex, sha256_hex};
 
-pub use lid_shared::access::{Principal, Role, CAPABILITIES, CAP_ADMIN, CAP_INSTRUCTION_WRITE, CAP_READ};
+pub use lid_shared::access::{KeyInfo, NewKey, Principal, Role, CAPABILITIES, CAP_ADMIN, CAP_INSTRUCTION_WRITE, CAP_READ};
 
 /// A bootstrap admin key from the `LID_ADMIN_KEYS` secret.
 #[derive(Debug, Clone)]
@@ -34,44 +34,6 @@ pub fn parse_env_keys(s: &str) -> Vec<EnvKey> {
             _ => EnvKey { entity_uri: format!("admin:env{i}"), hash: sha256_hex(p.as_bytes()) },
         })
         .collect()
-}
-
-/// A key as listed (never the secret).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct KeyInfo {
-    pub id: String,
-    pub role: String,
-    pub agent_id: Option<String>,
-    #[serde(deserialize_with = "caps_de")]
-    pub capabilities: Vec<String>,
-    pub entity_uri: String,
-    pub label: String,
-    pub created_at: i64,
-    pub revoked_at: Option<i64>,
-}
-
-/// D1 returns `capabilities` as the stored JSON text.
-fn caps_de<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    let v = Value::deserialize(d)?;
-    Ok(match v {
-        Value::String(s) => serde_json::from_str(&s).unwrap_or_default(),
-        Value::Array(a) => a.into_iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
-        _ => vec![],
-    })
-}
-
-/// A request to create a key.
-#[derive(Debug, Clone, Deserialize)]
-pub struct NewKey {
-    pub role: String,
-    #[serde(default)]
-    pub agent_id: Option<String>,
-    #[serde(default)]
-    pub capabilities: Option<Vec<String>>,
-    #[serde(default)]
-    pub entity_uri: Option<String>,
-    #[serde(default)]
-    pub label: Option<String>,
 }
 
 /// Agent ids are path segments of URIs and routes: `[A-Za-z0-9._-]`, 1–128 chars.
@@ -172,42 +134,7 @@ impl ReadAccess for Principal {
 
 /// Create a key; returns its info and the secret (shown once).
 pub async fn create_key(store: &Store, k: &NewKey) -> ApiResult<(KeyInfo, String)> {
-    let admin = match k.role.as_str() {
-        "admin" => true,
-        "agent" => false,
-        other => return Err(ApiError::bad_request("invalid_request", format!("`role` must be \"admin\" or \"agent\", not {other:?}"))),
-    };
-    let agent_id = k.agent_id.clone().filter(|a| !a.trim().is_empty());
-    match (admin, &agent_id) {
-        (false, None) => return Err(ApiError::bad_request("invalid_request", "an agent key needs `agent_id`: the one agent it is bound to")),
-        (true, Some(_)) => return Err(ApiError::bad_request("invalid_request", "an admin key is not bound to an agent: drop `agent_id`")),
-        _ => {}
-    }
-    if let Some(a) = &agent_id {
-        check_agent_id(a)?;
-    }
-    let mut caps = k.capabilities.clone().unwrap_or_else(|| if admin { vec![CAP_ADMIN.into(), CAP_READ.into()] } else { vec![CAP_READ.into()] });
-    for c in &caps {
-        if !CAPABILITIES.contains(&c.as_str()) {
-            return Err(ApiError::bad_request("invalid_request", format!("unknown capability {c:?}; known: {}", CAPABILITIES.join(", "))));
-        }
-    }
-    if !admin && caps.iter().any(|c| c == CAP_ADMIN) {
-        return Err(ApiError::bad_request("invalid_request", "the `admin` capability belongs to admin keys only"));
-    }
-    if admin && !caps.iter().any(|c| c == CAP_ADMIN) {
-        caps.insert(0, CAP_ADMIN.into());
-    }
-    caps.sort();
-    caps.dedup();
-    let id = format!("key_{}", random_hex(8));
-    let role = if admin { "admin" } else { "agent" };
-    let secret = format!("lid_{role}_{}", random_hex(20));
-    let entity_uri = k.entity_uri.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| match &agent_id {
-        Some(a) => format!("agent:{a}"),
-        None => format!("admin:{id}"),
-    });
-    let info = KeyInfo { id, role: role.into(), agent_id, capabilities: caps, entity_uri, label: k.label.clone().unwrap_or_default(), created_at: now_ms(), revoked_at: None };
+    let (info, secret) = k.mint(&random_hex(8), &random_hex(20), now_ms())?;
     store
         .run(
             "INSERT INTO api_keys (id, key_hash, role, agent_id, capabilities, entity_uri, label, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

@@ -9,7 +9,8 @@
 //! - Writing instruction facts needs the `instruction:write` capability on top
 //!   (Spec-13): admin authority alone is not enough.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::Refusal;
 
@@ -126,9 +127,117 @@ impl Principal {
     }
 }
 
+/// A key as listed (never the secret).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KeyInfo {
+    pub id: String,
+    pub role: String,
+    pub agent_id: Option<String>,
+    #[serde(deserialize_with = "caps_de")]
+    pub capabilities: Vec<String>,
+    pub entity_uri: String,
+    pub label: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// Capabilities as a JSON array, or (a stored TEXT column read back from D1) its text.
+fn caps_de<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => serde_json::from_str(&s).unwrap_or_default(),
+        Value::Array(a) => a.into_iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        _ => vec![],
+    })
+}
+
+/// A request to create a key.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewKey {
+    pub role: String,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[serde(default)]
+    pub capabilities: Option<Vec<String>>,
+    #[serde(default)]
+    pub entity_uri: Option<String>,
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+impl NewKey {
+    /// The key this request creates, checked (role, binding, capabilities), and its
+    /// secret `lid_{role}_{secret_hex}` (shown once; only its SHA-256 is stored). The id is
+    /// `key_{id_hex}`; the hosts draw both hex strings from their system randomness.
+    pub fn mint(&self, id_hex: &str, secret_hex: &str, now_ms: i64) -> Result<(KeyInfo, String), Refusal> {
+        let role = match self.role.as_str() {
+            "admin" => Role::Admin,
+            "agent" => Role::Agent,
+            other => return Err(Refusal::invalid_request(format!("`role` must be \"admin\" or \"agent\", not {other:?}"))),
+        };
+        let agent_id = self.agent_id.clone().filter(|a| !a.trim().is_empty());
+        match (role, &agent_id) {
+            (Role::Agent, None) => return Err(Refusal::invalid_request("an agent key needs `agent_id`: the one agent it is bound to")),
+            (Role::Admin, Some(_)) => return Err(Refusal::invalid_request("an admin key is not bound to an agent: drop `agent_id`")),
+            _ => {}
+        }
+        if let Some(a) = &agent_id {
+            crate::ids::check_agent_id(a)?;
+        }
+        let mut caps = self.capabilities.clone().unwrap_or_else(|| match role {
+            Role::Admin => vec![CAP_ADMIN.into(), CAP_READ.into()],
+            Role::Agent => vec![CAP_READ.into()],
+        });
+        for c in &caps {
+            if !CAPABILITIES.contains(&c.as_str()) {
+                return Err(Refusal::invalid_request(format!("unknown capability {c:?}; known: {}", CAPABILITIES.join(", "))));
+            }
+        }
+        if role == Role::Agent && caps.iter().any(|c| c == CAP_ADMIN) {
+            return Err(Refusal::invalid_request("the `admin` capability belongs to admin keys only"));
+        }
+        if role == Role::Admin && !caps.iter().any(|c| c == CAP_ADMIN) {
+            caps.insert(0, CAP_ADMIN.into());
+        }
+        caps.sort();
+        caps.dedup();
+        let id = format!("key_{id_hex}");
+        let secret = format!("lid_{}_{secret_hex}", role.as_str());
+        let entity_uri = self.entity_uri.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| match &agent_id {
+            Some(a) => format!("agent:{a}"),
+            None => format!("admin:{id}"),
+        });
+        let info = KeyInfo { id, role: role.as_str().into(), agent_id, capabilities: caps, entity_uri, label: self.label.clone().unwrap_or_default(), created_at: now_ms, revoked_at: None };
+        Ok((info, secret))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn minting_keys() {
+        let req = |v: Value| serde_json::from_value::<NewKey>(v).unwrap();
+        let (info, secret) = req(serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["read", "instruction:write", "read"]})).mint("ab", "cd", 7).unwrap();
+        assert_eq!((info.id.as_str(), secret.as_str(), info.entity_uri.as_str(), info.created_at), ("key_ab", "lid_agent_cd", "agent:eng", 7));
+        assert_eq!(info.capabilities, ["instruction:write", "read"]);
+        let (admin, _) = req(serde_json::json!({"role": "admin", "capabilities": ["read"], "label": "ops"})).mint("01", "02", 0).unwrap();
+        assert_eq!((admin.capabilities.clone(), admin.entity_uri.as_str(), admin.label.as_str()), (vec!["admin".to_string(), "read".to_string()], "admin:key_01", "ops"));
+        for (bad, needle) in [
+            (serde_json::json!({"role": "root"}), "`role` must be"),
+            (serde_json::json!({"role": "agent"}), "needs `agent_id`"),
+            (serde_json::json!({"role": "admin", "agent_id": "eng"}), "not bound to an agent"),
+            (serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["admin"]}), "admin keys only"),
+            (serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["write"]}), "unknown capability"),
+            (serde_json::json!({"role": "agent", "agent_id": "../x"}), "must be 1-128"),
+        ] {
+            let e = req(bad.clone()).mint("a", "b", 0).unwrap_err();
+            assert!(e.status == 400 && e.message.contains(needle), "{bad}: {}", e.message);
+        }
+        // D1 gives capabilities back as JSON text
+        let stored: KeyInfo = serde_json::from_value(serde_json::json!({"id": "k", "role": "agent", "agent_id": "a", "capabilities": "[\"read\"]", "entity_uri": "e", "label": "", "created_at": 1, "revoked_at": null})).unwrap();
+        assert_eq!(stored.capabilities, ["read"]);
+    }
 
     fn key(role: Role, agent: Option<&str>, caps: &[&str]) -> Principal {
         Principal { key_id: "k".into(), role, agent_id: agent.map(str::to_string), capabilities: caps.iter().map(|c| c.to_string()).collect(), entity_uri: "e".into() }
