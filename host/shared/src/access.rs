@@ -10,7 +10,6 @@
 //!   (Spec-13): admin authority alone is not enough.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::Refusal;
 
@@ -133,21 +132,12 @@ pub struct KeyInfo {
     pub id: String,
     pub role: String,
     pub agent_id: Option<String>,
-    #[serde(deserialize_with = "caps_de")]
+    #[serde(deserialize_with = "crate::string_list")]
     pub capabilities: Vec<String>,
     pub entity_uri: String,
     pub label: String,
     pub created_at: i64,
     pub revoked_at: Option<i64>,
-}
-
-/// Capabilities as a JSON array, or (a stored TEXT column read back from D1) its text.
-fn caps_de<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => serde_json::from_str(&s).unwrap_or_default(),
-        Value::Array(a) => a.into_iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
-        _ => vec![],
-    })
 }
 
 /// A request to create a key.
@@ -217,7 +207,7 @@ mod tests {
 
     #[test]
     fn minting_keys() {
-        let req = |v: Value| serde_json::from_value::<NewKey>(v).unwrap();
+        let req = |v: serde_json::Value| serde_json::from_value::<NewKey>(v).unwrap();
         let (info, secret) = req(serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["read", "instruction:write", "read"]})).mint("ab", "cd", 7).unwrap();
         assert_eq!((info.id.as_str(), secret.as_str(), info.entity_uri.as_str(), info.created_at), ("key_ab", "lid_agent_cd", "agent:eng", 7));
         assert_eq!(info.capabilities, ["instruction:write", "read"]);

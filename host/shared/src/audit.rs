@@ -12,11 +12,11 @@ pub struct AuditRow {
     pub heartbeat_id: String,
     pub session_start: i64,
     pub intent: String,
-    #[serde(deserialize_with = "list_de")]
+    #[serde(deserialize_with = "crate::string_list")]
     pub loaded_chunks: Vec<String>,
-    #[serde(default, deserialize_with = "list_de")]
+    #[serde(default, deserialize_with = "crate::string_list")]
     pub used_chunks: Vec<String>,
-    #[serde(default, deserialize_with = "list_de")]
+    #[serde(default, deserialize_with = "crate::string_list")]
     pub missed_chunks: Vec<String>,
     pub audit_token: String,
     #[serde(default)]
@@ -37,16 +37,6 @@ pub struct AuditRow {
     pub assembly_sha256: String,
     #[serde(default, skip_serializing)]
     pub request: Option<Value>,
-}
-
-/// A list of strings given as a JSON array (the engine's record) or as the JSON text of
-/// one (a §21.7 TEXT column read back from D1); anything else is empty.
-fn list_de<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => serde_json::from_str(&s).unwrap_or_default(),
-        Value::Array(a) => a.into_iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
-        _ => vec![],
-    })
 }
 
 #[cfg(test)]

@@ -63,3 +63,14 @@ impl std::fmt::Display for Refusal {
 }
 
 impl std::error::Error for Refusal {}
+
+/// A list of strings given as a JSON array, or as the JSON text of one (a TEXT column read
+/// back from D1); anything else is empty.
+pub(crate) fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    use serde::Deserialize;
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => serde_json::from_str(&s).unwrap_or_default(),
+        serde_json::Value::Array(a) => a.into_iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        _ => vec![],
+    })
+}
