@@ -68,14 +68,15 @@ enum Input {
     Pack(Box<crate::knowledge::Opened>),
 }
 
-fn input(manifest: &str, facts: &dyn Facts) -> Result<Input, EngineError> {
+/// `intent`: what a pack is opened to rank (its split index fetches only what that reaches).
+fn input(manifest: &str, facts: &dyn Facts, intent: &str) -> Result<Input, EngineError> {
     if is_pack(manifest) {
-        if let Some(opened) = crate::knowledge::open_cached(manifest, facts) {
+        if let Some(opened) = crate::knowledge::open_cached(manifest, facts, Some(intent)) {
             return Ok(Input::Pack(Box::new(opened)));
         }
     }
     match crate::knowledge::PackDocument::detect(manifest) {
-        Some(doc) => Ok(Input::Pack(Box::new(crate::knowledge::open(&doc.knowledge_pack, facts)?))),
+        Some(doc) => Ok(Input::Pack(Box::new(crate::knowledge::open(&doc.knowledge_pack, facts, Some(intent))?))),
         None => Ok(Input::Manifest(load_manifest(manifest)?)),
     }
 }
@@ -113,7 +114,7 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
             }
         }
     }
-    let input = input(manifest, facts)?;
+    let input = input(manifest, facts, req.intent.trim())?;
     match input {
         Input::Manifest(m) => run(&crate::recall::Corpus::open(&m, facts, key.as_deref())?),
         pack => with_corpus(pack, facts, run),
@@ -142,7 +143,7 @@ pub fn rank(manifest: &str, intent: &str, wake_reason: Option<&str>, facts: &dyn
     if intent.trim().is_empty() {
         return Err(EngineError::IntentRequired);
     }
-    with_corpus(input(manifest, facts)?, facts, |corpus| {
+    with_corpus(input(manifest, facts, intent)?, facts, |corpus| {
         let ranked = corpus
             .rank(intent, wake_reason, &Weights::default(), &[])
             .into_iter()

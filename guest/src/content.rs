@@ -302,7 +302,7 @@ fn pack_candidates(p: &StoredPack, facts: &dyn Facts, intent: &str, weights: &We
     let mode = if meta.fields.get("runtime.mode").map(String::as_str) == Some("persona") { "persona" } else { "data" };
     let view = PackFacts { inner: facts, prefix: &p.prefix };
     let spec = crate::knowledge::PackSpec { id: p.id.clone(), knowledge_md: kmd.content.clone(), files: p.files.clone(), digest: p.digest.clone() };
-    let opened = match crate::knowledge::open(&spec, &view) {
+    let opened = match crate::knowledge::open(&spec, &view, Some(intent)) {
         Ok(o) => o,
         Err(EngineError::BackendUnavailable(e)) => return Err(EngineError::BackendUnavailable(e)),
         Err(e) => {

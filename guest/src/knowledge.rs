@@ -391,12 +391,25 @@ struct PackHeadSpec<'a> {
 /// Open a pack document from its precomputed index alone, when the host's digest finds
 /// a cached one: the document's file list is not even parsed. `None` otherwise (call
 /// [`open`] with the whole document).
-pub fn open_cached(document_json: &str, facts: &dyn Facts) -> Option<Opened> {
+pub fn open_cached(document_json: &str, facts: &dyn Facts, intent: Option<&str>) -> Option<Opened> {
     let head: PackHead<'_> = serde_json::from_str(document_json).ok()?;
     let spec = head.knowledge_pack;
     let digest = spec.digest.as_deref().filter(|d| well_formed_digest(d))?;
-    let blob = facts.cached(&pack_key(&spec.id, digest))?;
-    from_blob(&spec.id, &blob)
+    let key = pack_key(&spec.id, digest);
+    from_blob(&spec.id, &key, facts, intent)
+}
+
+/// A pack index whose postings take more than this is cached split
+/// ([`crate::rank::index::Index::split`]): a head, and postings segments a recall
+/// fetches only for the terms its intent reaches. Smaller ones are one blob (a fetch per
+/// segment would cost more than it saves).
+pub const SPLIT_MIN_BYTES: usize = 1 << 20;
+/// The size a segment of a split pack index is cut at.
+pub const SEGMENT_BYTES: usize = 16 << 10;
+
+/// Where segment `s` of the split index cached under `key` is cached.
+fn segment_key(key: &str, s: u32) -> String {
+    format!("{key}:seg:{s}")
 }
 
 /// The cache key of a pack's precomputed index: a fingerprint of the engine and ranker
@@ -419,10 +432,13 @@ fn well_formed_digest(d: &str) -> bool {
 /// Open a pack for ranking: from its precomputed index when the host's digest finds
 /// one (nothing else is read), else by reading every context file, building the index
 /// and offering it to the host's cache (publish / first load).
-pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::EngineError> {
+///
+/// `intent` is what the pack is opened to rank: a split index fetches only the postings
+/// that intent reaches (`None`: every segment, for any intent).
+pub fn open(spec: &PackSpec, facts: &dyn Facts, intent: Option<&str>) -> Result<Opened, crate::error::EngineError> {
     let host_key = spec.digest.as_deref().filter(|d| well_formed_digest(d)).map(|d| pack_key(&spec.id, d));
     if let Some(key) = &host_key {
-        if let Some(opened) = facts.cached(key).and_then(|b| from_blob(&spec.id, &b)) {
+        if let Some(opened) = from_blob(&spec.id, key, facts, intent) {
             return Ok(opened);
         }
     }
@@ -440,7 +456,7 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::
             }
             let d = crate::digest::hex(&h.finalize());
             let k = pack_key(&spec.id, &d);
-            if let Some(opened) = facts.cached(&k).and_then(|b| from_blob(&spec.id, &b)) {
+            if let Some(opened) = from_blob(&spec.id, &k, facts, intent) {
                 return Ok(opened);
             }
             k
@@ -472,35 +488,74 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts) -> Result<Opened, crate::error::
             text_start.push(texts.len() as u32);
         }
     }
-    if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { texts, text_start, index: ranker.index(), tokens: &tokens }) {
-        facts.cache(&key, &blob);
-    }
+    cache_index(facts, &key, texts, text_start, ranker.index(), &tokens);
     Ok(Opened { manifest: pack.manifest, ranker, tokens })
+}
+
+/// Offer a pack's precomputed index to the host's cache under `key`: one blob, or split
+/// (its segments first, so a head is never cached before what it names).
+fn cache_index(facts: &dyn Facts, key: &str, texts: String, text_start: Vec<u32>, index: &crate::rank::index::Index, tokens: &[u32]) {
+    if index.posting_bytes() <= SPLIT_MIN_BYTES {
+        if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { texts, text_start, index, tokens }) {
+            facts.cache(key, &blob);
+        }
+        return;
+    }
+    let (head, segs) = index.clone().split(SEGMENT_BYTES);
+    for (s, seg) in segs.iter().enumerate() {
+        match postcard::to_allocvec(seg) {
+            Ok(b) => facts.cache(&segment_key(key, s as u32), &b),
+            Err(_) => return,
+        }
+    }
+    if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { texts, text_start, index: &head, tokens }) {
+        facts.cache(key, &blob);
+    }
 }
 
 /// Decode a cached pack index; `None` (rebuild) when it is not a consistent index of a
 /// pack with this id.
-fn from_blob(id: &str, blob: &[u8]) -> Option<Opened> {
-    let p: PackIndex = postcard::from_bytes(blob).ok()?;
-    let n = p.tokens.len();
-    if p.text_start.len() != 2 * n + 1 || p.index.n_docs as usize != n || p.index.name_start.len() != n + 1 {
+fn from_blob(id: &str, key: &str, facts: &dyn Facts, intent: Option<&str>) -> Option<Opened> {
+    let blob = facts.cached(key)?;
+    let p: PackIndex = postcard::from_bytes(&blob).ok()?;
+    drop(blob);
+    let PackIndex { texts, text_start, index, tokens } = p;
+    let mut ranker = Ranker::from_index(index);
+    if ranker.index().is_split() {
+        // fetch the segments of the terms the intent reaches (every one without an intent)
+        let wanted = match intent {
+            Some(i) => ranker.index().segments_of(&ranker.terms_for(i)),
+            None => (0..ranker.index().segments.len().saturating_sub(1) as u32).collect(),
+        };
+        let mut segs = Vec::with_capacity(wanted.len());
+        for s in wanted {
+            let b = facts.cached(&segment_key(key, s))?;
+            segs.push((s, postcard::from_bytes::<crate::rank::index::Segment>(&b).ok()?));
+        }
+        if !ranker.install(&segs) {
+            return None;
+        }
+    }
+    let ix = ranker.index();
+    let n = tokens.len();
+    if text_start.len() != 2 * n + 1 || ix.n_docs as usize != n || ix.name_start.len() != n + 1 {
         return None;
     }
-    let text = |k: usize| match (p.text_start.get(k), p.text_start.get(k + 1)) {
-        (Some(&a), Some(&b)) => p.texts.get(a as usize..b as usize),
+    let text = |k: usize| match (text_start.get(k), text_start.get(k + 1)) {
+        (Some(&a), Some(&b)) => texts.get(a as usize..b as usize),
         _ => None,
     };
     let mut entries = Vec::with_capacity(n);
     for d in 0..n {
         let (description, path) = (text(2 * d)?, text(2 * d + 1)?);
-        entries.push(Entry { name: p.index.name(d).to_string(), description: description.to_string(), path: Some(path.to_string()), ..Entry::default() });
+        entries.push(Entry { name: ix.name(d).to_string(), description: description.to_string(), path: Some(path.to_string()), ..Entry::default() });
     }
     let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-    if !p.index.fits(&names) {
+    if !ix.fits(&names) {
         return None;
     }
     let manifest = pack_manifest(id, entries);
-    Some(Opened { manifest, ranker: Ranker::from_index(p.index), tokens: p.tokens })
+    Some(Opened { manifest, ranker, tokens })
 }
 
 /// The manifest a pack is ranked as: its units as path entries under [`PACK_DEPLOYMENT`].
@@ -605,9 +660,9 @@ mod tests {
             facts.insert(crate::store::Fact { uri: format!("path:{p}"), content: c.into(), ..Default::default() });
         }
         let spec = PackSpec { id: "g".into(), knowledge_md: KMD.into(), files: vec!["units/soil.md".into(), "units/water.md".into()], digest: Some("ab".repeat(32)) };
-        let built = open(&spec, &facts).unwrap();
+        let built = open(&spec, &facts, None).unwrap();
         // the second open reads nothing but the cached blob
-        let cached = open(&spec, &CacheOnly(&facts)).unwrap();
+        let cached = open(&spec, &CacheOnly(&facts), None).unwrap();
         assert_eq!(cached.manifest, built.manifest);
         assert_eq!(cached.tokens, built.tokens);
         let w = crate::rank::Weights::default();
@@ -615,10 +670,10 @@ mod tests {
         assert_eq!(built.ranker.rank("how often to water", None, &w)[0].name, "water");
         // another digest misses the cache: the units must be read, and here they cannot be
         let other = PackSpec { digest: Some("cd".repeat(32)), ..spec.clone() };
-        assert_eq!(open(&other, &CacheOnly(&facts)).err().map(|e| e.code().to_string()).as_deref(), Some("recall_backend_unavailable"));
+        assert_eq!(open(&other, &CacheOnly(&facts), None).err().map(|e| e.code().to_string()).as_deref(), Some("recall_backend_unavailable"));
         // without a digest the pack is fingerprinted from its files, and still cached
         let plain = PackSpec { digest: None, ..spec };
-        assert_eq!(open(&plain, &facts).unwrap().manifest, built.manifest);
+        assert_eq!(open(&plain, &facts, None).unwrap().manifest, built.manifest);
     }
 
     #[test]

@@ -265,8 +265,8 @@ pub fn prepared_key(corpus_key: Option<&str>, manifest_json: &str) -> Option<Str
     Some(format!("{INDEX_PREFIX}prepared:{}", crate::digest::hex(&h.finalize())))
 }
 
-/// Key prefix of cached ranker indexes in the fact store (`lid-index:v3:{sha256}`).
-pub const INDEX_PREFIX: &str = "lid-index:v3:";
+/// Key prefix of cached ranker indexes in the fact store (`lid-index:v4:{sha256}`).
+pub const INDEX_PREFIX: &str = "lid-index:v4:";
 
 /// What is cached per corpus: the ranker's index and each unit's exact token count,
 /// both derived only from the units' text and metadata.
@@ -506,9 +506,21 @@ impl<'m> Corpus<'m> {
 
     /// Score every available unit for `intent`; `index` is rewritten to the manifest entry index.
     pub fn rank(&self, intent: &str, wake_reason: Option<&str>, weights: &Weights, lift: &[String]) -> Vec<Scored> {
+        self.rank_top(intent, wake_reason, weights, lift, usize::MAX, &[])
+    }
+
+    /// [`Corpus::rank`]'s first `limit` units, then those of the entries `also` not among
+    /// them ([`Ranker::rank_top`]). A lift can reorder any unit, so with one every unit
+    /// is ranked.
+    pub fn rank_top(&self, intent: &str, wake_reason: Option<&str>, weights: &Weights, lift: &[String], limit: usize, also: &[usize]) -> Vec<Scored> {
+        let (limit, also) = if lift.is_empty() {
+            (limit, also.iter().filter_map(|&e| self.ranked_entries.iter().position(|&x| x == e)).collect())
+        } else {
+            (usize::MAX, Vec::new())
+        };
         let mut out: Vec<Scored> = self
             .ranker
-            .rank(intent, wake_reason, weights)
+            .rank_top(intent, wake_reason, weights, limit, &also)
             .into_iter()
             .filter_map(|mut s| {
                 let entry = *self.ranked_entries.get(s.index)?;
@@ -606,7 +618,10 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
     let max_chunks = req.max_chunks.unwrap_or(DEFAULT_MAX_CHUNKS).min(MAX_CHUNKS_LIMIT) as usize;
     let budget = req.token_budget.unwrap_or(DEFAULT_TOKEN_BUDGET) as u64;
     let weights = ctx.weights.unwrap_or_default();
-    let ranked = corpus.rank(intent, req.wake_reason.as_deref(), &weights, &ctx.lift_units);
+    // The assembly reads at most `max_chunks` ranked units past the hinted and guaranteed
+    // ones, and the scores of those: only they are named and sorted.
+    let also: Vec<usize> = m.entries.iter().enumerate().filter(|(_, e)| e.guarantee_load || req.manifest_hint.contains(&e.name)).map(|(i, _)| i).collect();
+    let ranked = corpus.rank_top(intent, req.wake_reason.as_deref(), &weights, &ctx.lift_units, max_chunks.saturating_add(also.len()), &also);
     let mut resp = assemble(corpus, &ranked, &req.manifest_hint, max_chunks, budget, req.min_score.unwrap_or(0.0));
     let limits = crate::content::Limits {
         max_content: req.max_content.unwrap_or(crate::content::DEFAULT_MAX_CONTENT).min(MAX_CHUNKS_LIMIT) as usize,

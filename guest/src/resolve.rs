@@ -328,9 +328,9 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
             facts.insert(Fact { uri: format!("path:{p}"), content: text.clone(), version: "v1".into(), interpret_as: InterpretAs::Content, ..Fact::default() });
         }
         let spec = PackSpec { id: pack_id(&meta.name), knowledge_md: l.knowledge_md.clone(), files: l.files.keys().cloned().collect(), digest: None };
-        match crate::knowledge::open(&spec, &facts) {
+        let query = if req.query.trim().is_empty() { meta.description.as_str() } else { req.query.as_str() };
+        match crate::knowledge::open(&spec, &facts, Some(query)) {
             Ok(opened) => {
-                let query = if req.query.trim().is_empty() { meta.description.as_str() } else { req.query.as_str() };
                 let ranked = opened.ranker.rank(query, None, &Weights::default());
                 let best = ranked.first().map_or(0.0, |s| s.score);
                 let relevant = ranked.into_iter().filter(|s| s.score > 0.0 && s.score >= best * FILE_RELATIVE).take(MAX_FILES);

@@ -284,7 +284,7 @@ fn the_ranker_index_is_cached_through_the_facts_bucket_and_never_changes_answers
     let first = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
     assert_eq!(*cache.writes.lock().unwrap(), 1, "a miss builds the index and offers it to the host");
     let keys: Vec<String> = cache.derived.lock().unwrap().keys().cloned().collect();
-    assert!(keys[0].starts_with("lid-index:v3:") && keys[0].len() == "lid-index:v3:".len() + 64, "{keys:?}");
+    assert!(keys[0].starts_with("lid-index:v4:") && keys[0].len() == "lid-index:v4:".len() + 64, "{keys:?}");
     let second = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
     assert_eq!(*cache.writes.lock().unwrap(), 1, "a hit reads the index instead of rebuilding it");
     assert_eq!(first, second, "cached and freshly built indexes answer byte for byte the same");
@@ -327,4 +327,86 @@ fn a_closed_stdout_ends_the_cli_quietly() {
     assert!(out.status.success(), "status {:?}: {stderr}", out.status);
     assert!(!stderr.contains("panicked"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Counts the derived-blob reads of a split pack index's segments.
+struct SegmentCache {
+    inner: Arc<MemFacts>,
+    derived: Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
+    segment_reads: Mutex<usize>,
+}
+
+impl FactSource for SegmentCache {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        if key.starts_with(lid_host::engine::DERIVED_PREFIX) {
+            if key.contains(":seg:") {
+                *self.segment_reads.lock().unwrap() += 1;
+            }
+            return Ok(self.derived.lock().unwrap().get(key).cloned());
+        }
+        FactSource::get(self.inner.as_ref(), key)
+    }
+    fn keys(&self) -> Result<Vec<String>, String> {
+        self.inner.keys()
+    }
+    fn set_derived(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
+        self.derived.lock().unwrap().insert(key.to_string(), value);
+        Ok(())
+    }
+}
+
+/// A pack index too large for one blob is cached split (a head, then postings segments,
+/// §21.3.3's ranking over a precomputed index): a recall through the component reads only
+/// the segments its intent reaches and answers byte for byte as the native core and as
+/// the whole index; a missing segment makes it rebuild, never answer from less.
+#[test]
+fn a_large_pack_index_is_split_and_a_recall_reads_only_its_segments() {
+    let tmp = lid_tests::http::temp_dir("split-pack");
+    let dir = tmp.join("big-pack");
+    std::fs::create_dir_all(dir.join("units")).unwrap();
+    std::fs::write(dir.join("KNOWLEDGE.md"), "---\nname: big\ndescription: a large pack\ntype: reference\nstatus: ready\n---\n# Big\n").unwrap();
+    let syll = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "de", "pa", "qu", "ex", "or", "an", "ly", "st"];
+    let vocab: Vec<String> = (0..3000u64).map(|i| (0..(2 + i % 3)).map(|k| syll[((i * 2_654_435_761 + 7) >> (4 * k) & 15) as usize]).collect()).collect();
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    for u in 0..900 {
+        let words: Vec<&str> = (0..150)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let x = (state % 10_000) as f64 / 10_000.0;
+                vocab[(x * x * vocab.len() as f64) as usize].as_str()
+            })
+            .collect();
+        std::fs::write(dir.join(format!("units/unit-{u:04}.md")), format!("# {}\n\n{}\n", words[..5].join(" "), words[5..].join(" "))).unwrap();
+    }
+    let p = lid_host::pack_dir::load(&dir).unwrap();
+    let cache = Arc::new(SegmentCache { inner: p.facts.clone(), derived: Mutex::default(), segment_reads: Mutex::new(0) });
+    let st = Storage { facts: cache.clone(), audit: Arc::new(NoAudit) };
+    let rt = rt();
+    let reqs: Vec<String> = ["kalo mine rusa", "deqa lyst orex vosa", "stan kamine"].iter().map(|i| json!({"intent": i, "max_chunks": 3, "token_budget": 4000}).to_string()).collect();
+    let built: Vec<String> = reqs.iter().map(|r| rt.recall(&st, &p.document, r, CTX).unwrap().unwrap()).collect();
+    let segments = cache.derived.lock().unwrap().keys().filter(|k| k.contains(":seg:")).count();
+    assert!(segments > 20, "the index was cached split ({segments} segments)");
+    let (doc, native_facts) = lid_tests::native_pack(&dir).unwrap();
+    for (r, b) in reqs.iter().zip(&built) {
+        *cache.segment_reads.lock().unwrap() = 0;
+        let cached = rt.recall(&st, &p.document, r, CTX).unwrap().unwrap();
+        let reads = *cache.segment_reads.lock().unwrap();
+        assert!(reads > 0 && reads < segments / 2, "{reads} of {segments} segments read for {r}");
+        assert_eq!(&cached, b, "the split index answers as the whole one");
+        let native = lid_core::api::recall(&doc, r, CTX, &native_facts, &lid_core::store::NoAudit).unwrap();
+        assert_eq!(cached, native, "component and native core agree");
+        assert_eq!(names(&serde_json::from_str(&cached).unwrap()).len(), 3);
+    }
+    // its segments gone from the host's cache: the pack is rebuilt, the answer unchanged
+    let first_seg = cache.derived.lock().unwrap().keys().find(|k| k.contains(":seg:")).cloned().unwrap();
+    let all: Vec<String> = cache.derived.lock().unwrap().keys().filter(|k| k.contains(":seg:")).cloned().collect();
+    for k in &all {
+        cache.derived.lock().unwrap().remove(k);
+    }
+    assert!(!cache.derived.lock().unwrap().contains_key(&first_seg));
+    assert_eq!(rt.recall(&st, &p.document, &reqs[0], CTX).unwrap().unwrap(), built[0]);
+    assert!(cache.derived.lock().unwrap().keys().filter(|k| k.contains(":seg:")).count() == segments, "the rebuild cached every segment again");
+    let _ = std::fs::remove_dir_all(&tmp);
 }

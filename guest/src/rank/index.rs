@@ -266,15 +266,23 @@ pub struct Index {
     /// Per doc: field lengths in words.
     #[serde(with = "flat")]
     pub field_len: Vec<[u32; NF]>,
-    /// Every doc's content words (compounds and stopwords skipped) as term ids, field by
-    /// field in text order: doc `d`'s are `seq[seq_start[d]..seq_start[d + 1]]`, its
-    /// field `f` the next `field_len[d][f]` of them. The phrase signal reads adjacent
-    /// pairs here ([`Index::pair_postings`]) instead of indexing every pair as a term,
-    /// which took most of a large corpus' index.
+    /// Positional postings: posting `k` (of `posting_list`) occurs at the positions
+    /// `pos_list[pos_start[k]..pos_start[k + 1]]` of its doc's content words (compounds
+    /// and stopwords skipped), numbered field by field in text order (doc `d`'s field
+    /// `f` holds the next `field_len[d][f]` of them). The phrase signal reads adjacent
+    /// positions of two terms here ([`Index::pair_postings`]) instead of indexing every
+    /// pair as a term (which took most of a large corpus' index), and a term's positions
+    /// travel with its postings, so a segmented index ([`Index::split`]) fetches only
+    /// the query's.
     #[serde(with = "flat")]
-    pub seq_start: Vec<u32>,
+    pub pos_start: Vec<u32>,
     #[serde(with = "flat")]
-    pub seq: Vec<u32>,
+    pub pos_list: Vec<u32>,
+    /// Empty for an index that holds its postings; for the head of a segmented index
+    /// ([`Index::split`]), the first term id of each postings segment, then the term
+    /// count: segment `s` holds terms `segments[s]..segments[s + 1]`.
+    #[serde(with = "flat")]
+    pub segments: Vec<u32>,
     pub avg_len: [f32; NF],
     /// Per doc: linked units as `Posting { doc, w: strength }`, undirected, strongest
     /// first: doc `d`'s are `link_list[link_start[d]..link_start[d + 1]]`.
@@ -282,10 +290,71 @@ pub struct Index {
     pub link_start: Vec<u32>,
     #[serde(with = "flat")]
     pub link_list: Vec<Posting>,
-    /// Per doc: `load_triggers.task_types`.
-    pub task_types: Vec<Vec<String>>,
-    /// Per doc: `required_by_task_types`.
-    pub required_by: Vec<Vec<String>>,
+    /// Wake reason -> the docs that list it in `load_triggers.task_types` or
+    /// `required_by_task_types` (a handful of rows, however many units).
+    pub triggers: Triggers,
+}
+
+/// Task types and the docs each triggers, flat: reason `r` (sorted) is
+/// `blob[start[r]..start[r + 1]]`, its docs (ascending) `docs[doc_start[r]..doc_start[r + 1]]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Triggers {
+    pub blob: String,
+    #[serde(with = "flat")]
+    pub start: Vec<u32>,
+    #[serde(with = "flat")]
+    pub doc_start: Vec<u32>,
+    #[serde(with = "flat")]
+    pub docs: Vec<u32>,
+}
+
+impl Default for Triggers {
+    fn default() -> Self {
+        Triggers { blob: String::new(), start: vec![0], doc_start: vec![0], docs: Vec::new() }
+    }
+}
+
+impl Triggers {
+    fn build(units: &[UnitDoc<'_>]) -> Triggers {
+        let mut by: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
+        for (d, u) in units.iter().enumerate() {
+            for t in u.task_types.iter().chain(u.required_by_task_types) {
+                by.entry(t.as_str()).or_default().insert(d as u32);
+            }
+        }
+        let mut out = Triggers::default();
+        for (reason, docs) in by {
+            out.blob.push_str(reason);
+            out.start.push(out.blob.len() as u32);
+            out.docs.extend(docs);
+            out.doc_start.push(out.docs.len() as u32);
+        }
+        out
+    }
+
+    /// The docs a wake reason triggers (ascending; empty for an unknown reason).
+    pub fn docs(&self, reason: &str) -> &[u32] {
+        let n = self.start.len().saturating_sub(1);
+        let text = |r: usize| match (self.start.get(r), self.start.get(r + 1)) {
+            (Some(&a), Some(&b)) => self.blob.get(a as usize..b as usize).unwrap_or(""),
+            _ => "",
+        };
+        let (mut lo, mut hi) = (0usize, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match text(mid).cmp(reason) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    return match (self.doc_start.get(mid), self.doc_start.get(mid + 1)) {
+                        (Some(&a), Some(&b)) => self.docs.get(a as usize..b as usize).unwrap_or(&[]),
+                        _ => &[],
+                    };
+                }
+            }
+        }
+        &[]
+    }
 }
 
 /// A compressed sparse map: sorted keys, each with a slice of values.
@@ -375,13 +444,13 @@ impl Index {
             && self.name_start.len() == n + 1
             && (0..n).map(|d| self.name(d)).eq(names.iter().copied())
             && self.posting_start.len() == self.term_count() + 1
+            && self.pos_start.len() == self.posting_list.len() + 1
             && self.term_grams.len() == self.term_count()
             && self.field_len.len() == n
-            && self.seq_start.len() == n + 1
             && self.avg_len.iter().all(|a| a.is_finite() && *a > 0.0)
             && self.link_start.len() == n + 1
-            && self.task_types.len() == n
-            && self.required_by.len() == n
+            && !self.triggers.start.is_empty()
+            && self.triggers.start.len() == self.triggers.doc_start.len()
     }
 
     /// The name of doc `d` ("" for an unknown doc).
@@ -436,17 +505,15 @@ impl Index {
         let mut surfs: Vec<(String, u32, bool)> = Vec::new();
         let mut stem_ids: FnvMap<String, u32> = FnvMap::default();
         let mut stems: Vec<String> = Vec::new();
-        // per doc: (interim stem id, field, surface id, compound)
-        let mut occ: Vec<Vec<(u32, u8, u32, bool)>> = Vec::with_capacity(n);
+        // per doc: (interim stem id, field, surface id, compound, position among the
+        // doc's content words; u32::MAX for a compound)
+        let mut occ: Vec<Vec<(u32, u8, u32, bool, u32)>> = Vec::with_capacity(n);
         let mut field_len: Vec<[u32; NF]> = Vec::with_capacity(n);
-        // all docs' content words in order (interim stem ids), and where each doc's start
-        let mut seq: Vec<u32> = Vec::new();
-        let mut seq_start: Vec<u32> = Vec::with_capacity(n + 1);
-        seq_start.push(0);
         let mut joinbuf = String::new();
         for u in units {
             let mut lens = [0u32; NF];
-            let mut o: Vec<(u32, u8, u32, bool)> = Vec::new();
+            let mut pos = 0u32;
+            let mut o: Vec<(u32, u8, u32, bool, u32)> = Vec::new();
             #[allow(clippy::needless_range_loop)]
             for f in 0..NF {
                 let list: &[String] = match f {
@@ -493,18 +560,18 @@ impl Index {
                     if stop && !compound {
                         return;
                     }
+                    // consecutive content words (stopwords skipped) are numbered: proximity
+                    // for the ranker's phrase signal
+                    let at = if compound { u32::MAX } else { pos };
                     if !compound {
                         lens[f] += 1;
-                        // consecutive content words (stopwords skipped): proximity for
-                        // the ranker's phrase signal
-                        seq.push(stid);
+                        pos += 1;
                     }
-                    o.push((stid, f as u8, sid, compound));
+                    o.push((stid, f as u8, sid, compound, at));
                 });
             }
             occ.push(o);
             field_len.push(lens);
-            seq_start.push(seq.len() as u32);
         }
         let mut avg_len = [0f32; NF];
         for f in 0..NF {
@@ -525,12 +592,11 @@ impl Index {
         for (k, &i) in order.iter().enumerate() {
             final_id[i as usize] = k as u32;
         }
-        for s in &mut seq {
-            *s = final_id[*s as usize];
-        }
         let term_text: Vec<String> = order.iter().map(|&i| stems[i as usize].clone()).collect();
         let terms: BTreeMap<String, u32> = term_text.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
         let mut postings: Vec<Vec<BuildPosting>> = vec![Vec::new(); term_text.len()];
+        // per term, per posting: the positions of its content-word occurrences
+        let mut positions: Vec<Vec<Vec<u32>>> = vec![Vec::new(); term_text.len()];
         // which surface forms each term has among the units' content words
         let mut term_surfs: Vec<(u32, u32)> = Vec::new();
         for (d, o) in occ.iter_mut().enumerate() {
@@ -543,17 +609,21 @@ impl Index {
             while k < o.len() {
                 let t = o[k].0;
                 let mut counts = [0u16; NF];
+                let mut at: Vec<u32> = Vec::new();
                 while k < o.len() && o[k].0 == t {
                     let f = o[k].1 as usize;
                     counts[f] = counts[f].saturating_add(1);
                     if !o[k].3 {
                         term_surfs.push((t, o[k].2));
+                        at.push(o[k].4);
                     }
                     k += 1;
                 }
+                at.sort_unstable();
                 let w = pseudo_tf(&counts, &field_len[d], &avg_len);
-                if let Some(pl) = postings.get_mut(t as usize) {
+                if let (Some(pl), Some(ps)) = (postings.get_mut(t as usize), positions.get_mut(t as usize)) {
                     pl.push(BuildPosting { doc: d as u32, tf: counts, w });
+                    ps.push(at);
                 }
             }
         }
@@ -597,9 +667,16 @@ impl Index {
         let mut posting_start = Vec::with_capacity(postings.len() + 1);
         posting_start.push(0u32);
         let mut posting_list = Vec::with_capacity(postings.iter().map(Vec::len).sum());
-        for pl in postings {
+        let mut pos_start = Vec::with_capacity(posting_list.capacity() + 1);
+        pos_start.push(0u32);
+        let mut pos_list = Vec::new();
+        for (pl, ps) in postings.into_iter().zip(positions) {
             posting_list.extend(pl.into_iter().map(|p| Posting { doc: p.doc, w: p.w }));
             posting_start.push(posting_list.len() as u32);
+            for at in ps {
+                pos_list.extend(at);
+                pos_start.push(pos_list.len() as u32);
+            }
         }
 
         let mut name_blob = String::new();
@@ -629,13 +706,13 @@ impl Index {
             trigrams: Csr::from_pairs(gram_pairs),
             term_grams,
             field_len,
-            seq_start,
-            seq,
+            pos_start,
+            pos_list,
+            segments: Vec::new(),
             avg_len,
             link_start,
             link_list,
-            task_types: units.iter().map(|u| u.task_types.to_vec()).collect(),
-            required_by: units.iter().map(|u| u.required_by_task_types.to_vec()).collect(),
+            triggers: Triggers::build(units),
         }
     }
 
@@ -653,16 +730,30 @@ impl Index {
         self.postings(id).len()
     }
 
+    /// The positions of posting `k` (a global index into `posting_list`; empty when unknown).
+    fn positions(&self, k: usize) -> &[u32] {
+        match (self.pos_start.get(k), self.pos_start.get(k + 1)) {
+            (Some(&a), Some(&b)) => self.pos_list.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// Where term `id`'s postings start in `posting_list`.
+    fn posting_base(&self, id: u32) -> usize {
+        self.posting_start.get(id as usize).copied().unwrap_or(0) as usize
+    }
+
     /// The postings of the unordered pair of distinct terms `a` and `b` as adjacent
     /// content words of one field (the phrase signal), into `out` in doc order: per
     /// unit, the BM25F pseudo frequency of the pair's occurrences, as for a word. Only
-    /// units with both terms are read.
+    /// units with both terms are read, and of them only the two terms' positions.
     pub fn pair_postings(&self, a: u32, b: u32, out: &mut Vec<Posting>) {
         out.clear();
         if a == b {
             return;
         }
         let (pa, pb) = (self.postings(a), self.postings(b));
+        let (ba, bb) = (self.posting_base(a), self.posting_base(b));
         let (mut i, mut j) = (0, 0);
         while let (Some(x), Some(y)) = (pa.get(i), pb.get(j)) {
             if x.doc < y.doc {
@@ -674,21 +765,170 @@ impl Index {
                 continue;
             }
             let d = x.doc as usize;
+            let (xa, xb) = (self.positions(ba + i), self.positions(bb + j));
             i += 1;
             j += 1;
-            let (Some(&lens), Some(&s)) = (self.field_len.get(d), self.seq_start.get(d)) else { continue };
-            let mut at = s as usize;
-            let mut counts = [0u16; NF];
+            let Some(&lens) = self.field_len.get(d) else { continue };
+            // each field's end, in the doc's word numbering
+            let mut ends = [0u32; NF];
+            let mut at = 0u32;
             for f in 0..NF {
-                let end = at.saturating_add(lens[f] as usize);
-                let words = self.seq.get(at..end).unwrap_or(&[]);
-                at = end;
-                // branch-free, so it vectorises: this scan is the phrase signal's cost
-                let c: usize = words.iter().zip(words.get(1..).unwrap_or(&[])).map(|(&x, &y)| (((x == a) & (y == b)) | ((x == b) & (y == a))) as usize).sum();
-                counts[f] = c.min(u16::MAX as usize) as u16;
+                at = at.saturating_add(lens[f]);
+                ends[f] = at;
             }
+            let mut counts = [0u16; NF];
+            adjacent(xa, xb, &ends, &mut counts);
+            adjacent(xb, xa, &ends, &mut counts);
             if counts.iter().any(|&c| c > 0) {
                 out.push(Posting { doc: x.doc, w: pseudo_tf(&counts, &lens, &self.avg_len) });
+            }
+        }
+    }
+}
+
+/// One postings segment of a split index ([`Index::split`]): terms
+/// `first..first + counts.len()`, their postings and positions, as the index holds them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    pub first: u32,
+    /// Postings per term.
+    #[serde(with = "flat")]
+    pub counts: Vec<u32>,
+    #[serde(with = "flat")]
+    pub postings: Vec<Posting>,
+    /// Positions per posting.
+    #[serde(with = "flat")]
+    pub npos: Vec<u32>,
+    #[serde(with = "flat")]
+    pub pos: Vec<u32>,
+}
+
+impl Index {
+    /// Bytes of the postings and positions (what [`Index::split`] moves out of the head).
+    pub fn posting_bytes(&self) -> usize {
+        self.posting_list.len() * 12 + self.pos_list.len() * 4
+    }
+
+    /// Split the postings off into segments of consecutive terms of about `target`
+    /// bytes each: the head keeps every other table (vocabulary, trigrams, concepts,
+    /// per-unit tables), so a recall reads the head and only the segments of the terms
+    /// its intent reaches ([`crate::rank::Ranker::terms_for`], [`Index::install`]).
+    pub fn split(mut self, target: usize) -> (Index, Vec<Segment>) {
+        let tc = self.term_count();
+        let mut bounds = vec![0u32];
+        let mut acc = 0usize;
+        for t in 0..tc {
+            let (a, b) = (self.posting_base(t as u32), self.posting_base(t as u32 + 1));
+            let (pa, pb) = (self.pos_start.get(a).copied().unwrap_or(0), self.pos_start.get(b).copied().unwrap_or(0));
+            let bytes = 4 + (b - a) * 12 + (pb - pa) as usize * 4;
+            if acc > 0 && acc + bytes > target {
+                bounds.push(t as u32);
+                acc = 0;
+            }
+            acc += bytes;
+        }
+        bounds.push(tc as u32);
+        let mut segs = Vec::with_capacity(bounds.len() - 1);
+        for w in bounds.windows(2) {
+            let (t0, t1) = (w[0], w[1]);
+            let (a, b) = (self.posting_base(t0), self.posting_base(t1));
+            let (pa, pb) = (self.pos_start[a] as usize, self.pos_start[b] as usize);
+            segs.push(Segment {
+                first: t0,
+                counts: (t0..t1).map(|t| (self.posting_base(t + 1) - self.posting_base(t)) as u32).collect(),
+                postings: self.posting_list[a..b].to_vec(),
+                npos: self.pos_start[a..=b].windows(2).map(|p| p[1] - p[0]).collect(),
+                pos: self.pos_list[pa..pb].to_vec(),
+            });
+        }
+        self.posting_start = Vec::new();
+        self.posting_list = Vec::new();
+        self.pos_start = Vec::new();
+        self.pos_list = Vec::new();
+        self.segments = bounds;
+        (self, segs)
+    }
+
+    /// Whether this is the head of a split index, its postings not installed yet.
+    pub fn is_split(&self) -> bool {
+        !self.segments.is_empty() && self.posting_start.is_empty()
+    }
+
+    /// The segments (by number) holding these term ids, ascending, each once.
+    pub fn segments_of(&self, terms: &[u32]) -> Vec<u32> {
+        let n = self.segments.len().saturating_sub(1);
+        let mut out: Vec<u32> = terms.iter().filter_map(|&t| self.segments.partition_point(|&f| f <= t).checked_sub(1)).filter(|&s| s < n).map(|s| s as u32).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Install fetched segments (each numbered as in [`Index::segments_of`]) into a split
+    /// head: terms of segments not fetched get no postings. `false` (nothing changed)
+    /// when a segment is not the one the head names or is inconsistent in itself.
+    pub fn install(&mut self, segs: &[(u32, Segment)]) -> bool {
+        let tc = self.term_count();
+        if self.segments.len() < 2 || self.segments.last() != Some(&(tc as u32)) {
+            return false;
+        }
+        let mut per_term = vec![0u32; tc];
+        let (mut np, mut nq) = (0usize, 0usize);
+        let mut last: Option<u32> = None;
+        for (s, seg) in segs {
+            let (Some(&t0), Some(&t1)) = (self.segments.get(*s as usize), self.segments.get(*s as usize + 1)) else { return false };
+            let total: u64 = seg.counts.iter().map(|&c| c as u64).sum();
+            let npos: u64 = seg.npos.iter().map(|&c| c as u64).sum();
+            if last.is_some_and(|l| l >= *s) || seg.first != t0 || t1 < t0 || t1 as usize > tc || seg.counts.len() != (t1 - t0) as usize || total != seg.postings.len() as u64 || seg.npos.len() != seg.postings.len() || npos != seg.pos.len() as u64 {
+                return false;
+            }
+            last = Some(*s);
+            per_term[t0 as usize..t1 as usize].copy_from_slice(&seg.counts);
+            np += seg.postings.len();
+            nq += seg.pos.len();
+        }
+        let mut posting_start = Vec::with_capacity(tc + 1);
+        let mut at = 0u32;
+        posting_start.push(0);
+        for c in per_term {
+            at = at.saturating_add(c);
+            posting_start.push(at);
+        }
+        let mut posting_list = Vec::with_capacity(np);
+        let mut pos_start = Vec::with_capacity(np + 1);
+        pos_start.push(0u32);
+        let mut pos_list = Vec::with_capacity(nq);
+        let mut q = 0u32;
+        for (_, seg) in segs {
+            posting_list.extend_from_slice(&seg.postings);
+            for &c in &seg.npos {
+                q = q.saturating_add(c);
+                pos_start.push(q);
+            }
+            pos_list.extend_from_slice(&seg.pos);
+        }
+        self.posting_start = posting_start;
+        self.posting_list = posting_list;
+        self.pos_start = pos_start;
+        self.pos_list = pos_list;
+        true
+    }
+}
+
+/// Count, per field, the positions `p` in `x` with `p + 1` in `y` inside the same field
+/// (`x`, `y` ascending; `ends` each field's end in the doc's word numbering).
+fn adjacent(x: &[u32], y: &[u32], ends: &[u32; NF], counts: &mut [u16; NF]) {
+    let mut j = 0;
+    for &p in x {
+        let Some(want) = p.checked_add(1) else { break };
+        while y.get(j).is_some_and(|&q| q < want) {
+            j += 1;
+        }
+        if y.get(j) != Some(&want) {
+            continue;
+        }
+        if let Some(f) = ends.iter().position(|&e| p < e) {
+            if want < ends[f] {
+                counts[f] = counts[f].saturating_add(1);
             }
         }
     }

@@ -205,6 +205,11 @@ impl Ranker {
         &self.index
     }
 
+    /// Install the postings segments of a split index ([`Index::install`]).
+    pub fn install(&mut self, segs: &[(u32, index::Segment)]) -> bool {
+        self.index.install(segs)
+    }
+
     /// Rebuild a ranker from precomputed statistics.
     pub fn from_index(index: Index) -> Ranker {
         Ranker { index, params: Params::default() }
@@ -265,6 +270,14 @@ impl Ranker {
 
     /// All units, best first; ties broken by name. Deterministic.
     pub fn rank(&self, intent: &str, wake_reason: Option<&str>, weights: &Weights) -> Vec<Scored> {
+        self.rank_top(intent, wake_reason, weights, usize::MAX, &[])
+    }
+
+    /// The first `limit` units of [`Ranker::rank`]'s order, then the units of `also` not
+    /// among them (in that order too): what an assembly that fills at most `limit` slots
+    /// reads, without naming or sorting the rest of a large corpus (a selection, then a
+    /// sort of the selected: the same units in the same order as the full ranking).
+    pub fn rank_top(&self, intent: &str, wake_reason: Option<&str>, weights: &Weights, limit: usize, also: &[usize]) -> Vec<Scored> {
         let ix = &self.index;
         let p = &self.params;
         let n = ix.n_docs as usize;
@@ -353,18 +366,15 @@ impl Ranker {
             .map(|d| if wl + ws > 0.0 { (wl * lex[d] + ws * sem[d]) / (wl + ws) } else { 0.0 })
             .collect();
         let mut graph = vec![0f64; n];
+        let woken = wake_reason.map(|wr| ix.triggers.docs(wr)).unwrap_or(&[]);
         for d in 0..n {
             let mut g = rel[d];
             for &Posting { doc: u, w: a } in ix.links(d) {
                 let r = rel.get(u as usize).copied().unwrap_or(0.0);
                 g = g.max(p.link as f64 * a as f64 * r);
             }
-            if let Some(wr) = wake_reason {
-                let hit = ix.task_types.get(d).map(|v| v.iter().any(|t| t == wr)).unwrap_or(false)
-                    || ix.required_by.get(d).map(|v| v.iter().any(|t| t == wr)).unwrap_or(false);
-                if hit {
-                    g += p.wake as f64 * (0.3 + 0.7 * (rel[d] / 0.3).min(1.0));
-                }
+            if !woken.is_empty() && woken.binary_search(&(d as u32)).is_ok() {
+                g += p.wake as f64 * (0.3 + 0.7 * (rel[d] / 0.3).min(1.0));
             }
             graph[d] = g.min(1.0);
         }
@@ -374,16 +384,34 @@ impl Ranker {
         // strict total order (the doc breaks every tie), so the order is the one sorting
         // the results themselves gives, without moving them.
         let name = |d: usize| ix.name(d);
+        let score = |d: usize| calibrate((wl * lex[d] + ws * sem[d] + wg * graph[d]) / total, p.calib_scale);
+        let by_rank = |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then_with(|| name(a.1).cmp(name(b.1))).then(a.1.cmp(&b.1));
+        // the first `keep` of `v` in rank order (selected first when that is fewer)
+        let first = |v: &mut Vec<(f64, usize)>, keep: usize| {
+            if keep < v.len() {
+                v.select_nth_unstable_by(keep, by_rank);
+                v.truncate(keep);
+            }
+            v.sort_unstable_by(by_rank);
+        };
         // Units no signal reached (most of a large corpus) all score 0 and sort by name
         // alone: they are kept apart, and sorted only when not in name order already (a
         // pack's units are; an agent's follow its manifest).
-        let (mut order, mut unreached): (Vec<(f64, usize)>, Vec<(f64, usize)>) =
-            (0..n).map(|d| (calibrate((wl * lex[d] + ws * sem[d] + wg * graph[d]) / total, p.calib_scale), d)).partition(|x| x.0 > 0.0);
-        order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| name(a.1).cmp(name(b.1))).then(a.1.cmp(&b.1)));
-        if !unreached.is_sorted_by(|a, b| name(a.1) <= name(b.1)) {
-            unreached.sort_unstable_by(|a, b| name(a.1).cmp(name(b.1)).then(a.1.cmp(&b.1)));
+        let (mut order, mut unreached): (Vec<(f64, usize)>, Vec<(f64, usize)>) = (0..n).map(|d| (score(d), d)).partition(|x| x.0 > 0.0);
+        first(&mut order, limit);
+        let need = limit.saturating_sub(order.len());
+        if need > 0 {
+            if unreached.is_sorted_by(|a, b| name(a.1) <= name(b.1)) {
+                unreached.truncate(need);
+            } else {
+                first(&mut unreached, need);
+            }
+            order.append(&mut unreached);
         }
-        order.append(&mut unreached);
+        let mut extra: Vec<(f64, usize)> = also.iter().filter(|&&d| d < n && !order.iter().any(|o| o.1 == d)).map(|&d| (score(d), d)).collect();
+        extra.sort_unstable_by(by_rank);
+        extra.dedup_by_key(|x| x.1);
+        order.append(&mut extra);
         order
             .into_iter()
             .map(|(score, d)| Scored { index: d, name: name(d).to_string(), score, lexical: lex[d], semantic: sem[d], graph: graph[d] })
@@ -395,39 +423,61 @@ impl Ranker {
     fn word_matches(&self, q: &QWord, counts: &mut Vec<u16>, m: &mut [f32]) {
         let ix = &self.index;
         m.iter_mut().for_each(|x| *x = 0.0);
-        let exact = ix.term_id(&q.stem);
-        if let Some(id) = exact {
-            for post in ix.postings(id) {
+        self.word_terms(q, counts, |t, f| {
+            for post in ix.postings(t) {
                 if let Some(slot) = m.get_mut(post.doc as usize) {
-                    *slot = slot.max(sat(post.w));
+                    *slot = slot.max(f * sat(post.w));
                 }
             }
+        });
+    }
+
+    /// The vocabulary terms that match one intent word, each with its match strength
+    /// relative to an exact match: the stem itself (1), near spellings, technical
+    /// synonyms and shared concepts. Reads only the head of a split index (the
+    /// vocabulary, trigrams and concepts), never postings, so [`Ranker::terms_for`]
+    /// finds the very terms ranking will read.
+    fn word_terms(&self, q: &QWord, counts: &mut Vec<u16>, mut each: impl FnMut(u32, f32)) {
+        let ix = &self.index;
+        let exact = ix.term_id(&q.stem);
+        if let Some(id) = exact {
+            each(id, 1.0);
         }
         if !q.compound && fuzzy_term(&q.stem) {
-            self.fuzzy_matches(&q.stem, exact, counts, m);
+            self.fuzzy_matches(&q.stem, exact, counts, &mut each);
         }
         if !q.compound && self.params.synonym > 0.0 {
             for syn in thesaurus::synonyms(&q.stem) {
-                let Some(id) = ix.term_id(syn) else { continue };
-                for post in ix.postings(id) {
-                    if let Some(slot) = m.get_mut(post.doc as usize) {
-                        *slot = slot.max(self.params.synonym * sat(post.w));
-                    }
+                if let Some(id) = ix.term_id(syn) {
+                    each(id, self.params.synonym);
                 }
             }
         }
         if !q.compound {
             for &(c, s) in &q.concepts {
                 for &Posting { doc: t, w: ts } in self.index.concepts.get(c as u64) {
-                    let f = self.params.concept * s * ts;
-                    for post in ix.postings(t) {
-                        if let Some(slot) = m.get_mut(post.doc as usize) {
-                            *slot = slot.max(f * sat(post.w));
-                        }
-                    }
+                    each(t, self.params.concept * s * ts);
                 }
             }
         }
+    }
+
+    /// Every term whose postings ranking `intent` reads (ascending, each once): what a
+    /// split index must fetch before [`Ranker::rank`] ([`Index::install`]).
+    pub fn terms_for(&self, intent: &str) -> Vec<u32> {
+        let ix = &self.index;
+        let mut out = Vec::new();
+        let mut counts = Vec::new();
+        for q in self.query_words(intent) {
+            self.word_terms(&q, &mut counts, |t, _| out.push(t));
+        }
+        for (a, b) in self.query_pairs(intent) {
+            out.extend(ix.term_id(&a));
+            out.extend(ix.term_id(&b));
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Diagnostics: for each intent word, its stem, semantic weight and
@@ -446,7 +496,7 @@ impl Ranker {
     }
 
     /// Near-spelling matches of a query stem against the vocabulary.
-    fn fuzzy_matches(&self, qstem: &str, exact: Option<u32>, counts: &mut Vec<u16>, m: &mut [f32]) {
+    fn fuzzy_matches(&self, qstem: &str, exact: Option<u32>, counts: &mut Vec<u16>, each: &mut impl FnMut(u32, f32)) {
         let ix = &self.index;
         let grams = trigrams(qstem);
         if counts.len() != ix.term_count() {
@@ -491,12 +541,7 @@ impl Ranker {
             if sim < self.params.fuzzy_min {
                 continue;
             }
-            let f = self.params.fuzzy * sim;
-            for post in ix.postings(t) {
-                if let Some(slot) = m.get_mut(post.doc as usize) {
-                    *slot = slot.max(f * sat(post.w));
-                }
-            }
+            each(t, self.params.fuzzy * sim);
         }
     }
 }
@@ -627,6 +672,72 @@ mod tests {
         assert!(empty.rank("anything", None, &w).is_empty());
     }
 
+    /// A split index (§21.3.3 ranking over a precomputed index fetched in parts) ranks
+    /// every intent exactly as the whole index, fetching only the segments of the
+    /// terms the intent reaches: exact stems, near spellings, synonyms, concepts, pairs.
+    #[test]
+    fn a_split_index_ranks_as_the_whole_from_the_segments_its_intent_reaches() {
+        let us = units();
+        let mut d = docs(&us);
+        d.extend([
+            plain("env-file", "If the file is missing, Compose reports an error unless required is false. Label values are strings."),
+            plain("ports", "Ports map host to container. Each label value is checked; list label values with the API."),
+            plain("scrape", "Set scrape_interval per job. The scrape interval defaults to one minute for every target."),
+            plain("alerts", "Alerting rules fire when the expression holds. Wages and salaries are not alerts."),
+        ]);
+        let whole = Ranker::build(&d);
+        let w = Weights::default();
+        let (head, segs) = whole.index().clone().split(64);
+        assert!(segs.len() > 10, "{} segments", segs.len());
+        assert_eq!(head.segments.len(), segs.len() + 1);
+        assert!(head.is_split() && head.posting_list.is_empty() && head.pos_list.is_empty());
+        let head_ranker = Ranker::from_index(head.clone());
+        for intent in ["production outage: page the on-call engineer", "when are wages paid", "payrol salry", "the file is absent", "list label values", "scrape interval for one job", "scrape_interval", "review the diff until done", "bake a sourdough loaf", ""] {
+            let wanted = head.segments_of(&head_ranker.terms_for(intent));
+            assert!(wanted.len() < segs.len(), "{intent:?} fetched every segment");
+            let mut r = Ranker::from_index(head.clone());
+            assert!(r.install(&wanted.iter().map(|&s| (s, segs[s as usize].clone())).collect::<Vec<_>>()));
+            for wake in [None, Some("issue_assigned")] {
+                assert_eq!(r.rank(intent, wake, &w), whole.rank(intent, wake, &w), "{intent:?}");
+            }
+        }
+        // every segment installed gives back the whole index
+        let mut all = head.clone();
+        assert!(all.install(&segs.iter().cloned().enumerate().map(|(s, g)| (s as u32, g)).collect::<Vec<_>>()));
+        assert_eq!((&all.posting_start, &all.posting_list, &all.pos_start, &all.pos_list), (&whole.index().posting_start, &whole.index().posting_list, &whole.index().pos_start, &whole.index().pos_list));
+        // a segment under another number, out of order, or altered is refused
+        let mut h = head.clone();
+        assert!(!h.install(&[(1, segs[0].clone())]));
+        assert!(!h.install(&[(1, segs[1].clone()), (0, segs[0].clone())]));
+        let mut bad = segs[0].clone();
+        bad.npos.push(1);
+        assert!(!h.install(&[(0, bad)]));
+        assert!(h.is_split(), "a refused install leaves the head as it was");
+    }
+
+    /// `rank_top` is the full ranking's prefix, then the asked-for units in rank order.
+    #[test]
+    fn rank_top_is_a_prefix_of_the_full_ranking() {
+        let us = units();
+        let mut d = docs(&us);
+        d.extend([plain("b-tie", "salary salary"), plain("a-tie", "salary salary"), plain("zz-unreached", "nothing here"), plain("aa-unreached", "nor here")]);
+        let r = Ranker::build(&d);
+        let w = Weights::default();
+        for intent in ["salary review", "production outage", "sourdough", ""] {
+            let full = r.rank(intent, Some("issue_assigned"), &w);
+            for k in 0..=full.len() + 1 {
+                let top = r.rank_top(intent, Some("issue_assigned"), &w, k, &[]);
+                assert_eq!(top, full[..k.min(full.len())], "{intent:?} k={k}");
+                let also: Vec<usize> = full.iter().rev().take(2).map(|s| s.index).collect();
+                let with = r.rank_top(intent, Some("issue_assigned"), &w, k, &also);
+                let head = &full[..k.min(full.len())];
+                let mut want: Vec<Scored> = head.to_vec();
+                want.extend(full.iter().filter(|s| also.contains(&s.index) && !head.iter().any(|x| x.index == s.index)).cloned());
+                assert_eq!(with, want, "{intent:?} k={k} also={also:?}");
+            }
+        }
+    }
+
     #[test]
     fn index_roundtrips_through_postcard() {
         let us = units();
@@ -710,8 +821,8 @@ mod tests {
         bad.posting_start.pop();
         assert!(!bad.fits(&names), "truncated offsets");
         let mut bad = idx.clone();
-        bad.seq_start.pop();
-        assert!(!bad.fits(&names), "word sequence offsets missing a unit");
+        bad.pos_start.pop();
+        assert!(!bad.fits(&names), "position offsets missing a posting");
         let mut bad = idx.clone();
         bad.field_len.pop();
         assert!(!bad.fits(&names), "field lengths missing a unit");
@@ -740,9 +851,10 @@ mod tests {
             Box::new(|i| i.posting_start.iter_mut().for_each(|o| *o = u32::MAX)),
             Box::new(|i| i.term_start.reverse()),
             Box::new(|i| i.term_blob = "é".repeat(i.term_blob.len() / 2 + 1)),
-            Box::new(|i| i.seq.iter_mut().for_each(|t| *t = u32::MAX)),
-            Box::new(|i| i.seq.clear()),
-            Box::new(|i| i.seq_start.iter_mut().for_each(|o| *o = u32::MAX)),
+            Box::new(|i| i.pos_list.iter_mut().for_each(|t| *t = u32::MAX)),
+            Box::new(|i| i.pos_list.clear()),
+            Box::new(|i| i.pos_start.iter_mut().for_each(|o| *o = u32::MAX)),
+            Box::new(|i| i.pos_start.reverse()),
             Box::new(|i| i.field_len.iter_mut().for_each(|f| *f = [u32::MAX; index::NF])),
             Box::new(|i| i.trigrams.values.iter_mut().for_each(|t| *t = u32::MAX)),
             Box::new(|i| i.trigrams.offsets.reverse()),
@@ -750,6 +862,10 @@ mod tests {
             Box::new(|i| i.concepts.offsets.iter_mut().for_each(|o| *o = u32::MAX)),
             Box::new(|i| i.link_list.iter_mut().for_each(|l| l.doc = u32::MAX)),
             Box::new(|i| i.link_start.reverse()),
+            Box::new(|i| i.triggers.docs.iter_mut().for_each(|d| *d = u32::MAX)),
+            Box::new(|i| i.triggers.start.reverse()),
+            Box::new(|i| i.triggers.doc_start.iter_mut().for_each(|o| *o = u32::MAX)),
+            Box::new(|i| i.triggers.blob = "é".repeat(3)),
             Box::new(|i| i.name_start.iter_mut().for_each(|o| *o = u32::MAX)),
         ];
         for (k, corrupt) in corruptions.iter().enumerate() {
