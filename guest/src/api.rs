@@ -81,9 +81,12 @@ fn input(manifest: &str, facts: &dyn Facts, intent: &str) -> Result<Input, Engin
     }
 }
 
-/// Whether a document may be a knowledge pack's (the cheap test before parsing it).
+/// Whether a document is a knowledge pack's as hosts send it (the cheap test before
+/// parsing it): `knowledge_pack` is its first key. Only the start is read, however large
+/// an agent's manifest; a pack document written otherwise is still recognised by
+/// [`crate::knowledge::PackDocument::detect`], without the fast path.
 fn is_pack(document: &str) -> bool {
-    document.contains("\"knowledge_pack\"")
+    document.trim_start().strip_prefix('{').is_some_and(|rest| rest.trim_start().starts_with("\"knowledge_pack\""))
 }
 
 /// Run `f` over the corpus of an [`Input`].
@@ -108,7 +111,7 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
     // The corpus the host names is prepared: its manifest comes with it, unparsed.
     let key = if is_pack(manifest) { None } else { crate::recall::prepared_key(ctx.corpus_key.as_deref(), manifest) };
     if let Some(key) = key.as_deref() {
-        if let Some((m, p)) = crate::recall::cached_prepared(facts, key) {
+        if let Some((m, p)) = crate::recall::cached_prepared(facts, key, Some(req.intent.trim())) {
             if let Some(c) = crate::recall::Corpus::from_prepared(&m, p, facts) {
                 return run(&c);
             }

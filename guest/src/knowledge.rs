@@ -399,18 +399,6 @@ pub fn open_cached(document_json: &str, facts: &dyn Facts, intent: Option<&str>)
     from_blob(&spec.id, &key, facts, intent)
 }
 
-/// A pack index whose postings take more than this is cached split
-/// ([`crate::rank::index::Index::split`]): a head, and postings segments a recall
-/// fetches only for the terms its intent reaches. Smaller ones are one blob (a fetch per
-/// segment would cost more than it saves).
-pub const SPLIT_MIN_BYTES: usize = 1 << 20;
-/// The size a segment of a split pack index is cut at.
-pub const SEGMENT_BYTES: usize = 16 << 10;
-
-/// Where segment `s` of the split index cached under `key` is cached.
-fn segment_key(key: &str, s: u32) -> String {
-    format!("{key}:seg:{s}")
-}
 
 /// The cache key of a pack's precomputed index: a fingerprint of the engine and ranker
 /// versions, the pack id and either the host's digest or (without one) the SHA-256 of
@@ -495,20 +483,8 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts, intent: Option<&str>) -> Result<
 /// Offer a pack's precomputed index to the host's cache under `key`: one blob, or split
 /// (its segments first, so a head is never cached before what it names).
 fn cache_index(facts: &dyn Facts, key: &str, texts: String, text_start: Vec<u32>, index: &crate::rank::index::Index, tokens: &[u32]) {
-    if index.posting_bytes() <= SPLIT_MIN_BYTES {
-        if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { texts, text_start, index, tokens }) {
-            facts.cache(key, &blob);
-        }
-        return;
-    }
-    let (head, segs) = index.clone().split(SEGMENT_BYTES);
-    for (s, seg) in segs.iter().enumerate() {
-        match postcard::to_allocvec(seg) {
-            Ok(b) => facts.cache(&segment_key(key, s as u32), &b),
-            Err(_) => return,
-        }
-    }
-    if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { texts, text_start, index: &head, tokens }) {
+    let Some(index) = crate::recall::cache_segments(facts, key, index) else { return };
+    if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { texts, text_start, index: &index, tokens }) {
         facts.cache(key, &blob);
     }
 }
@@ -521,20 +497,8 @@ fn from_blob(id: &str, key: &str, facts: &dyn Facts, intent: Option<&str>) -> Op
     drop(blob);
     let PackIndex { texts, text_start, index, tokens } = p;
     let mut ranker = Ranker::from_index(index);
-    if ranker.index().is_split() {
-        // fetch the segments of the terms the intent reaches (every one without an intent)
-        let wanted = match intent {
-            Some(i) => ranker.index().segments_of(&ranker.terms_for(i)),
-            None => (0..ranker.index().segments.len().saturating_sub(1) as u32).collect(),
-        };
-        let mut segs = Vec::with_capacity(wanted.len());
-        for s in wanted {
-            let b = facts.cached(&segment_key(key, s))?;
-            segs.push((s, postcard::from_bytes::<crate::rank::index::Segment>(&b).ok()?));
-        }
-        if !ranker.install(&segs) {
-            return None;
-        }
+    if !crate::recall::load_segments(facts, key, &mut ranker, intent) {
+        return None;
     }
     let ix = ranker.index();
     let n = tokens.len();

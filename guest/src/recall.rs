@@ -243,9 +243,24 @@ struct PreparedRef<'a> {
 /// The prepared corpus cached under `key` ([`prepared_key`]), if any: its manifest (so
 /// the manifest JSON need not be parsed at all) and its tables, for
 /// [`Corpus::from_prepared`].
-pub fn cached_prepared(facts: &dyn Facts, key: &str) -> Option<(Manifest, Prepared)> {
-    let b: PreparedBlob = postcard::from_bytes(&facts.cached(key)?).ok()?;
-    Some((Manifest::from(b.manifest), b.tables))
+///
+/// A split index gets the segments `intent` reaches (every one without an intent).
+pub fn cached_prepared(facts: &dyn Facts, key: &str, intent: Option<&str>) -> Option<(Manifest, Prepared)> {
+    let mut b: PreparedBlob = postcard::from_bytes(&facts.cached(key)?).ok()?;
+    b.tables.load(facts, key, intent).then_some((Manifest::from(b.manifest), b.tables))
+}
+
+impl Prepared {
+    /// Install the segments of a split index ([`load_segments`]).
+    fn load(&mut self, facts: &dyn Facts, key: &str, intent: Option<&str>) -> bool {
+        if !self.index.is_split() {
+            return true;
+        }
+        let mut r = Ranker::from_index(std::mem::take(&mut self.index));
+        let ok = load_segments(facts, key, &mut r, intent);
+        self.index = r.into_index();
+        ok
+    }
 }
 
 /// The cache key of a prepared corpus: the engine and ranker versions, the host's
@@ -267,6 +282,53 @@ pub fn prepared_key(corpus_key: Option<&str>, manifest_json: &str) -> Option<Str
 
 /// Key prefix of cached ranker indexes in the fact store (`lid-index:v4:{sha256}`).
 pub const INDEX_PREFIX: &str = "lid-index:v4:";
+
+/// An index whose postings take more than this is cached split
+/// ([`crate::rank::index::Index::split`]): a head under the blob's key, and postings
+/// segments under `{key}:seg:{n}` that a recall fetches only for the terms its intent
+/// reaches. Smaller ones stay whole (a fetch per segment would cost more than it saves).
+pub const SPLIT_MIN_BYTES: usize = 1 << 20;
+/// The size a segment of a split index is cut at.
+pub const SEGMENT_BYTES: usize = 16 << 10;
+
+/// Where segment `s` of the split index cached under `key` is cached.
+fn segment_key(key: &str, s: u32) -> String {
+    format!("{key}:seg:{s}")
+}
+
+/// Offer the segments of a large `index` to the host's cache (before the head that names
+/// them) and return the index the blob under `key` holds: the head of the split, or
+/// `index` itself when it is small. `None` when a segment cannot be encoded.
+pub(crate) fn cache_segments<'a>(facts: &dyn Facts, key: &str, index: &'a crate::rank::index::Index) -> Option<std::borrow::Cow<'a, crate::rank::index::Index>> {
+    if index.posting_bytes() <= SPLIT_MIN_BYTES {
+        return Some(std::borrow::Cow::Borrowed(index));
+    }
+    let (head, segs) = index.clone().split(SEGMENT_BYTES);
+    for (s, seg) in segs.iter().enumerate() {
+        facts.cache(&segment_key(key, s as u32), &postcard::to_allocvec(seg).ok()?);
+    }
+    Some(std::borrow::Cow::Owned(head))
+}
+
+/// Give a ranker over the head of a split index (cached under `key`) the segments of
+/// the terms `intent` reaches ([`Ranker::terms_for`]; every segment without an intent).
+/// `true` when the ranker is ready (an index that was never split needs nothing); `false`
+/// when a segment is missing or does not fit (the caller rebuilds).
+pub(crate) fn load_segments(facts: &dyn Facts, key: &str, ranker: &mut Ranker, intent: Option<&str>) -> bool {
+    if !ranker.index().is_split() {
+        return true;
+    }
+    let wanted = match intent {
+        Some(i) => ranker.index().segments_of(&ranker.terms_for(i)),
+        None => (0..ranker.index().segments.len().saturating_sub(1) as u32).collect(),
+    };
+    let mut segs = Vec::with_capacity(wanted.len());
+    for s in wanted {
+        let Some(seg) = facts.cached(&segment_key(key, s)).and_then(|b| postcard::from_bytes::<crate::rank::index::Segment>(&b).ok()) else { return false };
+        segs.push((s, seg));
+    }
+    ranker.install(&segs)
+}
 
 /// What is cached per corpus: the ranker's index and each unit's exact token count,
 /// both derived only from the units' text and metadata.
@@ -413,9 +475,11 @@ impl<'m> Corpus<'m> {
         let Some(key) = key else {
             return Self::load(manifest, facts);
         };
-        if let Some(b) = facts.cached(key).and_then(|b| postcard::from_bytes::<PreparedBlob>(&b).ok()) {
-            if let Some(c) = Self::from_prepared(manifest, b.tables, facts) {
-                return Ok(c);
+        if let Some(mut b) = facts.cached(key).and_then(|b| postcard::from_bytes::<PreparedBlob>(&b).ok()) {
+            if b.tables.load(facts, key, None) {
+                if let Some(c) = Self::from_prepared(manifest, b.tables, facts) {
+                    return Ok(c);
+                }
             }
         }
         let mut units = Vec::with_capacity(manifest.entries.len());
@@ -434,8 +498,10 @@ impl<'m> Corpus<'m> {
         }
         let mut corpus = Self::from_resolved(manifest, units, facts);
         let counts: Vec<u32> = corpus.ranked_entries.iter().map(|&i| corpus.tokens_of(i)).collect();
-        if let Ok(blob) = postcard::to_allocvec(&PreparedRef { manifest: manifest.into(), refs: &refs, index: corpus.ranker.index(), tokens: &counts }) {
-            facts.cache(key, &blob);
+        if let Some(index) = cache_segments(facts, key, corpus.ranker.index()) {
+            if let Ok(blob) = postcard::to_allocvec(&PreparedRef { manifest: manifest.into(), refs: &refs, index: &index, tokens: &counts }) {
+                facts.cache(key, &blob);
+            }
         }
         corpus.refs = refs;
         Ok(corpus)
@@ -928,6 +994,72 @@ mod tests {
         let reused = crate::api::recall(&other, req, r#"{"now_ms": 1700000000000, "corpus_key": "manifest-1:1"}"#, &facts, &audit).unwrap();
         assert_eq!(reused, crate::api::recall(&other, req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap());
         assert_ne!(reused, changed);
+    }
+
+    /// Counts the reads of a split index's segments.
+    struct SegmentReads<'a>(&'a MemoryFacts, std::cell::Cell<usize>);
+
+    impl crate::store::Facts for SegmentReads<'_> {
+        fn get(&self, uri: &str) -> Result<Option<Fact>, crate::store::StoreError> {
+            self.0.get(uri)
+        }
+        fn versions(&self, unit_key: &str) -> Result<Vec<String>, crate::store::StoreError> {
+            self.0.versions(unit_key)
+        }
+        fn cached(&self, key: &str) -> Option<Vec<u8>> {
+            if key.contains(":seg:") {
+                self.1.set(self.1.get() + 1);
+            }
+            self.0.cached(key)
+        }
+        fn cache(&self, key: &str, blob: &[u8]) {
+            self.0.cache(key, blob)
+        }
+    }
+
+    /// A prepared corpus too large for one blob is cached split (§21.3.3 ranking over
+    /// a precomputed index): later recalls read the head and only the segments their
+    /// intent reaches, and answer exactly as a full resolution; a missing segment
+    /// makes the corpus be prepared again, never answer from less.
+    #[test]
+    fn a_large_prepared_corpus_is_split_and_answers_identically() {
+        let words = ["deploy", "release", "rollback", "canary", "review", "merge", "branch", "incident", "pager", "outage", "backup", "restore", "schema", "migration", "index", "cache", "token", "budget", "quota", "limit", "secret", "rotate", "audit", "ledger"];
+        let mut facts = MemoryFacts::new();
+        let mut entries = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..900 {
+            let name = format!("unit-{i:04}");
+            let body: Vec<String> = (0..160)
+                .map(|k| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    format!("{}{}", words[(x % words.len() as u64) as usize], if k % 3 == 0 { format!("{}", x % 97) } else { String::new() })
+                })
+                .collect();
+            facts.insert(Fact { uri: format!("instruction:acme/big/{name}/v1"), content: body.join(" "), version: "v1".into(), ..Fact::default() });
+            entries.push(serde_json::json!({"name": name, "description": format!("Step {i} of the release."), "required_by_task_types": [], "guarantee_load": false,
+                "load_triggers": {"intents": [], "keywords": [], "task_types": []}, "fact_uri": format!("instruction:acme/big/{name}/v1")}));
+        }
+        let m = serde_json::json!({"agent_id": "big", "deployment": "acme", "manifest_version": "v1", "entries": entries}).to_string();
+        let audit = crate::store::NoAudit;
+        let ctx = r#"{"now_ms": 1700000000000, "corpus_key": "big:1"}"#;
+        let reads = SegmentReads(&facts, std::cell::Cell::new(0));
+        for intent in ["rollback the canary deploy", "rotate the secret", "restore42 backup schema migration"] {
+            let req = serde_json::json!({"intent": intent, "max_chunks": 4, "token_budget": 100000}).to_string();
+            let plain = crate::api::recall(&m, &req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap();
+            assert_eq!(crate::api::recall(&m, &req, ctx, &reads, &audit).unwrap(), plain);
+            reads.1.set(0);
+            assert_eq!(crate::api::recall(&m, &req, ctx, &reads, &audit).unwrap(), plain, "{intent}");
+            let segments = facts.derived_keys().iter().filter(|k| k.contains(":seg:")).count();
+            assert!(segments > 20, "the prepared corpus was cached split ({segments} segments)");
+            assert!(reads.1.get() > 0 && reads.1.get() < segments, "{} of {segments} segments read", reads.1.get());
+        }
+        for k in facts.derived_keys().into_iter().filter(|k| k.contains(":seg:")) {
+            facts.forget(&k);
+        }
+        let req = r#"{"intent": "rollback the canary deploy", "max_chunks": 4, "token_budget": 100000}"#;
+        assert_eq!(crate::api::recall(&m, req, ctx, &facts, &audit).unwrap(), crate::api::recall(&m, req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap());
     }
 
     #[test]

@@ -130,6 +130,18 @@ impl MemoryFacts {
         self.facts.insert(fact.uri.clone(), fact);
     }
 
+    /// The keys of the derived blobs held (ranker indexes and their segments).
+    pub fn derived_keys(&self) -> Vec<String> {
+        self.derived.lock().map(|d| d.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Drop a derived blob, as a host's cache may evict one.
+    pub fn forget(&self, key: &str) {
+        if let Ok(mut d) = self.derived.lock() {
+            d.remove(key);
+        }
+    }
+
     /// List what `agent_id`'s recall content channel may serve.
     pub fn set_content_sources(&mut self, agent_id: &str, sources: crate::content::ContentSources) {
         self.content.insert(agent_id.to_string(), sources);

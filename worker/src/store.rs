@@ -125,6 +125,11 @@ pub struct Snapshot {
     pub facts: WorkerFacts,
 }
 
+/// What the isolate's cache of derived indexes may hold before it starts over (an
+/// isolate has 128 MB in all).
+const DERIVED_MAX_BYTES: usize = 32 << 20;
+const DERIVED_MAX_ENTRIES: usize = 8192;
+
 thread_local! {
     static SNAPSHOTS: RefCell<HashMap<String, Rc<Snapshot>>> = RefCell::new(HashMap::new());
     static DERIVED: RefCell<HashMap<String, Rc<Vec<u8>>>> = RefCell::new(HashMap::new());
@@ -169,7 +174,10 @@ impl Facts for WorkerFacts {
     fn cache(&self, key: &str, blob: &[u8]) {
         DERIVED.with(|d| {
             let mut d = d.borrow_mut();
-            if d.len() >= 64 {
+            // Bounded by bytes, not entries: a large pack's index is cached split into
+            // hundreds of small segments, all of which its recalls need.
+            let held: usize = d.values().map(|b| b.len()).sum();
+            if held + blob.len() > DERIVED_MAX_BYTES || d.len() >= DERIVED_MAX_ENTRIES {
                 d.clear();
             }
             d.insert(key.to_string(), Rc::new(blob.to_vec()));

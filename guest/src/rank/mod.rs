@@ -205,6 +205,11 @@ impl Ranker {
         &self.index
     }
 
+    /// The index, given back.
+    pub fn into_index(self) -> Index {
+        self.index
+    }
+
     /// Install the postings segments of a split index ([`Index::install`]).
     pub fn install(&mut self, segs: &[(u32, index::Segment)]) -> bool {
         self.index.install(segs)
