@@ -94,8 +94,8 @@ fn with_corpus<T>(input: Input, facts: &dyn Facts, f: impl FnOnce(&crate::recall
     match input {
         Input::Manifest(m) => f(&crate::recall::Corpus::load(&m, facts)?),
         Input::Pack(opened) => {
-            let crate::knowledge::Opened { manifest, ranker, tokens } = *opened;
-            let corpus = crate::recall::Corpus::from_index(&manifest, ranker, tokens, facts)
+            let crate::knowledge::Opened { manifest, ranker, tokens, table } = *opened;
+            let corpus = crate::recall::Corpus::from_index(&manifest, ranker, tokens, facts, table)
                 .ok_or_else(|| EngineError::BackendUnavailable("a knowledge pack index does not match its units".into()))?;
             f(&corpus)
         }

@@ -268,11 +268,11 @@ fn collect(corpus: &Corpus<'_>, ranked: &[Scored], min_score: f64, make: impl Fn
         if s.score < min_score || s.score <= 0.0 {
             continue;
         }
-        let (Some(r), Some(e)) = (corpus.unit(s.index), corpus.manifest.entries.get(s.index)) else { continue };
+        let (Some(r), Some(e)) = (corpus.unit(s.index), corpus.entry(s.index)) else { continue };
         if !servable(&r.fact) {
             continue;
         }
-        let mut c = make(e, r.fact.clone());
+        let mut c = make(&e, r.fact.clone());
         c.score = s.score;
         out.push(c);
     }
@@ -310,8 +310,8 @@ fn pack_candidates(p: &StoredPack, facts: &dyn Facts, intent: &str, weights: &We
             return Ok(vec![]);
         }
     };
-    let crate::knowledge::Opened { manifest, ranker, tokens } = opened;
-    let Some(corpus) = Corpus::from_index(&manifest, ranker, tokens, &view) else {
+    let crate::knowledge::Opened { manifest, ranker, tokens, table } = opened;
+    let Some(corpus) = Corpus::from_index(&manifest, ranker, tokens, &view, table) else {
         sel.warnings.push(format!("knowledge_pack_unavailable: pack {:?}: its index does not match its units; not served", p.id));
         return Ok(vec![]);
     };

@@ -339,11 +339,65 @@ pub fn load(spec: &PackSpec, facts: &dyn Facts) -> Result<(Pack, Vec<Option<Reso
 }
 
 /// A pack opened for ranking: its manifest (one entry per readable context file, in
-/// name order), the ranker over exactly those entries and their token counts.
+/// name order), the ranker over exactly those entries and their token counts. Opened
+/// from its precomputed index, the entries stay in `table` (names in the ranker's index)
+/// and `manifest.entries` is empty: a recall makes only the entries it quotes.
 pub struct Opened {
     pub manifest: Manifest,
     pub ranker: Ranker,
     pub tokens: Vec<u32>,
+    pub table: Option<PackTable>,
+}
+
+impl Opened {
+    /// Entry `d` (from the manifest, or made from the table).
+    pub fn entry(&self, d: usize) -> Option<std::borrow::Cow<'_, Entry>> {
+        match &self.table {
+            Some(t) => (d < t.len()).then(|| std::borrow::Cow::Owned(t.entry(self.ranker.index().name(d), d))),
+            None => self.manifest.entries.get(d).map(std::borrow::Cow::Borrowed),
+        }
+    }
+}
+
+/// A pack's entries as its precomputed index keeps them: per unit its title, then its
+/// path, concatenated (string `k` is `texts[text_start[k]..text_start[k + 1]]`).
+#[derive(Debug, Clone)]
+pub struct PackTable {
+    texts: String,
+    text_start: Vec<u32>,
+}
+
+impl PackTable {
+    /// Number of units.
+    pub fn len(&self) -> usize {
+        self.text_start.len().saturating_sub(1) / 2
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn text(&self, k: usize) -> Option<&str> {
+        match (self.text_start.get(k), self.text_start.get(k + 1)) {
+            (Some(&a), Some(&b)) => self.texts.get(a as usize..b as usize),
+            _ => None,
+        }
+    }
+
+    /// Unit `d`'s title.
+    pub fn title(&self, d: usize) -> Option<&str> {
+        self.text(2 * d)
+    }
+
+    /// Unit `d`'s path in the pack.
+    pub fn path(&self, d: usize) -> Option<&str> {
+        self.text(2 * d + 1)
+    }
+
+    /// Unit `d` as a manifest entry named `name` (a path entry, §21.6.1).
+    pub fn entry(&self, name: &str, d: usize) -> Entry {
+        Entry { name: name.to_string(), description: self.title(d).unwrap_or("").to_string(), path: self.path(d).map(str::to_string), ..Entry::default() }
+    }
 }
 
 /// The precomputed index of a pack, as cached under [`pack_key`]: everything recall
@@ -477,7 +531,7 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts, intent: Option<&str>) -> Result<
         }
     }
     cache_index(facts, &key, texts, text_start, ranker.index(), &tokens);
-    Ok(Opened { manifest: pack.manifest, ranker, tokens })
+    Ok(Opened { manifest: pack.manifest, ranker, tokens, table: None })
 }
 
 /// Offer a pack's precomputed index to the host's cache under `key`: one blob, or split
@@ -502,24 +556,12 @@ fn from_blob(id: &str, key: &str, facts: &dyn Facts, intent: Option<&str>) -> Op
     }
     let ix = ranker.index();
     let n = tokens.len();
-    if text_start.len() != 2 * n + 1 || ix.n_docs as usize != n || ix.name_start.len() != n + 1 {
+    let table = PackTable { texts, text_start };
+    // (the names are the index's own: its shape and the table's are what is checked)
+    if table.text_start.len() != 2 * n + 1 || ix.n_docs as usize != n || !ix.fits_shape() || !table.text_start.windows(2).all(|w| w[0] <= w[1]) || table.text_start.last().is_some_and(|&e| e as usize > table.texts.len()) {
         return None;
     }
-    let text = |k: usize| match (text_start.get(k), text_start.get(k + 1)) {
-        (Some(&a), Some(&b)) => texts.get(a as usize..b as usize),
-        _ => None,
-    };
-    let mut entries = Vec::with_capacity(n);
-    for d in 0..n {
-        let (description, path) = (text(2 * d)?, text(2 * d + 1)?);
-        entries.push(Entry { name: ix.name(d).to_string(), description: description.to_string(), path: Some(path.to_string()), ..Entry::default() });
-    }
-    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-    if !ix.fits(&names) {
-        return None;
-    }
-    let manifest = pack_manifest(id, entries);
-    Some(Opened { manifest, ranker, tokens })
+    Some(Opened { manifest: pack_manifest(id, Vec::new()), ranker, tokens, table: Some(table) })
 }
 
 /// The manifest a pack is ranked as: its units as path entries under [`PACK_DEPLOYMENT`].
@@ -627,7 +669,11 @@ mod tests {
         let built = open(&spec, &facts, None).unwrap();
         // the second open reads nothing but the cached blob
         let cached = open(&spec, &CacheOnly(&facts), None).unwrap();
-        assert_eq!(cached.manifest, built.manifest);
+        let entries = |o: &Opened| (0..o.tokens.len()).map(|d| o.entry(d).unwrap().into_owned()).collect::<Vec<_>>();
+        assert!(cached.table.is_some() && cached.manifest.entries.is_empty(), "a cached pack's entries stay in its table");
+        assert_eq!(entries(&cached), built.manifest.entries);
+        assert_eq!(Manifest { entries: Vec::new(), ..built.manifest.clone() }, cached.manifest);
+        assert!(cached.entry(2).is_none());
         assert_eq!(cached.tokens, built.tokens);
         let w = crate::rank::Weights::default();
         assert_eq!(cached.ranker.rank("how often to water", None, &w), built.ranker.rank("how often to water", None, &w));
@@ -637,7 +683,7 @@ mod tests {
         assert_eq!(open(&other, &CacheOnly(&facts), None).err().map(|e| e.code().to_string()).as_deref(), Some("recall_backend_unavailable"));
         // without a digest the pack is fingerprinted from its files, and still cached
         let plain = PackSpec { digest: None, ..spec };
-        assert_eq!(open(&plain, &facts, None).unwrap().manifest, built.manifest);
+        assert_eq!(entries(&open(&plain, &facts, None).unwrap()), built.manifest.entries);
     }
 
     #[test]

@@ -378,7 +378,8 @@ pub struct Corpus<'m> {
     pub manifest: &'m Manifest,
     /// Parallel to `manifest.entries`: `None` when unavailable. Resolved up front, or on
     /// first use when the corpus was opened from a precomputed index ([`Self::from_index`]).
-    units: Vec<std::cell::OnceCell<Option<Resolved>>>,
+    /// (Boxed: a large corpus opened lazily holds one small cell per unit.)
+    units: Vec<std::cell::OnceCell<Option<Box<Resolved>>>>,
     /// Where units not resolved up front are read from (`path:` facts, or the keys in
     /// `refs`).
     lazy: Option<&'m dyn Facts>,
@@ -390,6 +391,9 @@ pub struct Corpus<'m> {
     ranked_entries: Vec<usize>,
     /// Token counts, computed on first use (only for units the assembly considers).
     tokens: Vec<std::cell::OnceCell<u32>>,
+    /// A pack opened from its precomputed index: its entries are not materialised in
+    /// `manifest.entries` (empty); names come from the index, titles and paths from here.
+    pack: Option<crate::knowledge::PackTable>,
 }
 
 impl<'m> Corpus<'m> {
@@ -446,8 +450,8 @@ impl<'m> Corpus<'m> {
                 let _ = cell.set(n);
             }
         }
-        let units = units.into_iter().map(std::cell::OnceCell::from).collect();
-        Corpus { manifest, units, lazy: None, refs: Vec::new(), ranker, ranked_entries, tokens }
+        let units = units.into_iter().map(|u| std::cell::OnceCell::from(u.map(Box::new))).collect();
+        Corpus { manifest, units, lazy: None, refs: Vec::new(), ranker, ranked_entries, tokens, pack: None }
     }
 
     /// A corpus over a precomputed index whose units are `manifest.entries` in order,
@@ -456,15 +460,60 @@ impl<'m> Corpus<'m> {
     /// the index is not over exactly these entries. A decoded index must have passed
     /// [`crate::rank::index::Index::fits`] already (as `knowledge::open` checks every
     /// cached blob).
-    pub fn from_index(manifest: &'m Manifest, ranker: Ranker, counts: Vec<u32>, facts: &'m dyn Facts) -> Option<Self> {
-        let n = manifest.entries.len();
+    ///
+    /// With a `pack` table the entries are that table's (and `manifest.entries` is empty).
+    pub fn from_index(manifest: &'m Manifest, ranker: Ranker, counts: Vec<u32>, facts: &'m dyn Facts, pack: Option<crate::knowledge::PackTable>) -> Option<Self> {
         let idx = ranker.index();
-        if counts.len() != n || idx.n_docs as usize != n || !manifest.entries.iter().enumerate().all(|(d, e)| idx.name(d) == e.name) {
+        let n = idx.n_docs as usize;
+        let fits = match &pack {
+            Some(t) => manifest.entries.is_empty() && t.len() == n,
+            None => manifest.entries.len() == n && manifest.entries.iter().enumerate().all(|(d, e)| idx.name(d) == e.name),
+        };
+        if counts.len() != n || !fits {
             return None;
         }
         let tokens = counts.into_iter().map(std::cell::OnceCell::from).collect();
         let units = (0..n).map(|_| std::cell::OnceCell::new()).collect();
-        Some(Corpus { manifest, units, lazy: Some(facts), refs: Vec::new(), ranker, ranked_entries: (0..n).collect(), tokens })
+        Some(Corpus { manifest, units, lazy: Some(facts), refs: Vec::new(), ranker, ranked_entries: (0..n).collect(), tokens, pack })
+    }
+
+    /// Number of entries (of the manifest, or of the pack).
+    pub fn len(&self) -> usize {
+        match &self.pack {
+            Some(t) => t.len(),
+            None => self.manifest.entries.len(),
+        }
+    }
+
+    /// Whether the corpus has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The name of entry `i` ("" for none).
+    pub fn name(&self, i: usize) -> &str {
+        match &self.pack {
+            Some(_) => self.ranker.index().name(i),
+            None => self.manifest.entries.get(i).map_or("", |e| e.name.as_str()),
+        }
+    }
+
+    /// Entry `i`: the manifest's, or made from the pack's tables.
+    pub fn entry(&self, i: usize) -> Option<std::borrow::Cow<'_, crate::manifest::Entry>> {
+        match &self.pack {
+            Some(t) => (i < t.len()).then(|| std::borrow::Cow::Owned(t.entry(self.ranker.index().name(i), i))),
+            None => self.manifest.entries.get(i).map(std::borrow::Cow::Borrowed),
+        }
+    }
+
+    /// The first entry named `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        (0..self.len()).find(|&i| self.name(i) == name)
+    }
+
+    /// Whether entry `i` is guaranteed (§21.3.3 rule 2; a pack's units never are).
+    fn guaranteed(&self, i: usize) -> bool {
+        self.pack.is_none() && self.manifest.entries.get(i).is_some_and(|e| e.guarantee_load)
     }
 
     /// Open an agent corpus prepared under `key` ([`prepared_key`]): from its prepared
@@ -525,7 +574,7 @@ impl<'m> Corpus<'m> {
             let _ = tokens[i].set(t);
         }
         let units = (0..n).map(|_| std::cell::OnceCell::new()).collect();
-        Some(Corpus { manifest, units, lazy: Some(facts), refs: p.refs, ranker: Ranker::from_index(p.index), ranked_entries, tokens })
+        Some(Corpus { manifest, units, lazy: Some(facts), refs: p.refs, ranker: Ranker::from_index(p.index), ranked_entries, tokens, pack: None })
     }
 
     /// Whether entry `i` has content to serve (without reading it, when that is known).
@@ -539,35 +588,40 @@ impl<'m> Corpus<'m> {
     /// The resolved content of entry `i` (read now if the corpus is lazy).
     pub fn unit(&self, i: usize) -> Option<&Resolved> {
         let cell = self.units.get(i)?;
-        cell.get_or_init(|| {
-            let facts = self.lazy?;
-            if let Some(r) = self.refs.get(i) {
-                // Prepared: the key and version resolution settled on (§21.4.2); a fact
-                // that is no longer an instruction is not served (Spec-13).
-                let r = r.as_ref()?;
-                let mut fact = facts.get(&r.key).ok().flatten()?;
-                if fact.interpret_as != InterpretAs::Instruction || fact.quarantined {
-                    return None;
-                }
-                fact.version = r.version.clone();
-                return Some(Resolved { fact, source: if r.stigmem { "stigmem" } else { "fallback_path" } });
+        cell.get_or_init(|| self.read_unit(i).map(Box::new)).as_deref()
+    }
+
+    /// Read entry `i`'s content (the lazy half of [`Corpus::unit`]).
+    fn read_unit(&self, i: usize) -> Option<Resolved> {
+        let facts = self.lazy?;
+        if let Some(r) = self.refs.get(i) {
+            // Prepared: the key and version resolution settled on (§21.4.2); a fact
+            // that is no longer an instruction is not served (Spec-13).
+            let r = r.as_ref()?;
+            let mut fact = facts.get(&r.key).ok().flatten()?;
+            if fact.interpret_as != InterpretAs::Instruction || fact.quarantined {
+                return None;
             }
-            let path = self.manifest.entries.get(i)?.path.as_deref()?;
-            let fact = facts.get(&format!("path:{path}")).ok().flatten()?;
-            Some(Resolved { fact, source: "fallback_path" })
-        })
-        .as_ref()
+            fact.version = r.version.clone();
+            return Some(Resolved { fact, source: if r.stigmem { "stigmem" } else { "fallback_path" } });
+        }
+        let path = match &self.pack {
+            Some(t) => t.path(i)?,
+            None => self.manifest.entries.get(i)?.path.as_deref()?,
+        };
+        let fact = facts.get(&format!("path:{path}")).ok().flatten()?;
+        Some(Resolved { fact, source: "fallback_path" })
     }
 
     /// Names of entries the ranker does not know (their content could not be read).
     pub fn unavailable(&self) -> Vec<String> {
-        let mut known = vec![false; self.manifest.entries.len()];
+        let mut known = vec![false; self.len()];
         for &i in &self.ranked_entries {
             if let Some(k) = known.get_mut(i) {
                 *k = true;
             }
         }
-        self.manifest.entries.iter().zip(known).filter(|(_, k)| !k).map(|(e, _)| e.name.clone()).collect()
+        known.iter().enumerate().filter(|(_, k)| !**k).map(|(i, _)| self.name(i).to_string()).collect()
     }
 
     /// Score every available unit for `intent`; `index` is rewritten to the manifest entry index.
@@ -619,10 +673,10 @@ impl<'m> Corpus<'m> {
 
     fn chunk(&self, i: usize, score: f64, selected_by: &str) -> Option<Chunk> {
         let r = self.unit(i)?;
-        let e = &self.manifest.entries[i];
+        let fact_uri = self.manifest.entries.get(i).and_then(|e| e.fact_uri.clone());
         Some(Chunk {
-            name: e.name.clone(),
-            fact_uri: if r.source == "stigmem" { r.fact.uri.clone() } else { e.fact_uri.clone().unwrap_or_default() },
+            name: self.name(i).to_string(),
+            fact_uri: if r.source == "stigmem" { r.fact.uri.clone() } else { fact_uri.unwrap_or_default() },
             content: r.fact.content.clone(),
             tokens: self.tokens_of(i),
             valid_until: r.fact.valid_until.clone(),
@@ -686,7 +740,8 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
     let weights = ctx.weights.unwrap_or_default();
     // The assembly reads at most `max_chunks` ranked units past the hinted and guaranteed
     // ones, and the scores of those: only they are named and sorted.
-    let also: Vec<usize> = m.entries.iter().enumerate().filter(|(_, e)| e.guarantee_load || req.manifest_hint.contains(&e.name)).map(|(i, _)| i).collect();
+    let mut also: Vec<usize> = (0..m.entries.len()).filter(|&i| corpus.guaranteed(i)).collect();
+    also.extend(req.manifest_hint.iter().filter_map(|h| corpus.position(h)));
     let ranked = corpus.rank_top(intent, req.wake_reason.as_deref(), &weights, &ctx.lift_units, max_chunks.saturating_add(also.len()), &also);
     let mut resp = assemble(corpus, &ranked, &req.manifest_hint, max_chunks, budget, req.min_score.unwrap_or(0.0));
     let limits = crate::content::Limits {
@@ -734,20 +789,20 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
 pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_chunks: usize, budget: u64, min_score: f64) -> RecallResponse {
     let m = corpus.manifest;
     let score_of = |i: usize| ranked.iter().find(|s| s.index == i).map(|s| s.score).unwrap_or(0.0);
-    let mut included = vec![false; m.entries.len()];
+    let mut included = vec![false; corpus.len()];
     let mut missed_hints = Vec::new();
     let mut omitted = Vec::new();
     let mut warnings = Vec::new();
 
     // Guaranteed units are reserved first: they are never dropped (§21.3.3 rule 2).
-    let guaranteed: Vec<usize> = (0..m.entries.len()).filter(|&i| m.entries[i].guarantee_load).collect();
+    let guaranteed: Vec<usize> = (0..m.entries.len()).filter(|&i| corpus.guaranteed(i)).collect();
     let mut reserved: u64 = 0;
     for &i in &guaranteed {
         if corpus.available(i) {
             reserved += corpus.tokens_of(i) as u64;
         } else {
-            warnings.push(format!("guaranteed unit {:?} is unavailable", m.entries[i].name));
-            omitted.push(Omitted { name: m.entries[i].name.clone(), tokens: 0, reason: "unavailable".into() });
+            warnings.push(format!("guaranteed unit {:?} is unavailable", corpus.name(i)));
+            omitted.push(Omitted { name: corpus.name(i).to_string(), tokens: 0, reason: "unavailable".into() });
         }
     }
     let mut room = budget.saturating_sub(reserved);
@@ -759,7 +814,7 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
         if !seen_hints.insert(h.as_str()) {
             continue;
         }
-        let idx = m.entries.iter().position(|e| &e.name == h);
+        let idx = corpus.position(h);
         match idx {
             Some(i) if corpus.available(i) => {
                 if included[i] || guaranteed.contains(&i) {
@@ -809,7 +864,7 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
     let mut tail = Vec::new();
     for &i in &guaranteed {
         if let Some(c) = corpus.chunk(i, score_of(i), "guarantee_load") {
-            if m.entries[i].force_position.as_deref() == Some("prepend") {
+            if m.entries.get(i).and_then(|e| e.force_position.as_deref()) == Some("prepend") {
                 chunks.push(c);
             } else {
                 tail.push(c);

@@ -335,7 +335,7 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
                 let best = ranked.first().map_or(0.0, |s| s.score);
                 let relevant = ranked.into_iter().filter(|s| s.score > 0.0 && s.score >= best * FILE_RELATIVE).take(MAX_FILES);
                 for s in relevant {
-                    let e = &opened.manifest.entries[s.index];
+                    let Some(e) = opened.entry(s.index) else { continue };
                     let Some(path) = e.path.as_deref() else { continue };
                     let t = opened.tokens.get(s.index).copied().unwrap_or(0);
                     if t > left {

@@ -440,9 +440,14 @@ impl Index {
     /// the component).
     pub fn fits(&self, names: &[&str]) -> bool {
         let n = self.n_docs as usize;
-        n == names.len()
-            && self.name_start.len() == n + 1
-            && (0..n).map(|d| self.name(d)).eq(names.iter().copied())
+        n == names.len() && self.fits_shape() && (0..n).map(|d| self.name(d)).eq(names.iter().copied())
+    }
+
+    /// [`Index::fits`] without the names: for an index whose names are the entries'
+    /// (a pack opened from its index names its units by the index).
+    pub fn fits_shape(&self) -> bool {
+        let n = self.n_docs as usize;
+        self.name_start.len() == n + 1
             && self.posting_start.len() == self.term_count() + 1
             && self.pos_start.len() == self.posting_list.len() + 1
             && self.term_grams.len() == self.term_count()
