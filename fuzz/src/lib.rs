@@ -49,3 +49,25 @@ pub fn demo() -> (String, MemoryFacts) {
 pub fn text(data: &[u8]) -> Option<&str> {
     std::str::from_utf8(data).ok()
 }
+
+/// A ranker over the demo agent's units (names, descriptions, trigger intents, keywords,
+/// task types and bodies from the manifest and the unit files).
+pub fn demo_ranker() -> lid_core::rank::Ranker {
+    let m: serde_json::Value = serde_json::from_str(DEMO_MANIFEST).expect("the demo manifest is JSON");
+    let list = |v: &serde_json::Value| -> Vec<String> { v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()).unwrap_or_default() };
+    let entries = m["entries"].as_array().cloned().unwrap_or_default();
+    let owned: Vec<(String, String, Vec<String>, Vec<String>, Vec<String>, Vec<String>, &str)> = entries
+        .iter()
+        .map(|e| {
+            let name = e["name"].as_str().unwrap_or("").to_string();
+            let body = DEMO_UNITS.iter().find(|(n, _)| *n == name).map_or("", |(_, c)| *c);
+            let t = &e["load_triggers"];
+            (name, e["description"].as_str().unwrap_or("").to_string(), list(&t["intents"]), list(&t["keywords"]), list(&t["task_types"]), list(&e["required_by_task_types"]), body)
+        })
+        .collect();
+    let docs: Vec<lid_core::rank::UnitDoc<'_>> = owned
+        .iter()
+        .map(|(name, description, intents, keywords, task_types, required_by_task_types, body)| lid_core::rank::UnitDoc { name, description, intents, keywords, task_types, required_by_task_types, body })
+        .collect();
+    lid_core::rank::Ranker::build(&docs)
+}

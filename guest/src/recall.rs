@@ -305,7 +305,7 @@ pub(crate) fn cache_segments<'a>(facts: &dyn Facts, key: &str, index: &'a crate:
     }
     let (head, segs) = index.clone().split(SEGMENT_BYTES);
     for (s, seg) in segs.iter().enumerate() {
-        facts.cache(&segment_key(key, s as u32), &postcard::to_allocvec(seg).ok()?);
+        facts.cache(&segment_key(key, s as u32), &seg.encode()?);
     }
     Some(std::borrow::Cow::Owned(head))
 }
@@ -324,7 +324,7 @@ pub(crate) fn load_segments(facts: &dyn Facts, key: &str, ranker: &mut Ranker, i
     };
     let mut segs = Vec::with_capacity(wanted.len());
     for s in wanted {
-        let Some(seg) = facts.cached(&segment_key(key, s)).and_then(|b| postcard::from_bytes::<crate::rank::index::Segment>(&b).ok()) else { return false };
+        let Some(seg) = facts.cached(&segment_key(key, s)).and_then(|b| crate::rank::index::Segment::decode(&b)) else { return false };
         segs.push((s, seg));
     }
     ranker.install(&segs)

@@ -808,6 +808,19 @@ pub struct Segment {
     pub pos: Vec<u32>,
 }
 
+impl Segment {
+    /// Encode for the host's cache (postcard).
+    pub fn encode(&self) -> Option<Vec<u8>> {
+        postcard::to_allocvec(self).ok()
+    }
+
+    /// Decode a cached segment; `None` for bytes that are not one. Whether it fits the
+    /// head is [`Index::install`]'s to check.
+    pub fn decode(bytes: &[u8]) -> Option<Segment> {
+        postcard::from_bytes(bytes).ok()
+    }
+}
+
 impl Index {
     /// Bytes of the postings and positions (what [`Index::split`] moves out of the head).
     pub fn posting_bytes(&self) -> usize {
