@@ -132,7 +132,12 @@ impl MemoryFacts {
 
     /// The keys of the derived blobs held (ranker indexes and their segments).
     pub fn derived_keys(&self) -> Vec<String> {
-        self.derived.lock().map(|d| d.keys().cloned().collect()).unwrap_or_default()
+        self.derived_sizes().into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// Each derived blob held, with its size in bytes.
+    pub fn derived_sizes(&self) -> Vec<(String, usize)> {
+        self.derived.lock().map(|d| d.iter().map(|(k, v)| (k.clone(), v.len())).collect()).unwrap_or_default()
     }
 
     /// Drop a derived blob, as a host's cache may evict one.

@@ -193,10 +193,36 @@ fn synthetic_pack(n: usize, dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The index blobs a host holds after loading a pack: (count, total bytes).
-fn derived_bytes(facts: &agent_dir::MemFacts) -> (usize, usize) {
+/// Counts the derived blobs (index blobs, segments) a native recall reads.
+struct DerivedReads<'a> {
+    inner: &'a lid_core::store::MemoryFacts,
+    blobs: std::cell::Cell<usize>,
+    bytes: std::cell::Cell<usize>,
+}
+
+impl lid_core::store::Facts for DerivedReads<'_> {
+    fn get(&self, uri: &str) -> Result<Option<lid_core::store::Fact>, lid_core::store::StoreError> {
+        self.inner.get(uri)
+    }
+    fn versions(&self, unit_key: &str) -> Result<Vec<String>, lid_core::store::StoreError> {
+        self.inner.versions(unit_key)
+    }
+    fn cached(&self, key: &str) -> Option<Vec<u8>> {
+        let b = self.inner.cached(key)?;
+        self.blobs.set(self.blobs.get() + 1);
+        self.bytes.set(self.bytes.get() + b.len());
+        Some(b)
+    }
+    fn cache(&self, key: &str, blob: &[u8]) {
+        self.inner.cache(key, blob)
+    }
+}
+
+/// The index blobs a store holds after the engine built one pack's index: (count, total
+/// bytes, bytes of the largest: the head of a split index, or the whole one).
+fn derived_bytes(facts: &lid_core::store::MemoryFacts) -> (usize, usize, usize) {
     let d = facts.derived_sizes();
-    (d.len(), d.iter().map(|x| x.1).sum())
+    (d.len(), d.iter().map(|x| x.1).sum(), d.iter().map(|x| x.1).max().unwrap_or(0))
 }
 
 /// The smallest guest memory cap (64 KiB steps) under which `f` still succeeds: the
@@ -246,7 +272,8 @@ fn bench_packs(rt: &Runtime, label: &str, dirs: &[PathBuf], intents: &std::colle
         let st = Storage { facts: p.facts.clone(), audit: Arc::new(NoAudit) };
         let c = rt.recall(&st, &p.document, &req(&qs[0]), CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
         anyhow::ensure!(c == first, "native and component recall differ for pack {}", p.id);
-        let (blobs, bytes) = derived_bytes(&p.facts);
+        // (the native store holds every blob the build wrote; a host's loads them lazily)
+        let (blobs, bytes, head) = derived_bytes(&facts);
         // Each side in a loop of its own, as a host runs only one of them (interleaving a
         // native recall between component calls evicts the instance's warm memory from
         // the CPU caches and doubled the component's figure).
@@ -260,6 +287,13 @@ fn bench_packs(rt: &Runtime, label: &str, dirs: &[PathBuf], intents: &std::colle
                 native.push(t.elapsed());
             }
         }
+        // what one recall reads of the cached index (the whole blob, or a split index's
+        // head and the segments its intent reaches)
+        let reads = DerivedReads { inner: &facts, blobs: Default::default(), bytes: Default::default() };
+        for r in &reqs {
+            let _ = lid_core::api::recall(&doc, r, CTX, &reads, &lid_core::store::NoAudit);
+        }
+        let (read_blobs, read_bytes) = (reads.blobs.get(), reads.bytes.get());
         let serving = serving_pool()?;
         let mut comp = Vec::new();
         for _ in 0..rounds {
@@ -279,13 +313,16 @@ fn bench_packs(rt: &Runtime, label: &str, dirs: &[PathBuf], intents: &std::colle
         }
         dirty_all.extend(dirty);
         println!(
-            "pack {label}/{:<14} {n:>6} units  index build native {} component {}  index {} ({} blob, {:.0} B/unit)  recall p50 native {} component {}",
+            "pack {label}/{:<14} {n:>6} units  index build native {} component {}  index {} ({} blob, {:.0} B/unit; whole or head {})  read per recall {} in {:.1} blobs  recall p50 native {} component {}",
             p.id,
             ms(native_build),
             ms(comp_build),
             mib(bytes),
             blobs,
             bytes as f64 / n.max(1) as f64,
+            mib(head),
+            mib(read_bytes / reqs.len().max(1)),
+            read_blobs as f64 / reqs.len().max(1) as f64,
             ms(percentile(native.clone(), 0.5)),
             ms(percentile(comp.clone(), 0.5)),
         );
