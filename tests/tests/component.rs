@@ -249,16 +249,27 @@ fn runaway_calls_are_interrupted_and_the_runtime_keeps_serving() {
     assert_eq!(n, 2);
 }
 
-/// A fact source that keeps derived blobs in memory and counts the engine's writes.
+/// A fact source that keeps derived blobs in memory and counts the engine's writes, and
+/// its reads of a split index's segments.
 struct CountingCache {
     inner: Arc<MemFacts>,
     derived: Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
     writes: Mutex<usize>,
+    segment_reads: Mutex<usize>,
+}
+
+impl CountingCache {
+    fn new(inner: Arc<MemFacts>) -> Self {
+        CountingCache { inner, derived: Mutex::default(), writes: Mutex::new(0), segment_reads: Mutex::new(0) }
+    }
 }
 
 impl FactSource for CountingCache {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
         if key.starts_with(lid_host::engine::DERIVED_PREFIX) {
+            if key.contains(":seg:") {
+                *self.segment_reads.lock().unwrap() += 1;
+            }
             // Only this test's cache: not the on-disk one of the agent directory loader.
             return Ok(self.derived.lock().unwrap().get(key).cloned());
         }
@@ -278,7 +289,7 @@ impl FactSource for CountingCache {
 fn the_ranker_index_is_cached_through_the_facts_bucket_and_never_changes_answers() {
     let rt = rt();
     let a = demo();
-    let cache = Arc::new(CountingCache { inner: a.facts.clone(), derived: Mutex::default(), writes: Mutex::new(0) });
+    let cache = Arc::new(CountingCache::new(a.facts.clone()));
     let st = Storage { facts: cache.clone(), audit: Arc::new(NoAudit) };
     let req = json!({"intent": "how do I roll back production", "max_chunks": 3}).to_string();
     let first = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
@@ -329,32 +340,6 @@ fn a_closed_stdout_ends_the_cli_quietly() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Counts the derived-blob reads of a split pack index's segments.
-struct SegmentCache {
-    inner: Arc<MemFacts>,
-    derived: Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
-    segment_reads: Mutex<usize>,
-}
-
-impl FactSource for SegmentCache {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
-        if key.starts_with(lid_host::engine::DERIVED_PREFIX) {
-            if key.contains(":seg:") {
-                *self.segment_reads.lock().unwrap() += 1;
-            }
-            return Ok(self.derived.lock().unwrap().get(key).cloned());
-        }
-        FactSource::get(self.inner.as_ref(), key)
-    }
-    fn keys(&self) -> Result<Vec<String>, String> {
-        self.inner.keys()
-    }
-    fn set_derived(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
-        self.derived.lock().unwrap().insert(key.to_string(), value);
-        Ok(())
-    }
-}
-
 /// A pack index too large for one blob is cached split (a head, then postings segments,
 /// §21.3.3's ranking over a precomputed index): a recall through the component reads only
 /// the segments its intent reaches and answers byte for byte as the native core and as
@@ -381,7 +366,7 @@ fn a_large_pack_index_is_split_and_a_recall_reads_only_its_segments() {
         std::fs::write(dir.join(format!("units/unit-{u:04}.md")), format!("# {}\n\n{}\n", words[..5].join(" "), words[5..].join(" "))).unwrap();
     }
     let p = lid_host::pack_dir::load(&dir).unwrap();
-    let cache = Arc::new(SegmentCache { inner: p.facts.clone(), derived: Mutex::default(), segment_reads: Mutex::new(0) });
+    let cache = Arc::new(CountingCache::new(p.facts.clone()));
     let st = Storage { facts: cache.clone(), audit: Arc::new(NoAudit) };
     let rt = rt();
     let reqs: Vec<String> = ["kalo mine rusa", "deqa lyst orex vosa", "stan kamine"].iter().map(|i| json!({"intent": i, "max_chunks": 3, "token_budget": 4000}).to_string()).collect();
@@ -399,6 +384,14 @@ fn a_large_pack_index_is_split_and_a_recall_reads_only_its_segments() {
         assert_eq!(cached, native, "component and native core agree");
         assert_eq!(names(&serde_json::from_str(&cached).unwrap()).len(), 3);
     }
+    // a hint names a unit of the pack opened from its index (its entries stay in a table)
+    let hinted = json!({"intent": "kalo mine rusa", "max_chunks": 2, "token_budget": 4000, "manifest_hint": ["unit-0777", "no-such-unit"]}).to_string();
+    let out = rt.recall(&st, &p.document, &hinted, CTX).unwrap().unwrap();
+    assert_eq!(out, lid_core::api::recall(&doc, &hinted, CTX, &native_facts, &lid_core::store::NoAudit).unwrap());
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["chunks"][0]["name"], "unit-0777");
+    assert_eq!(v["chunks"][0]["selected_by"], "manifest_hint");
+    assert_eq!(v["missed_hints"], json!(["no-such-unit"]));
     // its segments gone from the host's cache: the pack is rebuilt, the answer unchanged
     let first_seg = cache.derived.lock().unwrap().keys().find(|k| k.contains(":seg:")).cloned().unwrap();
     let all: Vec<String> = cache.derived.lock().unwrap().keys().filter(|k| k.contains(":seg:")).cloned().collect();

@@ -202,6 +202,10 @@ pub mod flat {
     }
 }
 
+/// One word of a doc while its index is built: (interim stem id, field, surface id,
+/// compound, position among the doc's content words or `u32::MAX` for a compound).
+type Occurrence = (u32, u8, u32, bool, u32);
+
 /// Saturating map of a BM25F pseudo term frequency into [0, 1).
 pub fn sat(w: f32) -> f32 {
     if w <= 0.0 {
@@ -512,13 +516,13 @@ impl Index {
         let mut stems: Vec<String> = Vec::new();
         // per doc: (interim stem id, field, surface id, compound, position among the
         // doc's content words; u32::MAX for a compound)
-        let mut occ: Vec<Vec<(u32, u8, u32, bool, u32)>> = Vec::with_capacity(n);
+        let mut occ: Vec<Vec<Occurrence>> = Vec::with_capacity(n);
         let mut field_len: Vec<[u32; NF]> = Vec::with_capacity(n);
         let mut joinbuf = String::new();
         for u in units {
             let mut lens = [0u32; NF];
             let mut pos = 0u32;
-            let mut o: Vec<(u32, u8, u32, bool, u32)> = Vec::new();
+            let mut o: Vec<Occurrence> = Vec::new();
             #[allow(clippy::needless_range_loop)]
             for f in 0..NF {
                 let list: &[String] = match f {

@@ -402,7 +402,7 @@ impl Ranker {
         // Units no signal reached (most of a large corpus) all score 0 and sort by name
         // alone: they are kept apart, and sorted only when not in name order already (a
         // pack's units are; an agent's follow its manifest).
-        let (mut order, mut unreached): (Vec<(f64, usize)>, Vec<(f64, usize)>) = (0..n).map(|d| (score(d), d)).partition(|x| x.0 > 0.0);
+        let (mut order, mut unreached): (Vec<_>, Vec<_>) = (0..n).map(|d| (score(d), d)).partition(|x: &(f64, usize)| x.0 > 0.0);
         first(&mut order, limit);
         let need = limit.saturating_sub(order.len());
         if need > 0 {
