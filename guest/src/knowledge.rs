@@ -352,10 +352,16 @@ pub struct Opened {
 impl Opened {
     /// Entry `d` (from the manifest, or made from the table).
     pub fn entry(&self, d: usize) -> Option<std::borrow::Cow<'_, Entry>> {
-        match &self.table {
-            Some(t) => (d < t.len()).then(|| std::borrow::Cow::Owned(t.entry(self.ranker.index().name(d), d))),
-            None => self.manifest.entries.get(d).map(std::borrow::Cow::Borrowed),
-        }
+        entry(&self.manifest, self.table.as_ref(), &self.ranker, d)
+    }
+}
+
+/// Entry `d` of a pack or agent ranked by `ranker`: the manifest's own, or, for a pack
+/// opened from its index, made from its `table` (and the index's name).
+pub fn entry<'a>(manifest: &'a Manifest, table: Option<&PackTable>, ranker: &Ranker, d: usize) -> Option<std::borrow::Cow<'a, Entry>> {
+    match table {
+        Some(t) => (d < t.len()).then(|| std::borrow::Cow::Owned(t.entry(ranker.index().name(d), d))),
+        None => manifest.entries.get(d).map(std::borrow::Cow::Borrowed),
     }
 }
 
@@ -378,10 +384,7 @@ impl PackTable {
     }
 
     fn text(&self, k: usize) -> Option<&str> {
-        match (self.text_start.get(k), self.text_start.get(k + 1)) {
-            (Some(&a), Some(&b)) => self.texts.get(a as usize..b as usize),
-            _ => None,
-        }
+        self.texts.get(crate::rank::index::span(&self.text_start, k)?)
     }
 
     /// Unit `d`'s title.

@@ -253,9 +253,6 @@ pub fn cached_prepared(facts: &dyn Facts, key: &str, intent: Option<&str>) -> Op
 impl Prepared {
     /// Install the segments of a split index ([`load_segments`]).
     fn load(&mut self, facts: &dyn Facts, key: &str, intent: Option<&str>) -> bool {
-        if !self.index.is_split() {
-            return true;
-        }
         let mut r = Ranker::from_index(std::mem::take(&mut self.index));
         let ok = load_segments(facts, key, &mut r, intent);
         self.index = r.into_index();
@@ -500,10 +497,7 @@ impl<'m> Corpus<'m> {
 
     /// Entry `i`: the manifest's, or made from the pack's tables.
     pub fn entry(&self, i: usize) -> Option<std::borrow::Cow<'_, crate::manifest::Entry>> {
-        match &self.pack {
-            Some(t) => (i < t.len()).then(|| std::borrow::Cow::Owned(t.entry(self.ranker.index().name(i), i))),
-            None => self.manifest.entries.get(i).map(std::borrow::Cow::Borrowed),
-        }
+        crate::knowledge::entry(self.manifest, self.pack.as_ref(), &self.ranker, i)
     }
 
     /// The first entry named `name`.

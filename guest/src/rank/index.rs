@@ -202,6 +202,37 @@ pub mod flat {
     }
 }
 
+/// The range of item `i` of a flat table whose item `i` is `starts[i]..starts[i + 1]`
+/// (`None` when `i` is out of range).
+pub fn span(starts: &[u32], i: usize) -> Option<std::ops::Range<usize>> {
+    Some(*starts.get(i)? as usize..*starts.get(i.checked_add(1)?)? as usize)
+}
+
+/// Item `i` of a flat table of `items` ([`span`]; empty when out of range).
+fn nth<'a, T>(items: &'a [T], starts: &[u32], i: usize) -> &'a [T] {
+    span(starts, i).and_then(|r| items.get(r)).unwrap_or(&[])
+}
+
+/// Item `i` of a flat table of strings ([`span`]; "" when out of range or not on a
+/// character boundary).
+fn nth_str<'a>(blob: &'a str, starts: &[u32], i: usize) -> &'a str {
+    span(starts, i).and_then(|r| blob.get(r)).unwrap_or("")
+}
+
+/// Where `key` is in a sorted table of `n` strings (`at(i)` is string `i`).
+fn find_sorted<'a>(n: usize, at: impl Fn(usize) -> &'a str, key: &str) -> Option<usize> {
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match at(mid).cmp(key) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Some(mid),
+        }
+    }
+    None
+}
+
 /// One word of a doc while its index is built: (interim stem id, field, surface id,
 /// compound, position among the doc's content words or `u32::MAX` for a compound).
 type Occurrence = (u32, u8, u32, bool, u32);
@@ -339,25 +370,10 @@ impl Triggers {
     /// The docs a wake reason triggers (ascending; empty for an unknown reason).
     pub fn docs(&self, reason: &str) -> &[u32] {
         let n = self.start.len().saturating_sub(1);
-        let text = |r: usize| match (self.start.get(r), self.start.get(r + 1)) {
-            (Some(&a), Some(&b)) => self.blob.get(a as usize..b as usize).unwrap_or(""),
-            _ => "",
-        };
-        let (mut lo, mut hi) = (0usize, n);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match text(mid).cmp(reason) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => {
-                    return match (self.doc_start.get(mid), self.doc_start.get(mid + 1)) {
-                        (Some(&a), Some(&b)) => self.docs.get(a as usize..b as usize).unwrap_or(&[]),
-                        _ => &[],
-                    };
-                }
-            }
+        match find_sorted(n, |r| nth_str(&self.blob, &self.start, r), reason) {
+            Some(r) => nth(&self.docs, &self.doc_start, r),
+            None => &[],
         }
-        &[]
     }
 }
 
@@ -464,32 +480,17 @@ impl Index {
 
     /// The name of doc `d` ("" for an unknown doc).
     pub fn name(&self, d: usize) -> &str {
-        match (self.name_start.get(d), self.name_start.get(d + 1)) {
-            (Some(&a), Some(&b)) => self.name_blob.get(a as usize..b as usize).unwrap_or(""),
-            _ => "",
-        }
+        nth_str(&self.name_blob, &self.name_start, d)
     }
 
     /// The units linked to doc `d` (`Posting { doc, w: strength }`; empty for an unknown doc).
     pub fn links(&self, d: usize) -> &[Posting] {
-        match (self.link_start.get(d), self.link_start.get(d + 1)) {
-            (Some(&a), Some(&b)) => self.link_list.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
-        }
+        nth(&self.link_list, &self.link_start, d)
     }
 
     /// The term id of a stem, if any unit contains it.
     pub fn term_id(&self, stem: &str) -> Option<u32> {
-        let (mut lo, mut hi) = (0usize, self.term_count());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match self.term(mid as u32).cmp(stem) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid as u32),
-            }
-        }
-        None
+        find_sorted(self.term_count(), |t| nth_str(&self.term_blob, &self.term_start, t), stem).map(|t| t as u32)
     }
 
     /// Number of distinct terms.
@@ -499,11 +500,7 @@ impl Index {
 
     /// The stem of a term id ("" for an unknown id).
     pub fn term(&self, id: u32) -> &str {
-        let i = id as usize;
-        match (self.term_start.get(i), self.term_start.get(i + 1)) {
-            (Some(&a), Some(&b)) => self.term_blob.get(a as usize..b as usize).unwrap_or(""),
-            _ => "",
-        }
+        nth_str(&self.term_blob, &self.term_start, id as usize)
     }
 
     pub fn build(units: &[UnitDoc<'_>]) -> Index {
@@ -727,11 +724,7 @@ impl Index {
 
     /// The postings of a term id (empty for an unknown id).
     pub fn postings(&self, id: u32) -> &[Posting] {
-        let i = id as usize;
-        match (self.posting_start.get(i), self.posting_start.get(i + 1)) {
-            (Some(&a), Some(&b)) => self.posting_list.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
-        }
+        nth(&self.posting_list, &self.posting_start, id as usize)
     }
 
     /// Document frequency of a term id.
@@ -741,10 +734,7 @@ impl Index {
 
     /// The positions of posting `k` (a global index into `posting_list`; empty when unknown).
     fn positions(&self, k: usize) -> &[u32] {
-        match (self.pos_start.get(k), self.pos_start.get(k + 1)) {
-            (Some(&a), Some(&b)) => self.pos_list.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
-        }
+        nth(&self.pos_list, &self.pos_start, k)
     }
 
     /// Where term `id`'s postings start in `posting_list`.
