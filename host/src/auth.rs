@@ -63,6 +63,12 @@ pub fn check_agent_id(a: &str) -> Result<(), ApiError> {
 
 /// Resolve the `Authorization: Bearer …` header to a principal.
 pub fn authenticate(db: &Db, header: Option<&str>) -> Result<Principal, ApiError> {
+    authenticate_at(db, header, db.stamp())
+}
+
+/// [`authenticate`] against a [`crate::db::Stamp`] the caller has just taken (a request
+/// that also reads the agent's head checks both against one stamp).
+pub fn authenticate_at(db: &Db, header: Option<&str>, stamp: Option<crate::db::Stamp>) -> Result<Principal, ApiError> {
     let Some(h) = header else {
         return Err(ApiError::new(401, "api_key_required", "send an API key as `Authorization: Bearer <key>` (create one with `lid keys create`)"));
     };
@@ -73,7 +79,6 @@ pub fn authenticate(db: &Db, header: Option<&str>) -> Result<Principal, ApiError
     let hash = sha256_hex(secret.as_bytes());
     // A key read at the current stamp is still what the table says: nothing committed
     // since, in this process or another (a revoke from `lid keys revoke` moves the stamp).
-    let stamp = db.stamp();
     if let Some(p) = stamp.and_then(|s| db.cached_principal(&hash, s)) {
         return Ok(p);
     }

@@ -292,7 +292,11 @@ impl Db {
     /// (manifest row, fact generation).
     /// The head is read again only when the [`Stamp`] moved since it was last checked.
     pub fn snapshot(self: &Arc<Self>, agent: &str) -> DbResult<Option<Arc<Snapshot>>> {
-        let stamp = self.stamp();
+        self.snapshot_at(agent, self.stamp())
+    }
+
+    /// [`Db::snapshot`] against a [`Stamp`] the caller has just taken.
+    pub fn snapshot_at(self: &Arc<Self>, agent: &str, stamp: Option<Stamp>) -> DbResult<Option<Arc<Snapshot>>> {
         if let (Some(now), Some((Some(seen), s))) = (stamp, self.snapshots.read().map_err(|_| DbError::Poisoned)?.get(agent)) {
             if *seen == now {
                 return Ok(Some(s.clone()));

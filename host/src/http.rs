@@ -158,10 +158,11 @@ async fn recall(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap,
     // come from memory unless the database changed (see `db::Stamp`); the audit row is
     // group-committed and awaited here, without holding the thread (§21.3.4: it is
     // written before the response returns; if it cannot be, the response still returns).
-    let p = auth::authenticate(&svc.db, bearer(&h).as_deref())?;
+    let stamp = svc.db.stamp();
+    let p = auth::authenticate_at(&svc.db, bearer(&h).as_deref(), stamp)?;
     p.require_read(&svc.db, &id)?;
     let body = std::str::from_utf8(&body).map_err(ApiError::invalid_json)?;
-    let (response, audit) = svc.recall_deferred(&id, body)?;
+    let (response, audit) = svc.recall_deferred(&id, body, stamp)?;
     Ok(raw_json(match audit.committed().await {
         Ok(()) => response,
         Err(e) => crate::service::with_audit_warning(response, &e),

@@ -134,10 +134,26 @@ impl Service {
     /// units, and its identity as `corpus_key` (the manifest row and its generation change
     /// with every publish and fact write), so the engine keeps the corpus prepared.
     fn context(&self, heartbeat_id: &str, session_start: Option<u64>, s: &crate::db::Snapshot) -> String {
+        /// The context's fields (`wit/lid.wit`, `recall`), in this order.
+        #[derive(serde::Serialize)]
+        struct Context<'a> {
+            now_ms: u64,
+            entropy: String,
+            heartbeat_id: &'a str,
+            session_start_ms: u64,
+            lift_units: &'a [String],
+            corpus_key: String,
+        }
         let now = now_ms() as u64;
-        json!({"now_ms": now, "entropy": random_hex(10), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now),
-            "lift_units": s.lift_units, "corpus_key": format!("{}:{}", s.manifest_id, s.generation)})
-        .to_string()
+        let c = Context {
+            now_ms: now,
+            entropy: random_hex(10),
+            heartbeat_id,
+            session_start_ms: session_start.unwrap_or(now),
+            lift_units: &s.lift_units,
+            corpus_key: format!("{}:{}", s.manifest_id, s.generation),
+        };
+        serde_json::to_string(&c).unwrap_or_default()
     }
 
     // ---- reads ---------------------------------------------------------------------
@@ -204,25 +220,33 @@ impl Service {
     /// §21.8.4 / §21.3: recall for `agent`; the engine appends the audit record before
     /// answering. `body` is the request JSON, passed to the engine as is.
     pub fn recall(&self, agent: &str, body: &str) -> Result<String, ApiError> {
-        self.recall_with(agent, body, Arc::new(DbAudit(self.db.clone())))
+        self.recall_with(agent, body, Arc::new(DbAudit(self.db.clone())), self.db.stamp())
     }
 
     /// [`Service::recall`] whose audit row is queued, not yet committed: the caller must
     /// await [`DeferredAudit::committed`] before it answers (and add the warning
     /// [`with_audit_warning`] makes when that fails), as the HTTP route does.
-    pub fn recall_deferred(&self, agent: &str, body: &str) -> Result<(String, Arc<DeferredAudit>), ApiError> {
+    /// `stamp`: the [`crate::db::Stamp`] the caller authenticated against (the agent's head
+    /// is checked against the same one).
+    pub fn recall_deferred(&self, agent: &str, body: &str, stamp: Option<crate::db::Stamp>) -> Result<(String, Arc<DeferredAudit>), ApiError> {
         let audit = Arc::new(DeferredAudit::new(self.db.clone()));
-        Ok((self.recall_with(agent, body, audit.clone())?, audit))
+        Ok((self.recall_with(agent, body, audit.clone(), stamp)?, audit))
     }
 
-    fn recall_with(&self, agent: &str, body: &str, audit: Arc<dyn crate::engine::AuditLog>) -> Result<String, ApiError> {
-        let req: Value = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
-        if !req.is_object() {
+    fn recall_with(&self, agent: &str, body: &str, audit: Arc<dyn crate::engine::AuditLog>, stamp: Option<crate::db::Stamp>) -> Result<String, ApiError> {
+        // The host reads only the heartbeat id; the engine reads (and checks) the rest.
+        #[derive(serde::Deserialize)]
+        struct Head {
+            #[serde(default)]
+            heartbeat_id: Value,
+        }
+        if !body.trim_start().starts_with('{') {
             return Err(ApiError::invalid_json("expected a JSON object"));
         }
-        let s = self.snapshot(agent)?;
-        let heartbeat_id = req.get("heartbeat_id").and_then(Value::as_str).unwrap_or("").to_string();
-        let ctx = self.context(&heartbeat_id, None, &s);
+        let head: Head = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
+        let heartbeat_id = head.heartbeat_id.as_str().unwrap_or("");
+        let s = self.db.snapshot_at(agent, stamp).map_err(ApiError::backend)?.ok_or_else(|| ApiError::manifest_not_found(agent))?;
+        let ctx = self.context(heartbeat_id, None, &s);
         let st = Storage { facts: s.facts.clone(), audit };
         engine(self.rt.recall(&st, &s.manifest_json, body, &ctx))
     }
