@@ -421,6 +421,13 @@ fn profile_pack_dir(dir: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// Call `recall` for `LID_PROFILE_SECS` seconds (default 3) and print its mean.
+/// What the pooled slots keep resident between calls (and so reset after each one).
+fn print_resident(rt: &Runtime) {
+    if let Some(m) = rt.engine().pooling_allocator_metrics() {
+        println!("pooled slots: {} warm, {} KiB resident in them", m.unused_warm_memories(), m.unused_memory_bytes_resident() >> 10);
+    }
+}
+
 fn spin(what: &str, mut recall: impl FnMut()) {
     let secs = std::env::var("LID_PROFILE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
     eprintln!("{what} ready; recalling for {secs} s");
@@ -441,6 +448,7 @@ fn main() -> anyhow::Result<()> {
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
         let req = json!({"intent": profile_intent("this issue cannot proceed until another issue is done")}).to_string();
         spin("component", || drop(rt.recall(&st, &a.manifest_json, &req, CTX)));
+        print_resident(&rt);
         return Ok(());
     }
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-pack").nth(1) {

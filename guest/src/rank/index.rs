@@ -96,13 +96,11 @@ impl Flat for u32 {
     fn get(b: &[u8]) -> Self {
         u32::from_le_bytes(le4(b, 0))
     }
-    /// Fixed-size chunks: no per-record bounds checks (the bulk of a cached index); on
-    /// little-endian targets (x86, wasm) the bytes are the values, so one copy.
+    /// Fixed-size chunks: no per-record bounds checks (the bulk of a cached index), and
+    /// one pass that writes each value once (no zero-fill first: in a component that
+    /// memory is often fresh, and a zeroing pass doubles the writes to it).
     fn get_all(b: &[u8]) -> Vec<Self> {
-        #[cfg(target_endian = "little")]
-        return bytemuck::pod_collect_to_vec(b);
-        #[cfg(not(target_endian = "little"))]
-        return b.as_chunks::<4>().0.iter().map(|c| u32::from_le_bytes(*c)).collect();
+        b.as_chunks::<4>().0.iter().map(|c| u32::from_le_bytes(*c)).collect()
     }
 }
 
@@ -142,12 +140,9 @@ impl Flat for Posting {
         let (doc, w) = <(u32, f32)>::get(b);
         Posting { doc, w }
     }
-    /// One copy on little-endian targets: a posting is laid out as its wire bytes.
+    /// One pass, as for `u32`.
     fn get_all(b: &[u8]) -> Vec<Self> {
-        #[cfg(target_endian = "little")]
-        return bytemuck::pod_collect_to_vec(b);
-        #[cfg(not(target_endian = "little"))]
-        return b.as_chunks::<8>().0.iter().map(|c| Posting { doc: u32::from_le_bytes([c[0], c[1], c[2], c[3]]), w: f32::from_le_bytes([c[4], c[5], c[6], c[7]]) }).collect();
+        b.as_chunks::<8>().0.iter().map(|c| Posting { doc: u32::from_le_bytes([c[0], c[1], c[2], c[3]]), w: f32::from_le_bytes([c[4], c[5], c[6], c[7]]) }).collect()
     }
 }
 
