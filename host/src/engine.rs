@@ -343,6 +343,13 @@ impl Runtime {
         &self.engine
     }
 
+    /// Bytes kept resident in the idle slots of the ordinary pool and of the large-call
+    /// pool (0 for a pool not started, or without pooling): what their next calls reset.
+    pub fn pooled_resident_bytes(&self) -> (usize, usize) {
+        let of = |e: &Engine| e.pooling_allocator_metrics().map_or(0, |m| m.unused_memory_bytes_resident());
+        (of(&self.engine), self.large.get().map_or(0, |(e, _)| of(e)))
+    }
+
     /// Instantiate the component in a fresh store and run `f` against it.
     pub fn call<R>(&self, storage: &Storage, f: impl FnOnce(&Lid, &mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R> {
         self.call_on(&self.engine, &self.pre, storage, f)

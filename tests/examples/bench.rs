@@ -69,59 +69,6 @@ fn ms(d: Duration) -> String {
 
 /// A deterministic synthetic agent of `n` units (~120-word bodies over a 4,000-word
 /// vocabulary with a Zipf-like skew), written as an agent directory.
-fn synthetic_agent(n: usize, dir: &Path) -> anyhow::Result<()> {
-    let units = dir.join("units");
-    if dir.join("manifest.json").exists() && std::fs::read_dir(&units)?.count() == n {
-        return Ok(());
-    }
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(&units)?;
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let syll = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "de", "pa", "qu", "ex", "or", "an", "ly", "st"];
-    let vocab: Vec<String> = (0..4000u64)
-        .map(|i| {
-            let mut w = String::new();
-            let mut x = i * 2_654_435_761 + 7;
-            for _ in 0..(2 + i % 3) {
-                w.push_str(syll[(x % 16) as usize]);
-                x /= 16;
-            }
-            w
-        })
-        .collect();
-    let word = |next: &mut dyn FnMut() -> u64| {
-        // Zipf-ish: square a uniform draw to skew towards frequent words.
-        let u = (next() % 10_000) as f64 / 10_000.0;
-        vocab[((u * u) * vocab.len() as f64) as usize].clone()
-    };
-    let mut entries = Vec::with_capacity(n);
-    for i in 0..n {
-        let name = format!("unit-{i:05}");
-        let desc: Vec<String> = (0..6).map(|_| word(&mut next)).collect();
-        let body: Vec<String> = (0..120).map(|_| word(&mut next)).collect();
-        std::fs::write(units.join(format!("{name}.md")), format!("## {}\n\n{}\n", desc.join(" "), body.join(" ")))?;
-        entries.push(json!({
-            "name": name,
-            "description": desc.join(" "),
-            "load_triggers": {"intents": [format!("{} {}", desc[0], desc[1])], "keywords": [desc[2].clone()], "task_types": []},
-            "required_by_task_types": [],
-            "guarantee_load": false,
-            "fact_uri": format!("instruction:bench/synth/{name}/v1"),
-            "token_estimate": 160,
-        }));
-    }
-    let manifest = json!({"agent_id": "synth", "deployment": "bench", "agent_role": "Synthetic", "manifest_version": "v1",
-        "published_at": "2026-11-01T00:00:00Z", "entries": entries});
-    std::fs::write(dir.join("manifest.json"), serde_json::to_string(&manifest)?)?;
-    Ok(())
-}
-
 fn bench_recall(rt: &Runtime, label: &str, dir: &Path, intent: &str, iters: usize) -> anyhow::Result<()> {
     let a = agent_dir::load(dir)?;
     let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
@@ -180,7 +127,7 @@ fn synthetic_pack(n: usize, dir: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     let agent = dir.with_extension("agent");
-    synthetic_agent(n, &agent)?;
+    lid_tests::synthetic_agent(n, &agent)?;
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(&units)?;
     std::fs::write(dir.join("KNOWLEDGE.md"), "---\nname: synth\ndescription: synthetic bench pack\ntype: reference\nstatus: ready\n---\n# Synthetic\n")?;
@@ -538,7 +485,7 @@ fn main() -> anyhow::Result<()> {
     let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000] };
     for &n in sizes {
         let dir: PathBuf = out.join(format!("synth-{n}"));
-        synthetic_agent(n, &dir)?;
+        lid_tests::synthetic_agent(n, &dir)?;
         bench_recall(&rt, &format!("synthetic-{n}"), &dir, "kalo mine rusa tivo", if n >= 10_000 { 5 } else { iters.min(20) })?;
     }
 

@@ -403,3 +403,36 @@ fn a_large_pack_index_is_split_and_a_recall_reads_only_its_segments() {
     assert!(cache.derived.lock().unwrap().keys().filter(|k| k.contains(":seg:")).count() == segments, "the rebuild cached every segment again");
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// A recall over a manifest of 1 MiB or more runs on the large-call pool: its answer is
+/// byte-identical to an on-demand instance's and the native engine's, its footprint
+/// stays resident in that pool only, and the ordinary pool's slots stay small.
+#[test]
+fn a_large_manifest_recalls_on_its_own_pool_and_leaves_ordinary_slots_small() {
+    let dir = std::env::temp_dir().join(format!("lid-large-agent-{}", std::process::id()));
+    lid_tests::synthetic_agent(3_800, &dir).unwrap();
+    let a = agent_dir::load(&dir).unwrap();
+    assert!(a.manifest_json.len() >= lid_host::engine::LARGE_INPUT_BYTES, "{} bytes", a.manifest_json.len());
+    let pooled = Runtime::new(RuntimeOptions { pooling: true, ..RuntimeOptions::default() }).unwrap();
+    let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
+    let req = json!({"intent": "kalo mine rusa tivo", "max_chunks": 3}).to_string();
+    let ctx = r#"{"now_ms": 1767225600000, "entropy": "0123456789abcdef0123", "corpus_key": "large:1"}"#;
+    let first = pooled.recall(&st, &a.manifest_json, &req, ctx).unwrap().unwrap(); // builds the index
+    let second = pooled.recall(&st, &a.manifest_json, &req, ctx).unwrap().unwrap(); // from the prepared corpus
+    assert_eq!(first, second);
+    let on_demand = rt().recall(&st, &a.manifest_json, &req, ctx).unwrap().unwrap();
+    assert_eq!(first, on_demand, "the large-call pool answers as an on-demand instance does");
+    let (manifest, facts) = lid_tests::native_facts(&dir).unwrap();
+    assert_eq!(first, lid_core::api::recall(&manifest, &req, ctx, &facts, &lid_core::store::NoAudit).unwrap(), "and as the native engine");
+    assert_eq!(names(&serde_json::from_str(&first).unwrap()).len(), 3);
+
+    let (small, large) = pooled.pooled_resident_bytes();
+    assert_eq!(small, 0, "the large calls never ran on an ordinary slot");
+    assert!(large > 1 << 20, "the large slot keeps its footprint resident: {large} bytes");
+    let d = demo();
+    let dst = Storage { facts: d.facts.clone(), audit: Arc::new(NoAudit) };
+    recall(&pooled, &dst, &d.manifest_json, json!({"intent": "roll back the release"}));
+    let (small, _) = pooled.pooled_resident_bytes();
+    assert!(small > 0 && small < 4 << 20, "an ordinary recall's slot resets only its own small footprint: {small} bytes");
+    let _ = std::fs::remove_dir_all(&dir);
+}
