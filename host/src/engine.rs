@@ -228,6 +228,10 @@ pub const LARGE_INPUT_BYTES: usize = 1 << 20;
 /// call in the ordinary pool: 31.7 ms per recall; with its pages kept, 17.6 ms.
 const LARGE_KEEP_RESIDENT: usize = 256 << 20;
 
+/// Slots of the large-call pool: at most this many large calls keep their footprint
+/// resident; one more at the same time runs on the on-demand engine instead.
+const LARGE_SLOTS: u32 = 4;
+
 /// The instance allocation of one of the runtime's engines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pool {
@@ -311,15 +315,19 @@ impl Runtime {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         if pool != Pool::OnDemand {
-            let (slots, resident) = match pool {
-                Pool::Large => (16, LARGE_KEEP_RESIDENT.min(opts.memory_limit)),
-                _ => (256, keep_resident()),
+            // (component instances, core instances and tables, bytes kept resident): one
+            // component instance is three core instances (the engine and two shims) with
+            // one linear memory and up to three tables; the ordinary pool's 256 core
+            // instances allow 85 calls at once.
+            let (slots, cores, resident) = match pool {
+                Pool::Large => (LARGE_SLOTS, 3 * LARGE_SLOTS, LARGE_KEEP_RESIDENT.min(opts.memory_limit)),
+                _ => (256, 256, keep_resident()),
             };
             let mut pool = wasmtime::PoolingAllocationConfig::default();
             pool.total_component_instances(slots);
-            pool.total_core_instances(slots);
+            pool.total_core_instances(cores);
             pool.total_memories(slots);
-            pool.total_tables(slots);
+            pool.total_tables(cores);
             pool.max_memory_size(opts.memory_limit);
             // Reset only the pages a call dirtied (Linux ≥ 6.7's PAGEMAP_SCAN; elsewhere
             // wasmtime falls back to madvise), and keep them resident: the next call in
@@ -373,7 +381,12 @@ impl Runtime {
             return self.call(storage, f);
         }
         let (engine, pre) = self.other(&self.large, Pool::Large)?;
-        self.call_on(engine, pre, storage, f)
+        match self.instantiate_on(engine, pre, storage) {
+            Ok((lid, mut store)) => self.finish(f(&lid, &mut store)),
+            // Every large slot is busy: this call takes a fresh mapping instead.
+            Err(e) if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() => self.call_heavy(storage, f),
+            Err(e) => Err(e),
+        }
     }
 
     /// The heavy or large engine, compiled (or loaded from the cache) on first use.
@@ -388,6 +401,12 @@ impl Runtime {
     }
 
     fn call_on<R>(&self, engine: &Engine, pre: &LidPre<HostState>, storage: &Storage, f: impl FnOnce(&Lid, &mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R> {
+        let (lid, mut store) = self.instantiate_on(engine, pre, storage)?;
+        self.finish(f(&lid, &mut store))
+    }
+
+    /// A fresh store with its limits and deadline, and the component instantiated in it.
+    fn instantiate_on(&self, engine: &Engine, pre: &LidPre<HostState>, storage: &Storage) -> Result<(Lid, Store<HostState>)> {
         let state = HostState {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
@@ -400,15 +419,21 @@ impl Runtime {
         store.set_epoch_deadline(ticks);
         // The deadline covers instantiation too: a call cut off there is as interrupted
         // as one cut off in the export.
-        let interrupted = |e: wasmtime::Error| {
-            if matches!(e.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt)) {
-                anyhow::Error::new(Interrupted(self.opts.call_timeout))
-            } else {
-                anyhow::Error::from(e)
-            }
-        };
-        let lid = pre.instantiate(&mut store).map_err(interrupted)?;
-        f(&lid, &mut store).map_err(interrupted)
+        let lid = pre.instantiate(&mut store).map_err(|e| self.interrupted(e))?;
+        Ok((lid, store))
+    }
+
+    /// A guest call's outcome, an epoch interruption reported as [`Interrupted`].
+    fn finish<R>(&self, r: wasmtime::Result<R>) -> Result<R> {
+        r.map_err(|e| self.interrupted(e))
+    }
+
+    fn interrupted(&self, e: wasmtime::Error) -> anyhow::Error {
+        if matches!(e.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt)) {
+            anyhow::Error::new(Interrupted(self.opts.call_timeout))
+        } else {
+            anyhow::Error::from(e)
+        }
     }
 
     pub fn count_tokens(&self, st: &Storage, text: &str) -> Result<u32> {

@@ -426,6 +426,14 @@ fn a_large_manifest_recalls_on_its_own_pool_and_leaves_ordinary_slots_small() {
     assert_eq!(first, lid_core::api::recall(&manifest, &req, ctx, &facts, &lid_core::store::NoAudit).unwrap(), "and as the native engine");
     assert_eq!(names(&serde_json::from_str(&first).unwrap()).len(), 3);
 
+    // More large calls at once than the pool has slots (4): the rest run on fresh
+    // mappings, and every one answers the same.
+    std::thread::scope(|s| {
+        let calls: Vec<_> = (0..8).map(|_| s.spawn(|| pooled.recall(&st, &a.manifest_json, &req, ctx).unwrap().unwrap())).collect();
+        for c in calls {
+            assert_eq!(c.join().unwrap(), first);
+        }
+    });
     let (small, large) = pooled.pooled_resident_bytes();
     assert_eq!(small, 0, "the large calls never ran on an ordinary slot");
     assert!(large > 1 << 20, "the large slot keeps its footprint resident: {large} bytes");
