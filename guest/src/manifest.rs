@@ -71,10 +71,16 @@ pub struct Manifest {
     pub heartbeat_contract: Option<String>,
 }
 
-/// A manifest in a form every field of which postcard writes (the JSON form skips
-/// empty optional fields, which a positional format cannot): how a prepared corpus
-/// keeps the manifest it was prepared from. Conversions name every field, so a field
-/// added to [`Manifest`] or [`Entry`] fails to compile here until it is carried.
+/// What a prepared corpus keeps of the manifest it was prepared from: what a recall
+/// over it reads (the agent's identity, and per entry its name, content references,
+/// guarantee and position), in a form every field of which postcard writes (the JSON
+/// form skips empty optional fields, which a positional format cannot). What only the
+/// index build, the boot stub or validation read (descriptions, load triggers,
+/// `required_by_task_types` — the index carries them — token estimates, always-applicable)
+/// is left out: a 10,000-entry manifest then decodes with 2 strings an entry instead of
+/// 7. The manifest made back from it ([`Manifest::from`]) has those fields empty, so it
+/// serves recall only. Conversions name every field, so a field added to [`Manifest`] or
+/// [`Entry`] fails to compile here until it is carried or left out on purpose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Wire {
     agent_id: String,
@@ -89,31 +95,43 @@ pub struct Wire {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct WireEntry {
     name: String,
-    description: String,
-    required_by_task_types: Vec<String>,
     guarantee_load: bool,
-    intents: Vec<String>,
-    keywords: Vec<String>,
-    task_types: Vec<String>,
     fact_uri: Option<String>,
     path: Option<String>,
-    token_estimate: Option<u64>,
     force_position: Option<String>,
-    always_applicable: bool,
 }
 
 impl From<&Manifest> for Wire {
     fn from(m: &Manifest) -> Wire {
-        let Manifest { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract } = m.clone();
+        let Manifest { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract } = m;
         let entries = entries
-            .into_iter()
+            .iter()
             .map(|e| {
-                let Entry { name, description, required_by_task_types, guarantee_load, load_triggers, fact_uri, path, token_estimate, force_position, always_applicable } = e;
-                let LoadTriggers { intents, keywords, task_types } = load_triggers;
-                WireEntry { name, description, required_by_task_types, guarantee_load, intents, keywords, task_types, fact_uri, path, token_estimate, force_position, always_applicable }
+                let Entry {
+                    name,
+                    guarantee_load,
+                    fact_uri,
+                    path,
+                    force_position,
+                    // Read by the index build, the stub and validation only.
+                    description: _,
+                    required_by_task_types: _,
+                    load_triggers: _,
+                    token_estimate: _,
+                    always_applicable: _,
+                } = e;
+                WireEntry { name: name.clone(), guarantee_load: *guarantee_load, fact_uri: fact_uri.clone(), path: path.clone(), force_position: force_position.clone() }
             })
             .collect();
-        Wire { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract }
+        Wire {
+            agent_id: agent_id.clone(),
+            deployment: deployment.clone(),
+            agent_role: agent_role.clone(),
+            manifest_version: manifest_version.clone(),
+            entries,
+            published_at: published_at.clone(),
+            heartbeat_contract: heartbeat_contract.clone(),
+        }
     }
 }
 
@@ -123,8 +141,19 @@ impl From<Wire> for Manifest {
         let entries = entries
             .into_iter()
             .map(|e| {
-                let WireEntry { name, description, required_by_task_types, guarantee_load, intents, keywords, task_types, fact_uri, path, token_estimate, force_position, always_applicable } = e;
-                Entry { name, description, required_by_task_types, guarantee_load, load_triggers: LoadTriggers { intents, keywords, task_types }, fact_uri, path, token_estimate, force_position, always_applicable }
+                let WireEntry { name, guarantee_load, fact_uri, path, force_position } = e;
+                Entry {
+                    name,
+                    description: String::new(),
+                    required_by_task_types: Vec::new(),
+                    guarantee_load,
+                    load_triggers: LoadTriggers::default(),
+                    fact_uri,
+                    path,
+                    token_estimate: None,
+                    force_position,
+                    always_applicable: false,
+                }
             })
             .collect();
         Manifest { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract }

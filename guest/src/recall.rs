@@ -277,8 +277,8 @@ pub fn prepared_key(corpus_key: Option<&str>, manifest_json: &str) -> Option<Str
     Some(format!("{INDEX_PREFIX}prepared:{}", crate::digest::hex(&h.finalize())))
 }
 
-/// Key prefix of cached ranker indexes in the fact store (`lid-index:v4:{sha256}`).
-pub const INDEX_PREFIX: &str = "lid-index:v4:";
+/// Key prefix of cached ranker indexes in the fact store (`lid-index:v5:{sha256}`).
+pub const INDEX_PREFIX: &str = "lid-index:v5:";
 
 /// An index whose postings take more than this is cached split
 /// ([`crate::rank::index::Index::split`]): a head under the blob's key, and postings
