@@ -878,28 +878,31 @@ impl Index {
         if self.segments.len() < 2 || self.segments.last() != Some(&(tc as u32)) {
             return false;
         }
-        let mut per_term = vec![0u32; tc];
+        // `posting_start` is built as the segments are checked: terms of segments not
+        // fetched span no postings (a fill, not a loop over the whole vocabulary).
+        let mut posting_start: Vec<u32> = Vec::with_capacity(tc + 1);
+        posting_start.push(0);
+        let mut at = 0u32;
         let (mut np, mut nq) = (0usize, 0usize);
         let mut last: Option<u32> = None;
         for (s, seg) in segs {
             let (Some(&t0), Some(&t1)) = (self.segments.get(*s as usize), self.segments.get(*s as usize + 1)) else { return false };
             let total: u64 = seg.counts.iter().map(|&c| c as u64).sum();
             let npos: u64 = seg.npos.iter().map(|&c| c as u64).sum();
-            if last.is_some_and(|l| l >= *s) || seg.first != t0 || t1 < t0 || t1 as usize > tc || seg.counts.len() != (t1 - t0) as usize || total != seg.postings.len() as u64 || seg.npos.len() != seg.postings.len() || npos != seg.pos.len() as u64 {
+            // (`t0` must be past every term written so far: the head's boundaries ascend)
+            if last.is_some_and(|l| l >= *s) || seg.first != t0 || t1 < t0 || t1 as usize > tc || (t0 as usize) < posting_start.len() - 1 || seg.counts.len() != (t1 - t0) as usize || total != seg.postings.len() as u64 || seg.npos.len() != seg.postings.len() || npos != seg.pos.len() as u64 {
                 return false;
             }
             last = Some(*s);
-            per_term[t0 as usize..t1 as usize].copy_from_slice(&seg.counts);
+            posting_start.resize(t0 as usize + 1, at);
+            for &c in &seg.counts {
+                at = at.saturating_add(c);
+                posting_start.push(at);
+            }
             np += seg.postings.len();
             nq += seg.pos.len();
         }
-        let mut posting_start = Vec::with_capacity(tc + 1);
-        let mut at = 0u32;
-        posting_start.push(0);
-        for c in per_term {
-            at = at.saturating_add(c);
-            posting_start.push(at);
-        }
+        posting_start.resize(tc + 1, at);
         let mut posting_list = Vec::with_capacity(np);
         let mut pos_start = Vec::with_capacity(np + 1);
         pos_start.push(0u32);
