@@ -202,20 +202,10 @@ fn resolve_unit_at(m: &Manifest, e: &Entry, facts: &dyn Facts) -> Result<Option<
     Ok(None)
 }
 
-/// Where a prepared corpus reads an entry's content from, and what resolving it gave.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UnitRef {
-    /// The fact-store key the content was resolved from.
-    pub key: String,
-    /// Resolved from the fact store (`stigmem`), else from the entry's `path`.
-    pub stigmem: bool,
-    /// The version resolution settled on (§21.4.2).
-    pub version: String,
-}
-
-/// Per manifest entry of a prepared corpus, its [`UnitRef`] (or none: unavailable), as
-/// flat tables: the keys and the versions each in one string, so reading a prepared
-/// corpus allocates no string per entry (they were 2 of the 4 an entry cost).
+/// Per manifest entry of a prepared corpus, where its content is read from and what
+/// resolving it gave (or nothing: unavailable), as flat tables: the fact-store keys and
+/// the versions resolution settled on (§21.4.2) each in one string, so reading a
+/// prepared corpus allocates no string per entry (they were 2 of the 4 an entry cost).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RefTable {
     /// Per entry: 0 unavailable, 1 resolved from the fact store (`stigmem`), 2 from the
@@ -231,22 +221,29 @@ pub struct RefTable {
 }
 
 impl RefTable {
-    fn new(refs: &[Option<UnitRef>]) -> RefTable {
-        let mut t = RefTable { key_start: vec![0], version_start: vec![0], ..RefTable::default() };
-        for r in refs {
-            t.kind.push(match r {
-                None => 0,
-                Some(r) if r.stigmem => 1,
-                Some(_) => 2,
-            });
-            if let Some(r) = r {
-                t.keys.push_str(&r.key);
-                t.versions.push_str(&r.version);
-            }
-            t.key_start.push(t.keys.len() as u32);
-            t.version_start.push(t.versions.len() as u32);
+    fn with_capacity(n: usize) -> RefTable {
+        let starts = || {
+            let mut v = Vec::with_capacity(n + 1);
+            v.push(0);
+            v
+        };
+        RefTable { kind: Vec::with_capacity(n), key_start: starts(), version_start: starts(), ..RefTable::default() }
+    }
+
+    /// Append the next entry: its key, whether it came from the fact store (`stigmem`,
+    /// else from its `path`) and its version; `None` when it is unavailable.
+    fn push(&mut self, r: Option<(&str, bool, &str)>) {
+        self.kind.push(match r {
+            None => 0,
+            Some((_, true, _)) => 1,
+            Some(_) => 2,
+        });
+        if let Some((key, _, version)) = r {
+            self.keys.push_str(key);
+            self.versions.push_str(version);
         }
-        t
+        self.key_start.push(self.keys.len() as u32);
+        self.version_start.push(self.versions.len() as u32);
     }
 
     /// Number of entries (0 for a corpus that was not prepared).
@@ -596,11 +593,11 @@ impl<'m> Corpus<'m> {
             }
         }
         let mut units = Vec::with_capacity(manifest.entries.len());
-        let mut refs = Vec::with_capacity(manifest.entries.len());
+        let mut refs = RefTable::with_capacity(manifest.entries.len());
         for e in &manifest.entries {
             match resolve_unit_at(manifest, e, facts)? {
                 Some((r, k)) => {
-                    refs.push(Some(UnitRef { key: k, stigmem: r.source == "stigmem", version: r.fact.version.clone() }));
+                    refs.push(Some((&k, r.source == "stigmem", &r.fact.version)));
                     units.push(Some(r));
                 }
                 None => {
@@ -611,7 +608,6 @@ impl<'m> Corpus<'m> {
         }
         let mut corpus = Self::from_resolved(manifest, units, facts);
         let counts: Vec<u32> = corpus.ranked_entries.iter().map(|&i| corpus.tokens_of(i)).collect();
-        let refs = RefTable::new(&refs);
         if let Some(index) = cache_segments(facts, key, corpus.ranker.index()) {
             if let Ok(blob) = postcard::to_allocvec(&PreparedRef { manifest: manifest.into(), refs: &refs, index: &index, tokens: &counts }) {
                 facts.cache(key, &blob);
@@ -968,19 +964,18 @@ mod tests {
     /// by entry, through postcard; tables that disagree with each other are refused.
     #[test]
     fn ref_tables_keep_every_entry_and_refuse_inconsistent_tables() {
-        use super::{RefTable, UnitRef};
-        let refs = vec![
-            Some(UnitRef { key: "instruction:d/a/one/v2".into(), stigmem: true, version: "v2".into() }),
-            None,
-            Some(UnitRef { key: "path:units/three.md".into(), stigmem: false, version: "v1".into() }),
-            Some(UnitRef { key: "instruction:d/a/vier-ü/v10".into(), stigmem: true, version: "v10".into() }),
-        ];
-        let t: RefTable = postcard::from_bytes(&postcard::to_allocvec(&RefTable::new(&refs)).unwrap()).unwrap();
+        use super::RefTable;
+        let refs = [Some(("instruction:d/a/one/v2", true, "v2")), None, Some(("path:units/three.md", false, "v1")), Some(("instruction:d/a/vier-ü/v10", true, "v10"))];
+        let mut built = RefTable::with_capacity(refs.len());
+        for r in refs {
+            built.push(r);
+        }
+        let t: RefTable = postcard::from_bytes(&postcard::to_allocvec(&built).unwrap()).unwrap();
         assert!(t.consistent());
         assert_eq!(t.len(), refs.len());
         for (i, r) in refs.iter().enumerate() {
             assert_eq!(t.available(i), r.is_some());
-            assert_eq!(t.get(i), r.as_ref().map(|r| (r.key.as_str(), r.stigmem, r.version.as_str())), "entry {i}");
+            assert_eq!(t.get(i), *r, "entry {i}");
         }
         assert_eq!(t.get(refs.len()), None);
         let mut bad = t.clone();

@@ -225,7 +225,7 @@ pub const LARGE_INPUT_BYTES: usize = 1 << 20;
 /// How much of a large-call slot's memory stays resident between calls (at most the
 /// memory cap). Wasmtime decommits what lies beyond `keep_resident` after each call, so
 /// a 10,000-unit agent's recall (≈ 50 MiB) re-faulted ≈ 35 MiB of fresh pages on every
-/// call in the ordinary pool: 31.7 ms per recall; with its pages kept, 17.6 ms.
+/// call in the ordinary pool: 31.7 ms per recall; with its pages kept, 18.9 ms.
 const LARGE_KEEP_RESIDENT: usize = 256 << 20;
 
 /// Slots of the large-call pool: at most this many large calls keep their footprint

@@ -127,7 +127,12 @@ impl Service {
     }
 
     fn snapshot(&self, agent: &str) -> Result<Arc<crate::db::Snapshot>, ApiError> {
-        self.db.snapshot(agent).map_err(ApiError::backend)?.ok_or_else(|| ApiError::manifest_not_found(agent))
+        self.snapshot_at(agent, self.db.stamp())
+    }
+
+    /// [`Service::snapshot`] checked against a [`crate::db::Stamp`] the caller has taken.
+    fn snapshot_at(&self, agent: &str, stamp: Option<crate::db::Stamp>) -> Result<Arc<crate::db::Snapshot>, ApiError> {
+        self.db.snapshot_at(agent, stamp).map_err(ApiError::backend)?.ok_or_else(|| ApiError::manifest_not_found(agent))
     }
 
     /// The engine call's context: time, entropy, heartbeat, the snapshot's soft-lifted
@@ -245,7 +250,7 @@ impl Service {
         }
         let head: Head = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
         let heartbeat_id = head.heartbeat_id.as_str().unwrap_or("");
-        let s = self.db.snapshot_at(agent, stamp).map_err(ApiError::backend)?.ok_or_else(|| ApiError::manifest_not_found(agent))?;
+        let s = self.snapshot_at(agent, stamp)?;
         let ctx = self.context(heartbeat_id, None, &s);
         let st = Storage { facts: s.facts.clone(), audit };
         engine(self.rt.recall(&st, &s.manifest_json, body, &ctx))

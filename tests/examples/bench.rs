@@ -367,14 +367,13 @@ fn profile_pack_dir(dir: &str) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Call `recall` for `LID_PROFILE_SECS` seconds (default 3) and print its mean.
 /// What the pooled slots keep resident between calls (and so reset after each one).
 fn print_resident(rt: &Runtime) {
-    if let Some(m) = rt.engine().pooling_allocator_metrics() {
-        println!("pooled slots: {} warm, {} KiB resident in them", m.unused_warm_memories(), m.unused_memory_bytes_resident() >> 10);
-    }
+    let (ordinary, large) = rt.pooled_resident_bytes();
+    println!("pooled slots keep {} KiB resident (large-call pool: {} KiB)", ordinary >> 10, large >> 10);
 }
 
+/// Call `recall` for `LID_PROFILE_SECS` seconds (default 3) and print its mean.
 fn spin(what: &str, mut recall: impl FnMut()) {
     let secs = std::env::var("LID_PROFILE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
     eprintln!("{what} ready; recalling for {secs} s");
