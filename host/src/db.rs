@@ -396,7 +396,7 @@ impl Db {
                 manifest_json,
                 provenance,
                 lift_units: lift,
-                facts: Arc::new(SnapshotFacts { map, db: self.clone() }),
+                facts: Arc::new(SnapshotFacts { map, db: self.clone(), prepared: Default::default() }),
             })
         })
     }
@@ -475,6 +475,10 @@ pub struct Snapshot {
 pub struct SnapshotFacts {
     map: BTreeMap<String, Vec<u8>>,
     db: Arc<Db>,
+    /// Whether a recall over this snapshot has run since the engine last cached
+    /// something it derived (an index it built): the service's recalls run on the
+    /// recall slots only then ([`crate::engine::Runtime::recall_preparing`]).
+    prepared: std::sync::atomic::AtomicBool,
 }
 
 impl SnapshotFacts {
@@ -482,15 +486,25 @@ impl SnapshotFacts {
     pub fn overlay(&self, extra: BTreeMap<String, Vec<u8>>) -> SnapshotFacts {
         let mut map = self.map.clone();
         map.extend(extra);
-        SnapshotFacts { map, db: self.db.clone() }
+        SnapshotFacts { map, db: self.db.clone(), prepared: Default::default() }
     }
 
     pub fn empty(db: Arc<Db>) -> SnapshotFacts {
-        SnapshotFacts { map: BTreeMap::new(), db }
+        SnapshotFacts { map: BTreeMap::new(), db, prepared: Default::default() }
     }
 
     pub fn raw(&self, key: &str) -> Option<&Vec<u8>> {
         self.map.get(key)
+    }
+
+    /// See the `prepared` field.
+    pub fn prepared(&self) -> bool {
+        self.prepared.load(Ordering::Acquire)
+    }
+
+    /// A recall over this snapshot ended: what it needed is cached now.
+    pub fn mark_prepared(&self) {
+        self.prepared.store(true, Ordering::Release);
     }
 }
 
@@ -505,6 +519,7 @@ impl FactSource for SnapshotFacts {
         Ok(self.map.keys().cloned().collect())
     }
     fn set_derived(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
+        self.prepared.store(false, Ordering::Release);
         self.db.derived_set(key, value)
     }
 }

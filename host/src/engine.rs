@@ -246,7 +246,18 @@ enum Pool {
 /// The compiled engine, shared by every call.
 pub struct Runtime {
     engine: Engine,
+    /// Recall, ranking and preloads over prepared corpora: the calls a service makes per
+    /// request, which read only a small part of the component's data.
     pre: LidPre<HostState>,
+    /// Every other call. With pooling this is the component loaded a second time: a
+    /// module of its own, so the pool keeps its slots apart from `pre`'s (wasmtime gives
+    /// a slot back to the module that last used it). A pooled slot keeps every page of
+    /// the component's data image that a call read mapped, and its reset walks each of
+    /// them after every later call: one token count (the cl100k table is 2.5 MB of that
+    /// image) made each later demo recall in the slot 0.054 → 0.070 ms. Token counts,
+    /// stub rendering, validation and the first recall of a corpus (which builds its
+    /// index) therefore run here, and the recall slots stay small.
+    general: LidPre<HostState>,
     /// With pooling: an on-demand engine for the calls that use far more memory than a
     /// recall (the coverage gate, migration, reading a whole knowledge pack), built on
     /// first use. Wasmtime resets a pooled slot by rewriting every page written since the
@@ -281,6 +292,13 @@ impl Runtime {
 
     fn with_bytes(bytes: std::borrow::Cow<'static, [u8]>, opts: RuntimeOptions) -> Result<Self> {
         let (engine, pre) = Self::compile(&bytes, &opts, if opts.pooling { Pool::Small } else { Pool::OnDemand })?;
+        let general = if opts.pooling {
+            // SAFETY: the bytes were just serialized by this engine.
+            let again = unsafe { Component::deserialize(&engine, pre.instance_pre().component().serialize()?) }?;
+            Self::link(&engine, &again)?
+        } else {
+            pre.clone()
+        };
         let heavy: Arc<std::sync::OnceLock<(Engine, LidPre<HostState>)>> = Arc::new(std::sync::OnceLock::new());
         let large: Arc<std::sync::OnceLock<(Engine, LidPre<HostState>)>> = Arc::new(std::sync::OnceLock::new());
         let stop = Arc::new(AtomicBool::new(false));
@@ -303,7 +321,7 @@ impl Runtime {
                 })
                 .context("starting the epoch ticker")?;
         }
-        Ok(Runtime { engine, pre, heavy, large, bytes, opts, stop })
+        Ok(Runtime { engine, pre, general, heavy, large, bytes, opts, stop })
     }
 
     /// The engine and instance-pre for one allocation strategy.
@@ -339,12 +357,16 @@ impl Runtime {
         }
         let engine = Engine::new(&config)?;
         let component = load_component(&engine, bytes, opts.cache_dir.as_deref())?;
+        let pre = Self::link(&engine, &component)?;
+        Ok((engine, pre))
+    }
 
-        let mut linker: Linker<HostState> = Linker::new(&engine);
+    /// `component` linked against the host's imports.
+    fn link(engine: &Engine, component: &Component) -> Result<LidPre<HostState>> {
+        let mut linker: Linker<HostState> = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         Lid::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-        let pre = LidPre::new(linker.instantiate_pre(&component)?)?;
-        Ok((engine, pre))
+        Ok(LidPre::new(linker.instantiate_pre(component)?)?)
     }
 
     pub fn engine(&self) -> &Engine {
@@ -358,8 +380,15 @@ impl Runtime {
         (of(&self.engine), self.large.get().map_or(0, |(e, _)| of(e)))
     }
 
-    /// Instantiate the component in a fresh store and run `f` against it.
+    /// Instantiate the component in a fresh store and run `f` against it (on the general
+    /// slots; see the `general` field).
     pub fn call<R>(&self, storage: &Storage, f: impl FnOnce(&Lid, &mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R> {
+        self.call_on(&self.engine, &self.general, storage, f)
+    }
+
+    /// [`Runtime::call`] on the recall slots: for recalls, rankings and preloads over
+    /// corpora already prepared.
+    fn call_hot<R>(&self, storage: &Storage, f: impl FnOnce(&Lid, &mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R> {
         self.call_on(&self.engine, &self.pre, storage, f)
     }
 
@@ -378,7 +407,7 @@ impl Runtime {
     /// [`LARGE_INPUT_BYTES`] (see the `large` field).
     fn call_sized<R>(&self, input_len: usize, storage: &Storage, f: impl FnOnce(&Lid, &mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R> {
         if !self.opts.pooling || input_len < LARGE_INPUT_BYTES {
-            return self.call(storage, f);
+            return self.call_hot(storage, f);
         }
         let (engine, pre) = self.other(&self.large, Pool::Large)?;
         match self.instantiate_on(engine, pre, storage) {
@@ -456,12 +485,22 @@ impl Runtime {
         Ok(self.call_sized(manifest.len(), st, |l, s| l.lid_engine_engine().call_recall(s, manifest, request, context))?.map_err(Into::into))
     }
 
+    /// [`Runtime::recall`] for a corpus that may not be prepared yet (a service's first
+    /// recall of an agent's snapshot): it may build and cache the corpus's index, so
+    /// with pooling it runs on the general slots (or the large-call pool), never on the
+    /// recall slots.
+    pub fn recall_preparing(&self, st: &Storage, manifest: &str, request: &str, context: &str) -> Result<Result<String, EngineFailure>> {
+        let f = |l: &Lid, s: &mut Store<HostState>| l.lid_engine_engine().call_recall(s, manifest, request, context);
+        let r = if self.opts.pooling && manifest.len() < LARGE_INPUT_BYTES { self.call(st, f)? } else { self.call_sized(manifest.len(), st, f)? };
+        Ok(r.map_err(Into::into))
+    }
+
     pub fn rank(&self, st: &Storage, manifest: &str, intent: &str, wake_reason: Option<&str>) -> Result<Result<String, EngineFailure>> {
         Ok(self.call_sized(manifest.len(), st, |l, s| l.lid_engine_engine().call_rank(s, manifest, intent, wake_reason))?.map_err(Into::into))
     }
 
     pub fn preload(&self, st: &Storage, manifest: &str, wake_reason: &str, stub_tokens: u32, context: &str) -> Result<Result<String, EngineFailure>> {
-        Ok(self.call(st, |l, s| l.lid_engine_engine().call_preload(s, manifest, wake_reason, stub_tokens, context))?.map_err(Into::into))
+        Ok(self.call_hot(st, |l, s| l.lid_engine_engine().call_preload(s, manifest, wake_reason, stub_tokens, context))?.map_err(Into::into))
     }
 
     /// The composed boot context (`{"bundle","markdown"}`); preloads are audited.

@@ -253,7 +253,16 @@ impl Service {
         let s = self.snapshot_at(agent, stamp)?;
         let ctx = self.context(heartbeat_id, None, &s);
         let st = Storage { facts: s.facts.clone(), audit };
-        engine(self.rt.recall(&st, &s.manifest_json, body, &ctx))
+        // The first recall of a snapshot may build its corpus's index: not on the recall
+        // slots, which then stay small (see `Runtime::recall_preparing`).
+        if s.facts.prepared() {
+            return engine(self.rt.recall(&st, &s.manifest_json, body, &ctx));
+        }
+        let r = engine(self.rt.recall_preparing(&st, &s.manifest_json, body, &ctx));
+        if r.is_ok() {
+            s.facts.mark_prepared();
+        }
+        r
     }
 
     /// Heartbeat (ours): verify the signed trigger, then the boot stub followed by the
