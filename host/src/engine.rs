@@ -293,9 +293,7 @@ impl Runtime {
     fn with_bytes(bytes: std::borrow::Cow<'static, [u8]>, opts: RuntimeOptions) -> Result<Self> {
         let (engine, pre) = Self::compile(&bytes, &opts, if opts.pooling { Pool::Small } else { Pool::OnDemand })?;
         let general = if opts.pooling {
-            // SAFETY: the bytes were just serialized by this engine.
-            let again = unsafe { Component::deserialize(&engine, pre.instance_pre().component().serialize()?) }?;
-            Self::link(&engine, &again)?
+            Self::link(&engine, &load_again(&engine, pre.instance_pre().component(), &bytes, opts.cache_dir.as_deref())?)?
         } else {
             pre.clone()
         };
@@ -578,16 +576,35 @@ impl Runtime {
     }
 }
 
+/// Where the compilation of `bytes` for `engine` is cached under `dir`: named by the
+/// component's sha256 and the engine's compatibility hash.
+fn cache_path(engine: &Engine, bytes: &[u8], dir: &std::path::Path) -> PathBuf {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut h);
+    let digest = Sha256::digest(bytes);
+    dir.join(format!("{}-{:016x}.cwasm", hex(&digest[..16]), h.finish()))
+}
+
+/// `loaded` (the component `bytes` compiled for `engine`) loaded once more, as a module
+/// of its own: mapped from the compiled cache when it is there, else deserialized from
+/// `loaded`'s serialization (never compiled again).
+fn load_again(engine: &Engine, loaded: &Component, bytes: &[u8], cache: Option<&std::path::Path>) -> Result<Component> {
+    if let Some(path) = cache.map(|dir| cache_path(engine, bytes, dir)).filter(|p| p.exists()) {
+        // SAFETY: as in `load_component`: written by this engine for this component.
+        if let Ok(c) = unsafe { Component::deserialize_file(engine, &path) } {
+            return Ok(c);
+        }
+    }
+    // SAFETY: serialized just now by this engine.
+    Ok(unsafe { Component::deserialize(engine, loaded.serialize()?) }?)
+}
+
 /// Compile `bytes`, or load the cached compilation for this engine.
 fn load_component(engine: &Engine, bytes: &[u8], cache: Option<&std::path::Path>) -> Result<Component> {
     let Some(dir) = cache else {
         return Ok(Component::new(engine, bytes)?);
     };
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    engine.precompile_compatibility_hash().hash(&mut h);
-    let digest = Sha256::digest(bytes);
-    let key = format!("{}-{:016x}.cwasm", hex(&digest[..16]), h.finish());
-    let path = dir.join(key);
+    let path = cache_path(engine, bytes, dir);
     if path.exists() {
         // SAFETY: the file was written by `Engine::precompile_component` below for this very
         // component (its sha256 and the engine's compatibility hash are in the name).

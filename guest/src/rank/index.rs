@@ -428,7 +428,7 @@ pub fn trigrams(term: &str) -> Vec<u64> {
 
 /// Whether a term takes part in fuzzy (trigram) matching.
 pub fn fuzzy_term(t: &str) -> bool {
-    t.chars().count() >= 4 && t.chars().all(|c| c.is_alphabetic())
+    super::text::char_len(t) >= 4 && t.chars().all(|c| c.is_alphabetic())
 }
 
 /// Content words of a text with their stems: stopwords dropped; compound

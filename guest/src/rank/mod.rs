@@ -389,7 +389,8 @@ impl Ranker {
         // strict total order (the doc breaks every tie), so the order is the one sorting
         // the results themselves gives, without moving them.
         let name = |d: usize| ix.name(d);
-        let score = |d: usize| calibrate((wl * lex[d] + ws * sem[d] + wg * graph[d]) / total, p.calib_scale);
+        let calib = Calibration::new(p.calib_scale);
+        let score = |d: usize| calib.apply((wl * lex[d] + ws * sem[d] + wg * graph[d]) / total);
         let by_rank = |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then_with(|| name(a.1).cmp(name(b.1))).then(a.1.cmp(&b.1));
         // the first `keep` of `v` in rank order (selected first when that is fewer)
         let first = |v: &mut Vec<(f64, usize)>, keep: usize| {
@@ -518,7 +519,7 @@ impl Ranker {
                 }
             }
         }
-        let qlen = qstem.chars().count();
+        let qlen = text::char_len(qstem);
         for &t in &touched {
             let shared = counts.get(t as usize).copied().unwrap_or(0) as f32;
             if let Some(c) = counts.get_mut(t as usize) {
@@ -533,7 +534,7 @@ impl Ranker {
             }
             let tgrams = ix.term_grams.get(t as usize).copied().unwrap_or(0) as f32;
             let dice = 2.0 * shared / (grams.len() as f32 + tgrams);
-            let tlen = term.chars().count();
+            let tlen = text::char_len(term);
             let prefix = {
                 let (short, long, sl, ll) = if qlen <= tlen { (qstem, term, qlen, tlen) } else { (term, qstem, tlen, qlen) };
                 if sl >= 4 && long.starts_with(short) {
@@ -551,7 +552,6 @@ impl Ranker {
     }
 }
 
-/// Fixed monotone map of the raw mix into [0, 1].
 /// `f64::max`, `f64::min` and `f32::max` as plain comparisons. In wasm those methods
 /// compile to calls to libm's `fmax`/`fmin` (their NaN rule is not that of wasm's
 /// `f64.max`), one call per unit or posting in the loops of [`Ranker::rank_top`]: 7 % of
@@ -584,13 +584,27 @@ fn max32(a: f32, b: f32) -> f32 {
     }
 }
 
-fn calibrate(raw: f64, scale: f64) -> f64 {
-    if !raw.is_finite() || raw <= 0.0 {
-        return 0.0;
+/// Fixed monotone map of the raw mix into [0, 1] at one scale, its constant
+/// denominator computed once (one `exp` per unit fewer in [`Ranker::rank_top`]).
+struct Calibration {
+    s: f64,
+    denom: f64,
+}
+
+impl Calibration {
+    fn new(scale: f64) -> Self {
+        let s = if scale.is_finite() && scale > 0.0 { scale } else { 0.5 };
+        Calibration { s, denom: 1.0 - (-1.0 / s).exp() }
     }
-    let s = if scale.is_finite() && scale > 0.0 { scale } else { 0.5 };
-    let v = (1.0 - (-raw / s).exp()) / (1.0 - (-1.0 / s).exp());
-    v.clamp(0.0, 1.0)
+
+    #[inline]
+    fn apply(&self, raw: f64) -> f64 {
+        if !raw.is_finite() || raw <= 0.0 {
+            return 0.0;
+        }
+        let v = (1.0 - (-raw / self.s).exp()) / self.denom;
+        v.clamp(0.0, 1.0)
+    }
 }
 
 #[cfg(test)]

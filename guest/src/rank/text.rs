@@ -100,8 +100,19 @@ fn char_at(text: &str, i: usize) -> (char, usize) {
     }
 }
 
+/// The number of chars in `s`, without decoding when it is ASCII (as most terms are):
+/// `chars().count()` is a call per string in wasm.
+#[inline]
+pub fn char_len(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
 fn keep_part(p: &str, in_identifier: bool) -> bool {
-    let n = p.chars().count();
+    let n = char_len(p);
     if n == 0 || n > 40 {
         return false;
     }
