@@ -455,7 +455,7 @@ fn main() -> anyhow::Result<()> {
         rt.recall(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
         let first = t.elapsed();
         let (inst50, _) = time(iters, || {
-            let _ = rt.call(&st, |_, _| Ok(()));
+            let _ = rt.call_hot(&st, |_, _| Ok(()));
         });
         let (second50, _) = time(iters, || {
             let _ = rt.recall(&st, &a.manifest_json, &req, CTX);

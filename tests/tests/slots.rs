@@ -43,7 +43,8 @@ fn image_pages() -> BTreeMap<u64, usize> {
 
 #[test]
 fn token_counts_and_index_builds_never_run_on_the_recall_slots() {
-    let rt = Runtime::new(RuntimeOptions { pooling: true, ..RuntimeOptions::default() }).expect("pooled runtime");
+    // No warmed slots: the test finds the recall slots by the pages its recalls map.
+    let rt = Runtime::new(RuntimeOptions { pooling: true, warm_slots: Some(0), ..RuntimeOptions::default() }).expect("pooled runtime");
     let a = agent_dir::load(&lid_tests::root().join("examples/demo-agent")).expect("demo agent");
     let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
     let ctx = json!({"now_ms": 1767225600000u64, "entropy": "0123456789abcdef0123", "heartbeat_id": "hb-1", "corpus_key": "demo:1"}).to_string();
