@@ -255,10 +255,10 @@ const WARM_MANIFEST: &str = r#"{"agent_id": "lid-warm-up", "deployment": "lid", 
      "load_triggers": {"intents": ["ship a new version"], "keywords": ["release", "deploy"], "task_types": []}}
   ]}"#;
 
-/// The warm-up recalls' requests. (A request naming words from across the lexicon, so
+/// The warm-up recalls' request. (A request naming words from across the lexicon, so
 /// that a slot maps all of it at once, was tried and left out: every page a slot maps is
 /// walked at each of its resets, and a recall instantiated in 0.013 ms instead of 0.006.)
-const WARM_INTENTS: &[&str] = &[r#"{"intent": "how do I review and release a change safely after the tests pass"}"#];
+const WARM_REQUEST: &str = r#"{"intent": "how do I review and release a change safely after the tests pass"}"#;
 
 const WARM_UNITS: &[(&str, &str)] = &[
     ("warm/review.md", "## Review\nRead the diff, run the tests, and ask for changes when a rule is broken."),
@@ -313,12 +313,8 @@ impl Runtime {
     }
 
     fn with_bytes(bytes: std::borrow::Cow<'static, [u8]>, opts: RuntimeOptions) -> Result<Self> {
-        let (engine, pre) = Self::compile(&bytes, &opts, if opts.pooling { Pool::Small } else { Pool::OnDemand })?;
-        let general = if opts.pooling {
-            Self::link(&engine, &load_again(&engine, pre.instance_pre().component(), &bytes, opts.cache_dir.as_deref())?)?
-        } else {
-            pre.clone()
-        };
+        let (engine, pre, general) = Self::compile(&bytes, &opts, if opts.pooling { Pool::Small } else { Pool::OnDemand })?;
+        let general = general.unwrap_or_else(|| pre.clone());
         let heavy: Arc<std::sync::OnceLock<(Engine, LidPre<HostState>)>> = Arc::new(std::sync::OnceLock::new());
         let large: Arc<std::sync::OnceLock<(Engine, LidPre<HostState>)>> = Arc::new(std::sync::OnceLock::new());
         let stop = Arc::new(AtomicBool::new(false));
@@ -342,9 +338,11 @@ impl Runtime {
                 .context("starting the epoch ticker")?;
         }
         let rt = Runtime { engine, pre, general, heavy, large, bytes, opts, stop };
-        let n = rt.opts.warm_slots.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8));
-        if rt.opts.pooling && n > 0 {
-            rt.warm_recall_slots(n).context("warming the recall slots")?;
+        if rt.opts.pooling {
+            let n = rt.opts.warm_slots.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8));
+            if n > 0 {
+                rt.warm_recall_slots(n).context("warming the recall slots")?;
+            }
         }
         Ok(rt)
     }
@@ -352,9 +350,9 @@ impl Runtime {
     /// Recall a small agent of our own once in each of `n` recall slots at once (so in
     /// `n` distinct slots), after preparing its corpus on the general slots. A slot's
     /// first call maps the component's data image into it and faults in every page it
-    /// touches; after this, the first recall of an agent in such a slot does not: 0.08 ms
-    /// instead of 0.37–0.42 (the demo agent, `bench`'s cold start). Wasmtime gives the
-    /// module its most recently used slots first.
+    /// touches; after this, the first recall of an agent in such a slot pays for much
+    /// less of that: 0.11–0.13 ms instead of 0.37–0.42 (the demo agent, `bench`'s cold
+    /// start). Wasmtime gives the module its most recently used slots first.
     pub fn warm_recall_slots(&self, n: usize) -> Result<()> {
         let mut facts = crate::agent_dir::MemFacts::default();
         for (path, content) in WARM_UNITS {
@@ -363,21 +361,21 @@ impl Runtime {
         }
         let st = Storage { facts: Arc::new(facts), audit: Arc::new(NoAudit) };
         let ctx = r#"{"now_ms": 0, "entropy": "00000000000000000000", "heartbeat_id": "lid-warm-up", "corpus_key": "lid-warm-up:1"}"#;
-        self.recall_preparing(&st, WARM_MANIFEST, WARM_INTENTS[0], ctx)?.map_err(|e| anyhow::anyhow!("warm-up recall: {e}"))?;
+        self.recall_preparing(&st, WARM_MANIFEST, WARM_REQUEST, ctx)?.map_err(|e| anyhow::anyhow!("warm-up recall: {e}"))?;
         let mut slots = Vec::with_capacity(n);
         for _ in 0..n {
             slots.push(self.instantiate_on(&self.engine, &self.pre, &st)?);
         }
         for (lid, store) in &mut slots {
-            for req in WARM_INTENTS {
-                self.finish(lid.lid_engine_engine().call_recall(&mut *store, WARM_MANIFEST, req, ctx))?.map_err(|e| anyhow::anyhow!("warm-up recall: {}", e.message))?;
-            }
+            self.finish(lid.lid_engine_engine().call_recall(store, WARM_MANIFEST, WARM_REQUEST, ctx))?.map_err(|e| anyhow::anyhow!("warm-up recall: {}", e.message))?;
         }
         Ok(())
     }
 
-    /// The engine and instance-pre for one allocation strategy.
-    fn compile(bytes: &[u8], opts: &RuntimeOptions, pool: Pool) -> Result<(Engine, LidPre<HostState>)> {
+    /// The engine and instance-pre for one allocation strategy; for the ordinary pool
+    /// also the general slots' instance-pre (see the `general` field).
+    #[allow(clippy::type_complexity)]
+    fn compile(bytes: &[u8], opts: &RuntimeOptions, pool: Pool) -> Result<(Engine, LidPre<HostState>, Option<LidPre<HostState>>)> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         // `LID_PROFILE=perfmap` names guest functions for `perf record` (a development aid).
@@ -408,9 +406,13 @@ impl Runtime {
             config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = Engine::new(&config)?;
-        let component = load_component(&engine, bytes, opts.cache_dir.as_deref())?;
+        let (component, cached) = load_component(&engine, bytes, opts.cache_dir.as_deref())?;
         let pre = Self::link(&engine, &component)?;
-        Ok((engine, pre))
+        let general = match pool {
+            Pool::Small => Some(Self::link(&engine, &load_again(&engine, &component, cached.as_deref())?)?),
+            _ => None,
+        };
+        Ok((engine, pre, general))
     }
 
     /// `component` linked against the host's imports.
@@ -434,7 +436,7 @@ impl Runtime {
 
     /// Idle slots of the ordinary pool that have run the component (recall and general
     /// slots alike; 0 without pooling).
-    pub fn warm_slots(&self) -> u32 {
+    pub fn idle_warm_slots(&self) -> u32 {
         self.engine.pooling_allocator_metrics().map_or(0, |m| m.unused_warm_memories())
     }
 
@@ -481,8 +483,8 @@ impl Runtime {
         match cell.get() {
             Some(e) => Ok(e),
             None => {
-                let built = Self::compile(&self.bytes, &self.opts, pool)?;
-                Ok(cell.get_or_init(|| built))
+                let (engine, pre, _) = Self::compile(&self.bytes, &self.opts, pool)?;
+                Ok(cell.get_or_init(|| (engine, pre)))
             }
         }
     }
@@ -645,11 +647,11 @@ fn cache_path(engine: &Engine, bytes: &[u8], dir: &std::path::Path) -> PathBuf {
     dir.join(format!("{}-{:016x}.cwasm", hex(&digest[..16]), h.finish()))
 }
 
-/// `loaded` (the component `bytes` compiled for `engine`) loaded once more, as a module
-/// of its own: mapped from the compiled cache when it is there, else deserialized from
-/// `loaded`'s serialization (never compiled again).
-fn load_again(engine: &Engine, loaded: &Component, bytes: &[u8], cache: Option<&std::path::Path>) -> Result<Component> {
-    if let Some(path) = cache.map(|dir| cache_path(engine, bytes, dir)).filter(|p| p.exists()) {
+/// `loaded` loaded once more into `engine`, as a module of its own: mapped from its
+/// compiled-cache file `cached` when there is one, else deserialized from `loaded`'s
+/// serialization (never compiled again).
+fn load_again(engine: &Engine, loaded: &Component, cached: Option<&std::path::Path>) -> Result<Component> {
+    if let Some(path) = cached {
         // SAFETY: as in `load_component`: written by this engine for this component.
         if let Ok(c) = unsafe { Component::deserialize_file(engine, &path) } {
             return Ok(c);
@@ -659,17 +661,18 @@ fn load_again(engine: &Engine, loaded: &Component, bytes: &[u8], cache: Option<&
     Ok(unsafe { Component::deserialize(engine, loaded.serialize()?) }?)
 }
 
-/// Compile `bytes`, or load the cached compilation for this engine.
-fn load_component(engine: &Engine, bytes: &[u8], cache: Option<&std::path::Path>) -> Result<Component> {
+/// Compile `bytes`, or load the cached compilation for this engine; with the cache
+/// file's path when there is one now.
+fn load_component(engine: &Engine, bytes: &[u8], cache: Option<&std::path::Path>) -> Result<(Component, Option<PathBuf>)> {
     let Some(dir) = cache else {
-        return Ok(Component::new(engine, bytes)?);
+        return Ok((Component::new(engine, bytes)?, None));
     };
     let path = cache_path(engine, bytes, dir);
     if path.exists() {
         // SAFETY: the file was written by `Engine::precompile_component` below for this very
         // component (its sha256 and the engine's compatibility hash are in the name).
         if let Ok(c) = unsafe { Component::deserialize_file(engine, &path) } {
-            return Ok(c);
+            return Ok((c, Some(path)));
         }
     }
     let compiled = engine.precompile_component(bytes)?;
@@ -680,7 +683,8 @@ fn load_component(engine: &Engine, bytes: &[u8], cache: Option<&std::path::Path>
         }
     }
     // SAFETY: `compiled` was just produced by this engine.
-    Ok(unsafe { Component::deserialize(engine, &compiled) }?)
+    let c = unsafe { Component::deserialize(engine, &compiled) }?;
+    Ok((c, path.exists().then_some(path)))
 }
 
 pub fn hex(b: &[u8]) -> String {

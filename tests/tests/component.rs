@@ -409,9 +409,9 @@ fn a_large_pack_index_is_split_and_a_recall_reads_only_its_segments() {
 #[test]
 fn a_pooled_runtime_warms_its_recall_slots() {
     let cold = Runtime::new(RuntimeOptions { pooling: true, warm_slots: Some(0), ..RuntimeOptions::default() }).unwrap();
-    assert_eq!(cold.warm_slots(), 0);
+    assert_eq!(cold.idle_warm_slots(), 0);
     let warm = Runtime::new(RuntimeOptions { pooling: true, warm_slots: Some(3), ..RuntimeOptions::default() }).unwrap();
-    assert_eq!(warm.warm_slots(), 3 + 1);
+    assert_eq!(warm.idle_warm_slots(), 3 + 1);
     let d = demo();
     let st = Storage { facts: d.facts.clone(), audit: Arc::new(NoAudit) };
     let req = json!({"intent": "roll back the release"}).to_string();

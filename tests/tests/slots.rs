@@ -59,6 +59,8 @@ fn token_counts_and_index_builds_never_run_on_the_recall_slots() {
     let after = image_pages();
     let hot: Vec<u64> = after.iter().filter(|(at, n)| before.get(at) != Some(n)).map(|(at, _)| *at).collect();
     assert!(!hot.is_empty(), "the recalls ran in a slot of their own: {before:?} -> {after:?}");
+    // ... one the preparing recall (the index build) never ran in.
+    assert!(hot.iter().all(|at| !before.contains_key(at)), "a recall ran where the index was built: {before:?} -> {after:?}");
 
     // A large token count reads most of the cl100k table...
     let text: String = (0..20_000).map(|i| format!("word{i} ")).collect();
