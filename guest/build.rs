@@ -9,7 +9,8 @@
 //!   `[n, single[256], slots[SLOTS], offsets[n + 1], ranks[n]]` followed by the token
 //!   bytes. Entries are the multi-byte tokens sorted by their bytes; `slots` is an
 //!   open-addressing hash table (linear probing, FNV-1a of the bytes) holding
-//!   `entry index + 1` (0 = empty); `single[b]` is the rank of the one-byte token `b`.
+//!   `entry index + 1` (0 = empty) below the hash's unused bits (a tag, so that a miss
+//!   reads no entry); `single[b]` is the rank of the one-byte token `b`.
 //!   The hash function is shared with `src/tokens.rs` through `src/tokens_hash.rs`.
 //! * `classes.rs`: the `\p{L}`, `\p{N}` and `\s` ranges of the very `regex-syntax` that
 //!   compiles tiktoken's pattern, so our pre-tokenizer agrees with it codepoint for codepoint.
@@ -52,12 +53,14 @@ fn main() {
     words.push(n as u32);
     words.extend_from_slice(&single);
     let mut slots = vec![0u32; tokens_hash::SLOTS];
+    assert!(n < 1 << tokens_hash::INDEX_BITS, "entry indexes fit below the slot's tag");
     for (i, (bytes, _)) in multi.iter().enumerate() {
-        let mut at = tokens_hash::hash(bytes) as usize & (tokens_hash::SLOTS - 1);
+        let h = tokens_hash::hash(bytes);
+        let mut at = tokens_hash::home(h);
         while slots[at] != 0 {
             at = (at + 1) & (tokens_hash::SLOTS - 1);
         }
-        slots[at] = i as u32 + 1;
+        slots[at] = tokens_hash::slot(h, i as u32);
     }
     words.extend_from_slice(&slots);
     let mut offset = 0u32;

@@ -21,7 +21,10 @@ mod classes {
 
 static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.bin"));
 
-use crate::tokens_hash::{hash, SLOTS};
+use crate::tokens_hash::{self, hash, SLOTS};
+
+/// The entry-index bits of a slot ([`tokens_hash`]).
+const INDEX_MASK: u32 = (1 << tokens_hash::INDEX_BITS) - 1;
 
 const SINGLE: usize = 1;
 const TABLE_SLOTS: usize = SINGLE + 256;
@@ -59,20 +62,58 @@ fn entry(i: usize) -> &'static [u8] {
     TABLE.get(base + lo..base + hi).unwrap_or(&[])
 }
 
+/// `a == b` for token-sized byte strings, compared a word at a time in place (a slice
+/// comparison calls `memcmp`, which wasm's libc runs a byte at a time: 9 % of a count in
+/// the component).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    fn at<const N: usize>(s: &[u8], i: usize) -> Option<[u8; N]> {
+        s.get(i..i + N).and_then(|w| w.try_into().ok())
+    }
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i + 8 <= n {
+        if at::<8>(a, i).map(u64::from_le_bytes) != at::<8>(b, i).map(u64::from_le_bytes) {
+            return false;
+        }
+        i += 8;
+    }
+    if i + 4 <= n {
+        if at::<4>(a, i).map(u32::from_le_bytes) != at::<4>(b, i).map(u32::from_le_bytes) {
+            return false;
+        }
+        i += 4;
+    }
+    if i + 2 <= n {
+        if at::<2>(a, i).map(u16::from_le_bytes) != at::<2>(b, i).map(u16::from_le_bytes) {
+            return false;
+        }
+        i += 2;
+    }
+    a.get(i) == b.get(i)
+}
+
 /// The rank of the token whose bytes are exactly `bytes`, if cl100k_base has one.
 fn rank(bytes: &[u8]) -> Option<u32> {
     match bytes {
         [] => None,
         [b] => Some(word(SINGLE + *b as usize)),
         _ => {
-            let mut at = hash(bytes) as usize & (SLOTS - 1);
+            let h = hash(bytes);
+            let (tag, mut at) = (tokens_hash::tag(h), tokens_hash::home(h));
             loop {
-                let slot = word(TABLE_SLOTS + at) as usize;
+                let slot = word(TABLE_SLOTS + at);
                 if slot == 0 {
                     return None;
                 }
-                if entry(slot - 1) == bytes {
-                    return Some(word(ranks_base() + slot - 1));
+                if slot & !INDEX_MASK == tag {
+                    let i = (slot & INDEX_MASK) as usize;
+                    if i > 0 && same(entry(i - 1), bytes) {
+                        return Some(word(ranks_base() + i - 1));
+                    }
                 }
                 at = (at + 1) & (SLOTS - 1);
             }
@@ -105,12 +146,7 @@ fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
 #[inline]
 fn class(c: char) -> Class {
     if c.is_ascii() {
-        return match c {
-            'a'..='z' | 'A'..='Z' => Class::Letter,
-            '0'..='9' => Class::Number,
-            ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r' => Class::Space,
-            _ => Class::Other,
-        };
+        return ASCII_CLASS[c as usize];
     }
     let u = c as u32;
     if in_ranges(&classes::LETTER, u) {
@@ -124,18 +160,48 @@ fn class(c: char) -> Class {
     }
 }
 
+/// The char starting at byte `i` (an ASCII byte without decoding).
 #[inline]
 fn char_at(s: &str, i: usize) -> Option<char> {
-    s.get(i..).and_then(|rest| rest.chars().next())
+    match s.as_bytes().get(i) {
+        Some(&b) if b < 0x80 => Some(b as char),
+        Some(_) => s.get(i..).and_then(|rest| rest.chars().next()),
+        None => None,
+    }
 }
 
-/// End of the run of characters of class `k` starting at `i`.
+/// The class of each ASCII byte, as [`class`] gives it.
+static ASCII_CLASS: [Class; 128] = {
+    let mut t = [Class::Other; 128];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = match b as u8 {
+            b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
+            b'0'..=b'9' => Class::Number,
+            b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' => Class::Space,
+            _ => Class::Other,
+        };
+        b += 1;
+    }
+    t
+};
+
+/// End of the run of characters of class `k` starting at `i` (ASCII bytes are classed
+/// without decoding a char).
 fn run_end(s: &str, mut i: usize, k: Class) -> usize {
-    while let Some(c) = char_at(s, i) {
-        if class(c) != k {
-            break;
+    let bytes = s.as_bytes();
+    while let Some(&b) = bytes.get(i) {
+        if b < 0x80 {
+            if ASCII_CLASS[b as usize] != k {
+                break;
+            }
+            i += 1;
+            continue;
         }
-        i += c.len_utf8();
+        match char_at(s, i) {
+            Some(c) if class(c) == k => i += c.len_utf8(),
+            _ => break,
+        }
     }
     i
 }
@@ -243,38 +309,48 @@ fn merge(piece: &[u8], emit: &mut impl FnMut(u32)) {
     }
 }
 
+/// [`merge`] of a piece shorter than 64 bytes, its parts in an array on the stack (no
+/// allocation per piece).
 fn merge_small(piece: &[u8], emit: &mut impl FnMut(u32)) {
-    // parts[k] = (start of part k, rank of merging part k with part k+1)
-    let pair = |parts: &[(usize, u32)], k: usize| -> u32 {
-        if k + 2 < parts.len() {
-            rank(&piece[parts[k].0..parts[k + 2].0]).unwrap_or(u32::MAX)
+    // parts[k] = (start of part k, rank of merging part k with part k+1); parts[len - 1]
+    // is the end of the piece.
+    let mut parts = [(0u32, u32::MAX); 65];
+    let mut len = piece.len() + 1;
+    if len > parts.len() {
+        return merge_large(piece, emit);
+    }
+    let pair = |parts: &[(u32, u32)], len: usize, k: usize| -> u32 {
+        if k + 2 < len {
+            rank(&piece[parts[k].0 as usize..parts[k + 2].0 as usize]).unwrap_or(u32::MAX)
         } else {
             u32::MAX
         }
     };
-    let mut parts: Vec<(usize, u32)> = (0..=piece.len()).map(|s| (s, u32::MAX)).collect();
-    for k in 0..parts.len() {
-        parts[k].1 = pair(&parts, k);
+    for (k, p) in parts[..len].iter_mut().enumerate() {
+        p.0 = k as u32;
+    }
+    for k in 0..len {
+        parts[k].1 = pair(&parts, len, k);
     }
     loop {
-        let Some((k, &(_, r))) = parts[..parts.len() - 1]
-            .iter()
-            .enumerate()
-            .min_by_key(|&(k, &(_, r))| (r, k))
-        else {
-            break;
-        };
-        if r == u32::MAX {
+        let (mut best, mut at) = (u32::MAX, 0);
+        for (k, p) in parts[..len - 1].iter().enumerate() {
+            if p.1 < best {
+                (best, at) = (p.1, k);
+            }
+        }
+        if best == u32::MAX {
             break;
         }
-        parts.remove(k + 1);
-        parts[k].1 = pair(&parts, k);
-        if k > 0 {
-            parts[k - 1].1 = pair(&parts, k - 1);
+        parts.copy_within(at + 2..len, at + 1);
+        len -= 1;
+        parts[at].1 = pair(&parts, len, at);
+        if at > 0 {
+            parts[at - 1].1 = pair(&parts, len, at - 1);
         }
     }
-    for w in parts.windows(2) {
-        emit(rank(&piece[w[0].0..w[1].0]).unwrap_or(u32::MAX));
+    for w in parts[..len].windows(2) {
+        emit(rank(&piece[w[0].0 as usize..w[1].0 as usize]).unwrap_or(u32::MAX));
     }
 }
 
@@ -372,6 +448,24 @@ mod tests {
         let got = encode(text);
         assert_eq!(got, want, "tokens differ for {text:?}");
         assert_eq!(count(text), want.len(), "count differs for {text:?}");
+    }
+
+    /// The word-at-a-time comparison agrees with slice equality at every length and at
+    /// every position a difference can hide in.
+    #[test]
+    fn same_agrees_with_slice_equality() {
+        let base: Vec<u8> = (0..40u8).map(|b| b.wrapping_mul(37)).collect();
+        for n in 0..base.len() {
+            let a = &base[..n];
+            assert!(super::same(a, a));
+            assert!(!super::same(a, &base[..n + 1]), "lengths differ at {n}");
+            for k in 0..n {
+                let mut b = a.to_vec();
+                b[k] ^= 0x80;
+                assert_eq!(super::same(a, &b), a == b.as_slice(), "length {n}, byte {k}");
+                assert!(!super::same(a, &b));
+            }
+        }
     }
 
     #[test]
