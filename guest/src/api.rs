@@ -108,18 +108,23 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
     let ctx: RecallContext = parse_or_default("recall context", context)?;
     crate::recall::check_request(&req)?;
     let run = |c: &crate::recall::Corpus<'_>| Ok(to_json(&crate::recall::recall_corpus(c, facts, audit, &req, &ctx)?));
-    // The corpus the host names is prepared: its manifest comes with it, unparsed.
-    let key = if is_pack(manifest) { None } else { crate::recall::prepared_key(ctx.corpus_key.as_deref(), manifest) };
+    // The corpus the host names is prepared: its manifest comes with it, unparsed. A host
+    // that sends no manifest (an empty string) vouches for its corpus key alone, and is
+    // told to send the manifest when nothing is prepared under it.
+    let key = if is_pack(manifest) { None } else { crate::recall::prepared_key(ctx.corpus_key.as_deref()) };
     if let Some(key) = key.as_deref() {
-        if let Some((m, p)) = crate::recall::cached_prepared(facts, key, Some(req.intent.trim())) {
+        if let Some((m, p)) = crate::recall::cached_prepared(facts, key, Some(req.intent.trim()), manifest) {
             if let Some(c) = crate::recall::Corpus::from_prepared(&m, p, facts) {
                 return run(&c);
             }
         }
     }
+    if manifest.is_empty() {
+        return Err(EngineError::CorpusNotPrepared);
+    }
     let input = input(manifest, facts, req.intent.trim())?;
     match input {
-        Input::Manifest(m) => run(&crate::recall::Corpus::open(&m, facts, key.as_deref())?),
+        Input::Manifest(m) => run(&crate::recall::Corpus::open(&m, facts, key.as_deref().map(|k| (k, crate::recall::Source::of(manifest))))?),
         pack => with_corpus(pack, facts, run),
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! lid's own codes (beyond §21.9): `invalid_json`, `invalid_request`, `manifest_invalid`,
 //! `boot_stub_too_large`, `preload_unit_unavailable` (fatal form, §21.1.5 rule 4),
-//! `unit_not_found`, `migrate_invalid`, `handoff_invalid`, and the knowledge-pack codes
+//! `unit_not_found`, `migrate_invalid`, `handoff_invalid`, `corpus_not_prepared` (409: a
+//! recall sent without its manifest found nothing prepared), and the knowledge-pack codes
 //! (`knowledge_front_matter_invalid`, `knowledge_field_missing`, `knowledge_pack_empty`,
 //! `knowledge_pack_id_invalid`, 422). §21.9 codes used here include `intent_required`,
 //! `recall_backend_unavailable` and `audit_token_invalid`.
@@ -53,6 +54,10 @@ pub enum EngineError {
     /// A handoff message or Session document with problems (every one in `details`).
     #[error("invalid handoff: {0}")]
     Handoff(crate::handoff::HandoffError),
+    /// A recall sent without its manifest (the host vouching for its `corpus_key`) found
+    /// no corpus prepared under that key: the host sends the call again with the manifest.
+    #[error("no corpus is prepared under this `corpus_key`: send the recall again with the manifest")]
+    CorpusNotPrepared,
     /// An uploaded knowledge pack that cannot be read (its code is the knowledge error's).
     #[error("knowledge pack rejected: {0}")]
     Knowledge(crate::knowledge::KnowledgeError),
@@ -71,6 +76,7 @@ impl EngineError {
             EngineError::Migrate(_) => "migrate_invalid",
             EngineError::AuditTokenInvalid(_) => "audit_token_invalid",
             EngineError::Handoff(_) => "handoff_invalid",
+            EngineError::CorpusNotPrepared => "corpus_not_prepared",
             EngineError::Knowledge(e) => e.code(),
         }
     }
@@ -79,6 +85,7 @@ impl EngineError {
         match self {
             EngineError::BackendUnavailable(_) | EngineError::PreloadUnitUnavailable { .. } => 503,
             EngineError::StubTooLarge { .. } | EngineError::Knowledge(_) => 422,
+            EngineError::CorpusNotPrepared => 409,
             _ => 400,
         }
     }

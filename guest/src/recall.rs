@@ -280,11 +280,28 @@ impl RefTable {
     }
 }
 
-/// A prepared corpus as cached: the manifest it was prepared from, then its tables.
+/// A prepared corpus as cached: the fingerprint of the manifest JSON it was prepared
+/// from ([`Source`], read first and alone), then that manifest, then its tables.
 #[derive(serde::Deserialize)]
 struct PreparedBlob {
     manifest: crate::manifest::Wire,
     tables: Prepared,
+}
+
+/// What a prepared corpus was prepared from: the 64-bit fingerprint
+/// ([`crate::digest::fingerprint64`]) and the length of the manifest JSON, so that one
+/// corpus key reused for another manifest (another agent, a host that keys carelessly)
+/// never serves the wrong corpus to a host that sends the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Source {
+    fingerprint: u64,
+    len: u64,
+}
+
+impl Source {
+    pub fn of(manifest_json: &str) -> Source {
+        Source { fingerprint: crate::digest::fingerprint64(manifest_json.as_bytes()), len: manifest_json.len() as u64 }
+    }
 }
 
 /// A prepared corpus's tables: per manifest entry what it resolved to (`None`:
@@ -300,6 +317,7 @@ pub struct Prepared {
 /// What [`PreparedBlob`] reads (postcard is positional: the same bytes).
 #[derive(serde::Serialize)]
 struct PreparedRef<'a> {
+    source: Source,
     manifest: crate::manifest::Wire,
     refs: &'a RefTable,
     index: &'a crate::rank::index::Index,
@@ -307,13 +325,19 @@ struct PreparedRef<'a> {
     tokens: &'a [u32],
 }
 
-/// The prepared corpus cached under `key` ([`prepared_key`]), if any: its manifest (so
-/// the manifest JSON need not be parsed at all) and its tables, for
-/// [`Corpus::from_prepared`].
+/// The prepared corpus cached under `key` ([`prepared_key`]), if any, and if it was
+/// prepared from `manifest_json` (any manifest when that is empty: the host vouches for
+/// its corpus key alone, and sends no manifest): its manifest (so the manifest JSON need
+/// not be parsed at all) and its tables, for [`Corpus::from_prepared`].
 ///
 /// A split index gets the segments `intent` reaches (every one without an intent).
-pub fn cached_prepared(facts: &dyn Facts, key: &str, intent: Option<&str>) -> Option<(Manifest, Prepared)> {
-    let mut b: PreparedBlob = postcard::from_bytes(&facts.cached(key)?).ok()?;
+pub fn cached_prepared(facts: &dyn Facts, key: &str, intent: Option<&str>, manifest_json: &str) -> Option<(Manifest, Prepared)> {
+    let blob = facts.cached(key)?;
+    let (source, rest): (Source, &[u8]) = postcard::take_from_bytes(&blob).ok()?;
+    if !manifest_json.is_empty() && source != Source::of(manifest_json) {
+        return None;
+    }
+    let mut b: PreparedBlob = postcard::from_bytes(rest).ok()?;
     b.tables.load(facts, key, intent).then_some((Manifest::from(b.manifest), b.tables))
 }
 
@@ -327,17 +351,16 @@ impl Prepared {
     }
 }
 
-/// The cache key of a prepared corpus: the engine and ranker versions, the host's
-/// [`RecallContext::corpus_key`] (non-empty, at most 512 bytes; `None` otherwise) and a
-/// 64-bit fingerprint of the manifest JSON ([`crate::digest::fingerprint64`]), so that one key reused for another
-/// manifest (another agent, a host that keys carelessly) never serves the wrong corpus.
-/// That the facts behind the manifest did not change is the corpus key's promise.
-pub fn prepared_key(corpus_key: Option<&str>, manifest_json: &str) -> Option<String> {
+/// The cache key of a prepared corpus: the engine and ranker versions and the host's
+/// [`RecallContext::corpus_key`] (non-empty, at most 512 bytes; `None` otherwise). That
+/// the manifest and the facts behind it did not change is the corpus key's promise; the
+/// blob also names the manifest it was prepared from ([`Source`]), checked whenever the
+/// host sends one.
+pub fn prepared_key(corpus_key: Option<&str>) -> Option<String> {
     use sha2::{Digest, Sha256};
     let corpus_key = corpus_key.filter(|k| !k.is_empty() && k.len() <= 512)?;
-    let fp = crate::digest::fingerprint64(manifest_json.as_bytes());
     let mut h = Sha256::new();
-    for part in [env!("CARGO_PKG_VERSION").as_bytes(), crate::rank::RANKER_VERSION.as_bytes(), corpus_key.as_bytes(), &fp.to_le_bytes(), &(manifest_json.len() as u64).to_le_bytes()] {
+    for part in [env!("CARGO_PKG_VERSION").as_bytes(), crate::rank::RANKER_VERSION.as_bytes(), corpus_key.as_bytes()] {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part);
     }
@@ -577,21 +600,14 @@ impl<'m> Corpus<'m> {
         self.pack.is_none() && self.manifest.entries.get(i).is_some_and(|e| e.guarantee_load)
     }
 
-    /// Open an agent corpus prepared under `key` ([`prepared_key`]): from its prepared
-    /// form when cached (nothing resolved, hashed or indexed; only the units the assembly
-    /// quotes are read), else resolved in full and prepared for the next call. Without a
-    /// key, every entry is resolved.
-    pub fn open(manifest: &'m Manifest, facts: &'m dyn Facts, key: Option<&str>) -> Result<Self, EngineError> {
-        let Some(key) = key else {
+    /// Open an agent corpus, every entry resolved, and cache its prepared form under
+    /// `key` ([`prepared_key`]) for the next call ([`cached_prepared`]: nothing resolved,
+    /// hashed or indexed; only the units the assembly quotes are read), naming the
+    /// manifest JSON it was prepared from (`source`). Without a key nothing is cached.
+    pub fn open(manifest: &'m Manifest, facts: &'m dyn Facts, key: Option<(&str, Source)>) -> Result<Self, EngineError> {
+        let Some((key, source)) = key else {
             return Self::load(manifest, facts);
         };
-        if let Some(mut b) = facts.cached(key).and_then(|b| postcard::from_bytes::<PreparedBlob>(&b).ok()) {
-            if b.tables.load(facts, key, None) {
-                if let Some(c) = Self::from_prepared(manifest, b.tables, facts) {
-                    return Ok(c);
-                }
-            }
-        }
         let mut units = Vec::with_capacity(manifest.entries.len());
         let mut refs = RefTable::with_capacity(manifest.entries.len());
         for e in &manifest.entries {
@@ -609,7 +625,7 @@ impl<'m> Corpus<'m> {
         let mut corpus = Self::from_resolved(manifest, units, facts);
         let counts: Vec<u32> = corpus.ranked_entries.iter().map(|&i| corpus.tokens_of(i)).collect();
         if let Some(index) = cache_segments(facts, key, corpus.ranker.index()) {
-            if let Ok(blob) = postcard::to_allocvec(&PreparedRef { manifest: manifest.into(), refs: &refs, index: &index, tokens: &counts }) {
+            if let Ok(blob) = postcard::to_allocvec(&PreparedRef { source, manifest: manifest.into(), refs: &refs, index: &index, tokens: &counts }) {
                 facts.cache(key, &blob);
             }
         }
@@ -1141,6 +1157,37 @@ mod tests {
         let reused = crate::api::recall(&other, req, r#"{"now_ms": 1700000000000, "corpus_key": "manifest-1:1"}"#, &facts, &audit).unwrap();
         assert_eq!(reused, crate::api::recall(&other, req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap());
         assert_ne!(reused, changed);
+    }
+
+    /// A host that vouches for its corpus key sends no manifest: the corpus prepared under
+    /// the key answers byte-identically; with nothing prepared under it the engine asks
+    /// for the manifest (`corpus_not_prepared`, 409) and audits nothing; and a corpus key
+    /// reused for another manifest that is sent is never answered from the first.
+    #[test]
+    fn a_recall_without_the_manifest_answers_from_the_prepared_corpus_or_asks_for_it() {
+        let (m, facts) = agent();
+        let req = r#"{"intent": "deploy to production after review", "max_chunks": 2}"#;
+        let ctx = r#"{"now_ms": 1700000000000, "corpus_key": "manifest-7:3"}"#;
+        let audit = Records(Default::default());
+        let e = crate::api::recall("", req, ctx, &facts, &audit).unwrap_err();
+        assert_eq!((e.code(), e.status()), ("corpus_not_prepared", 409));
+        assert!(e.to_string().contains("with the manifest"), "{e}");
+        let e = crate::api::recall("", req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap_err();
+        assert_eq!(e.code(), "corpus_not_prepared", "no corpus key: nothing can be prepared under it");
+        assert!(audit.0.borrow().is_empty(), "a recall that was not answered is not audited");
+        let full = crate::api::recall(&m, req, ctx, &facts, &audit).unwrap();
+        let bare = crate::api::recall("", req, ctx, &facts, &audit).unwrap();
+        assert_eq!(bare, full);
+        assert_eq!(audit.0.borrow().len(), 2);
+        // Another manifest sent under the same key is prepared afresh, and the key then
+        // names it (what it promised).
+        let mut other: serde_json::Value = serde_json::from_str(&m).unwrap();
+        other["entries"].as_array_mut().unwrap().remove(0);
+        let other = other.to_string();
+        let own = crate::api::recall(&other, req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap();
+        assert_ne!(own, full);
+        assert_eq!(crate::api::recall(&other, req, ctx, &facts, &audit).unwrap(), own);
+        assert_eq!(crate::api::recall("", req, ctx, &facts, &audit).unwrap(), own);
     }
 
     /// Counts the reads of a split index's segments.

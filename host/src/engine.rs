@@ -545,6 +545,20 @@ impl Runtime {
         Ok(self.call_sized(manifest.len(), st, |l, s| l.lid_engine_engine().call_recall(s, manifest, request, context))?.map_err(Into::into))
     }
 
+    /// [`Runtime::recall`] of a corpus the host has seen prepared under the context's
+    /// `corpus_key` (whose promise is that it names this manifest and these facts): the
+    /// manifest is not sent, so a large one is neither copied into the guest nor
+    /// fingerprinted there. If nothing is prepared under the key after all (the engine
+    /// answers `corpus_not_prepared` before it ranks or audits anything), the recall is
+    /// made again with the manifest ([`Runtime::recall_preparing`]), which prepares it.
+    pub fn recall_prepared(&self, st: &Storage, manifest: &str, request: &str, context: &str) -> Result<Result<String, EngineFailure>> {
+        let r = self.call_sized(manifest.len(), st, |l, s| l.lid_engine_engine().call_recall(s, "", request, context))?;
+        match r {
+            Err(e) if e.code == "corpus_not_prepared" => self.recall_preparing(st, manifest, request, context),
+            r => Ok(r.map_err(Into::into)),
+        }
+    }
+
     /// [`Runtime::recall`] for a corpus that may not be prepared yet (a service's first
     /// recall of an agent's snapshot): it may build and cache the corpus's index, so
     /// with pooling it runs on the general slots (or the large-call pool), never on the

@@ -254,9 +254,10 @@ impl Service {
         let ctx = self.context(heartbeat_id, None, &s);
         let st = Storage { facts: s.facts.clone(), audit };
         // The first recall of a snapshot may build its corpus's index: not on the recall
-        // slots, which then stay small (see `Runtime::recall_preparing`).
+        // slots, which then stay small (see `Runtime::recall_preparing`). Later ones send
+        // no manifest: the corpus key names it (`Runtime::recall_prepared`).
         if s.facts.prepared() {
-            return engine(self.rt.recall(&st, &s.manifest_json, body, &ctx));
+            return engine(self.rt.recall_prepared(&st, &s.manifest_json, body, &ctx));
         }
         let r = engine(self.rt.recall_preparing(&st, &s.manifest_json, body, &ctx));
         if r.is_ok() {

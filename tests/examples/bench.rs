@@ -78,13 +78,18 @@ fn bench_recall(rt: &Runtime, label: &str, dir: &Path, intent: &str, iters: usiz
     let native = lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
     let component = rt.recall(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
     anyhow::ensure!(native == component, "native and component recall differ for {label}");
+    // Prepared now, the corpus is recalled as `lid serve` recalls it: the corpus key names
+    // the manifest, which is not sent (`Runtime::recall_prepared`), natively too.
+    let prepared = lid_core::api::recall("", &req, CTX, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
+    anyhow::ensure!(prepared == native, "a recall without the manifest differs for {label}");
     let (n50, n95) = time(iters, || {
-        let _ = lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit);
+        let _ = lid_core::api::recall("", &req, CTX, &facts, &lid_core::store::NoAudit);
     });
     // cached recalls on a pool whose slots have served only cached recalls (see `serving_pool`)
     let serving = serving_pool()?;
+    anyhow::ensure!(serving.recall_prepared(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))? == native, "recall_prepared differs for {label}");
     let (c50, c95) = time(iters, || {
-        let _ = serving.recall(&st, &a.manifest_json, &req, CTX);
+        let _ = serving.recall_prepared(&st, &a.manifest_json, &req, CTX);
     });
     let uncached = Storage { facts: Arc::new(Uncached(a.facts.clone())), audit: Arc::new(NoAudit) };
     // Building the index of 10,000 units takes seconds: time the uncached path only below that.
@@ -393,7 +398,8 @@ fn main() -> anyhow::Result<()> {
         let a = agent_dir::load(Path::new(&dir))?;
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
         let req = json!({"intent": profile_intent("this issue cannot proceed until another issue is done")}).to_string();
-        spin("component", || drop(rt.recall(&st, &a.manifest_json, &req, CTX)));
+        rt.recall(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        spin("component", || drop(rt.recall_prepared(&st, &a.manifest_json, &req, CTX)));
         print_resident(&rt);
         return Ok(());
     }
@@ -450,7 +456,8 @@ fn main() -> anyhow::Result<()> {
         // Spin the native recall for `perf record`.
         let (manifest, facts) = lid_tests::native_facts(Path::new(&dir))?;
         let req = json!({"intent": profile_intent("this issue cannot proceed until another issue is done")}).to_string();
-        spin("native", || drop(lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit)));
+        lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
+        spin("native", || drop(lid_core::api::recall("", &req, CTX, &facts, &lid_core::store::NoAudit)));
         return Ok(());
     }
     let iters = if quick { 20 } else { 200 };

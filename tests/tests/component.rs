@@ -460,3 +460,38 @@ fn a_large_manifest_recalls_on_its_own_pool_and_leaves_ordinary_slots_small() {
     assert!(small > 0 && small < 4 << 20, "an ordinary recall's slot resets only its own small footprint: {small} bytes");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `Runtime::recall_prepared` sends no manifest: on a store where nothing is prepared it
+/// makes the call again with the manifest (one audit record, not two), and once the
+/// corpus is prepared it answers from it, byte for byte as a recall with the manifest,
+/// on demand and pooled.
+#[test]
+fn recall_prepared_answers_as_a_full_recall_and_prepares_when_it_must() {
+    let a = demo();
+    let ctx = r#"{"now_ms": 1767225600000, "entropy": "0123456789abcdef0123", "heartbeat_id": "hb-1", "corpus_key": "demo:1"}"#;
+    let req = json!({"intent": "production is broken after the deploy, roll it back", "max_chunks": 2}).to_string();
+    for pooling in [false, true] {
+        let rt = Runtime::new(RuntimeOptions { pooling, warm_slots: Some(0), ..RuntimeOptions::default() }).unwrap();
+        // a fresh copy of the facts: nothing prepared under the key yet
+        let mut copy = MemFacts::default();
+        for k in a.facts.keys().unwrap() {
+            let v = a.facts.get(&k).unwrap().unwrap();
+            copy.insert(k, v);
+        }
+        let facts = Arc::new(copy);
+        let audit = Arc::new(VecAudit::default());
+        let st = Storage { facts: facts.clone(), audit: audit.clone() };
+        let bare = rt.recall(&st, "", &req, ctx).unwrap().unwrap_err();
+        assert_eq!((bare.code.as_str(), bare.status), ("corpus_not_prepared", 409), "pooling {pooling}");
+        let first = rt.recall_prepared(&st, &a.manifest_json, &req, ctx).unwrap().unwrap();
+        assert_eq!(audit.0.lock().unwrap().len(), 1, "the retry is the one recall audited");
+        let again = rt.recall_prepared(&st, &a.manifest_json, &req, ctx).unwrap().unwrap();
+        let full = rt.recall(&st, &a.manifest_json, &req, ctx).unwrap().unwrap();
+        let plain = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
+        assert_eq!(first, again);
+        assert_eq!(first, full);
+        // (without a corpus key nothing is prepared; the same units come back)
+        assert_eq!(serde_json::from_str::<Value>(&first).unwrap()["chunks"], serde_json::from_str::<Value>(&plain).unwrap()["chunks"]);
+        assert_eq!(audit.0.lock().unwrap().len(), 4);
+    }
+}
