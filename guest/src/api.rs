@@ -113,8 +113,8 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
     // told to send the manifest when nothing is prepared under it.
     let key = if is_pack(manifest) { None } else { crate::recall::prepared_key(ctx.corpus_key.as_deref()) };
     if let Some(key) = key.as_deref() {
-        if let Some((m, p)) = crate::recall::cached_prepared(facts, key, Some(req.intent.trim()), manifest) {
-            if let Some(c) = crate::recall::Corpus::from_prepared(&m, p, facts) {
+        if let Some((m, entries, p)) = crate::recall::cached_prepared(facts, key, Some(req.intent.trim()), manifest) {
+            if let Some(c) = crate::recall::Corpus::from_prepared(&m, entries, p, facts) {
                 return run(&c);
             }
         }

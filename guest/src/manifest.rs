@@ -77,86 +77,158 @@ pub struct Manifest {
 /// form skips empty optional fields, which a positional format cannot). What only the
 /// index build, the boot stub or validation read (descriptions, load triggers,
 /// `required_by_task_types` — the index carries them — token estimates, always-applicable)
-/// is left out: a 10,000-entry manifest then decodes with 2 strings an entry instead of
-/// 7. The manifest made back from it ([`Manifest::from`]) has those fields empty, so it
-/// serves recall only. Conversions name every field, so a field added to [`Manifest`] or
-/// [`Entry`] fails to compile here until it is carried or left out on purpose.
+/// is left out, and the entries are one flat [`EntryTable`]: a 1,000-entry manifest then
+/// decodes with a handful of allocations instead of 2 strings an entry. Conversions name
+/// every field, so a field added to [`Manifest`] or [`Entry`] fails to compile here
+/// until it is carried or left out on purpose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Wire {
     agent_id: String,
     deployment: String,
     agent_role: String,
     manifest_version: String,
-    entries: Vec<WireEntry>,
+    entries: EntryTable,
     published_at: Option<String>,
     heartbeat_contract: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct WireEntry {
-    name: String,
-    guarantee_load: bool,
-    fact_uri: Option<String>,
-    path: Option<String>,
-    force_position: Option<String>,
 }
 
 impl From<&Manifest> for Wire {
     fn from(m: &Manifest) -> Wire {
         let Manifest { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract } = m;
-        let entries = entries
-            .iter()
-            .map(|e| {
-                let Entry {
-                    name,
-                    guarantee_load,
-                    fact_uri,
-                    path,
-                    force_position,
-                    // Read by the index build, the stub and validation only.
-                    description: _,
-                    required_by_task_types: _,
-                    load_triggers: _,
-                    token_estimate: _,
-                    always_applicable: _,
-                } = e;
-                WireEntry { name: name.clone(), guarantee_load: *guarantee_load, fact_uri: fact_uri.clone(), path: path.clone(), force_position: force_position.clone() }
-            })
-            .collect();
         Wire {
             agent_id: agent_id.clone(),
             deployment: deployment.clone(),
             agent_role: agent_role.clone(),
             manifest_version: manifest_version.clone(),
-            entries,
+            entries: EntryTable::of(entries),
             published_at: published_at.clone(),
             heartbeat_contract: heartbeat_contract.clone(),
         }
     }
 }
 
-impl From<Wire> for Manifest {
-    fn from(w: Wire) -> Manifest {
-        let Wire { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract } = w;
-        let entries = entries
-            .into_iter()
-            .map(|e| {
-                let WireEntry { name, guarantee_load, fact_uri, path, force_position } = e;
-                Entry {
-                    name,
-                    description: String::new(),
-                    required_by_task_types: Vec::new(),
-                    guarantee_load,
-                    load_triggers: LoadTriggers::default(),
-                    fact_uri,
-                    path,
-                    token_estimate: None,
-                    force_position,
-                    always_applicable: false,
+impl Wire {
+    /// The manifest (its identity; no entries: a recall reads those from the table) and
+    /// its entry table.
+    pub fn split(self) -> (Manifest, EntryTable) {
+        let Wire { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract } = self;
+        (Manifest { agent_id, deployment, agent_role, manifest_version, entries: Vec::new(), published_at, heartbeat_contract }, entries)
+    }
+}
+
+/// A prepared corpus's manifest entries as flat tables: per entry its name, fact URI,
+/// path and `force_position` (string `4d + k` of `texts`, `k` in that order) and a flag
+/// byte; what recall reads of an [`Entry`] ([`Wire`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EntryTable {
+    /// Per entry: [`GUARANTEED`](Self::GUARANTEED) and which optional strings it has.
+    #[serde(with = "crate::rank::index::flat")]
+    flags: Vec<u8>,
+    texts: String,
+    #[serde(with = "crate::rank::index::flat")]
+    starts: Vec<u32>,
+}
+
+impl EntryTable {
+    const GUARANTEED: u8 = 1;
+    /// Flag bit of optional string `k` (1: fact URI, 2: path, 3: force position).
+    const fn has(k: usize) -> u8 {
+        1 << k
+    }
+
+    /// The table of `entries`, in order.
+    pub fn of(entries: &[Entry]) -> EntryTable {
+        let mut t = EntryTable { flags: Vec::with_capacity(entries.len()), texts: String::new(), starts: Vec::with_capacity(4 * entries.len() + 1) };
+        t.starts.push(0);
+        for e in entries {
+            let Entry {
+                name,
+                guarantee_load,
+                fact_uri,
+                path,
+                force_position,
+                // Read by the index build, the stub and validation only.
+                description: _,
+                required_by_task_types: _,
+                load_triggers: _,
+                token_estimate: _,
+                always_applicable: _,
+            } = e;
+            let mut flags = if *guarantee_load { Self::GUARANTEED } else { 0 };
+            for (k, text) in [Some(name), fact_uri.as_ref(), path.as_ref(), force_position.as_ref()].into_iter().enumerate() {
+                if let Some(text) = text {
+                    t.texts.push_str(text);
+                    if k > 0 {
+                        flags |= Self::has(k);
+                    }
                 }
-            })
-            .collect();
-        Manifest { agent_id, deployment, agent_role, manifest_version, entries, published_at, heartbeat_contract }
+                t.starts.push(t.texts.len() as u32);
+            }
+            t.flags.push(flags);
+        }
+        t
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.flags.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flags.is_empty()
+    }
+
+    /// Whether the tables agree with each other: four strings an entry, ascending, on
+    /// character boundaries, ending with the text (a decoded blob is checked once).
+    pub fn consistent(&self) -> bool {
+        self.starts.len() == 4 * self.len() + 1
+            && self.starts.first() == Some(&0)
+            && self.starts.last().is_some_and(|&e| e as usize == self.texts.len())
+            && self.starts.windows(2).all(|w| w[0] <= w[1] && self.texts.is_char_boundary(w[0] as usize))
+    }
+
+    fn text(&self, d: usize, k: usize) -> Option<&str> {
+        self.texts.get(crate::rank::index::span(&self.starts, d.checked_mul(4)?.checked_add(k)?)?)
+    }
+
+    fn optional(&self, d: usize, k: usize) -> Option<&str> {
+        if self.flags.get(d)? & Self::has(k) == 0 {
+            return None;
+        }
+        self.text(d, k)
+    }
+
+    /// Entry `d`'s name ("" when out of range).
+    pub fn name(&self, d: usize) -> &str {
+        self.text(d, 0).unwrap_or("")
+    }
+
+    pub fn guaranteed(&self, d: usize) -> bool {
+        self.flags.get(d).is_some_and(|f| f & Self::GUARANTEED != 0)
+    }
+
+    pub fn fact_uri(&self, d: usize) -> Option<&str> {
+        self.optional(d, 1)
+    }
+
+    pub fn path(&self, d: usize) -> Option<&str> {
+        self.optional(d, 2)
+    }
+
+    pub fn force_position(&self, d: usize) -> Option<&str> {
+        self.optional(d, 3)
+    }
+
+    /// Entry `d` as a manifest entry (the fields recall reads; the rest empty).
+    pub fn entry(&self, d: usize) -> Option<Entry> {
+        (d < self.len()).then(|| Entry {
+            name: self.name(d).to_string(),
+            guarantee_load: self.guaranteed(d),
+            fact_uri: self.fact_uri(d).map(str::to_string),
+            path: self.path(d).map(str::to_string),
+            force_position: self.force_position(d).map(str::to_string),
+            ..Entry::default()
+        })
     }
 }
 
@@ -556,6 +628,49 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A prepared corpus's entry table keeps, through postcard, every field recall reads
+    /// of every entry (absent optional fields stay absent, empty ones empty), and a table
+    /// whose parts disagree is refused.
+    #[test]
+    fn entry_tables_keep_what_recall_reads_and_refuse_inconsistent_tables() {
+        let e = |name: &str, g: bool, uri: Option<&str>, path: Option<&str>, pos: Option<&str>| Entry {
+            name: name.into(),
+            guarantee_load: g,
+            fact_uri: uri.map(Into::into),
+            path: path.map(Into::into),
+            force_position: pos.map(Into::into),
+            ..Entry::default()
+        };
+        let entries = vec![
+            e("deploy-rules", true, Some("instruction:acme/eng/deploy-rules/v2"), None, Some("prepend")),
+            e("vier-ü", false, None, Some("units/vier-ü.md"), None),
+            e("empty-bits", false, Some(""), Some(""), None),
+            e("both", true, Some("instruction:acme/eng/both/v1"), Some("units/both.md"), Some("append")),
+        ];
+        let t: EntryTable = postcard::from_bytes(&postcard::to_allocvec(&EntryTable::of(&entries)).unwrap()).unwrap();
+        assert!(t.consistent());
+        assert_eq!(t.len(), entries.len());
+        for (d, want) in entries.iter().enumerate() {
+            assert_eq!(t.entry(d).as_ref(), Some(want), "entry {d}");
+            assert_eq!((t.name(d), t.guaranteed(d)), (want.name.as_str(), want.guarantee_load));
+        }
+        assert_eq!(t.entry(entries.len()), None);
+        assert_eq!(t.name(entries.len()), "");
+        let mut bad = t.clone();
+        bad.starts.pop();
+        assert!(!bad.consistent(), "four strings an entry");
+        let mut bad = t.clone();
+        bad.starts.swap(1, 2);
+        assert!(!bad.consistent(), "starts ascend");
+        let mut bad = t.clone();
+        bad.texts.push('x');
+        assert!(!bad.consistent(), "the last start ends the text");
+        let mut bad = t;
+        let at = bad.texts.find('ü').unwrap() as u32 + 1;
+        bad.starts[5] = at;
+        assert!(!bad.consistent(), "strings start on character boundaries");
+    }
 
     fn entry(name: &str) -> serde_json::Value {
         serde_json::json!({

@@ -327,18 +327,20 @@ struct PreparedRef<'a> {
 
 /// The prepared corpus cached under `key` ([`prepared_key`]), if any, and if it was
 /// prepared from `manifest_json` (any manifest when that is empty: the host vouches for
-/// its corpus key alone, and sends no manifest): its manifest (so the manifest JSON need
-/// not be parsed at all) and its tables, for [`Corpus::from_prepared`].
+/// its corpus key alone, and sends no manifest): its manifest's identity and entries (so
+/// the manifest JSON need not be parsed at all) and its tables, for
+/// [`Corpus::from_prepared`].
 ///
 /// A split index gets the segments `intent` reaches (every one without an intent).
-pub fn cached_prepared(facts: &dyn Facts, key: &str, intent: Option<&str>, manifest_json: &str) -> Option<(Manifest, Prepared)> {
+pub fn cached_prepared(facts: &dyn Facts, key: &str, intent: Option<&str>, manifest_json: &str) -> Option<(Manifest, crate::manifest::EntryTable, Prepared)> {
     let blob = facts.cached(key)?;
     let (source, rest): (Source, &[u8]) = postcard::take_from_bytes(&blob).ok()?;
     if !manifest_json.is_empty() && source != Source::of(manifest_json) {
         return None;
     }
     let mut b: PreparedBlob = postcard::from_bytes(rest).ok()?;
-    b.tables.load(facts, key, intent).then_some((Manifest::from(b.manifest), b.tables))
+    let (manifest, entries) = b.manifest.split();
+    b.tables.load(facts, key, intent).then_some((manifest, entries, b.tables))
 }
 
 impl Prepared {
@@ -481,6 +483,8 @@ pub struct Corpus<'m> {
     /// A pack opened from its precomputed index: its entries are not materialised in
     /// `manifest.entries` (empty); names come from the index, titles and paths from here.
     pack: Option<crate::knowledge::PackTable>,
+    /// A prepared agent corpus: its entries (`manifest.entries` is empty).
+    entries: Option<crate::manifest::EntryTable>,
 }
 
 impl<'m> Corpus<'m> {
@@ -538,7 +542,7 @@ impl<'m> Corpus<'m> {
             }
         }
         let units = units.into_iter().map(|u| std::cell::OnceCell::from(u.map(Box::new))).collect();
-        Corpus { manifest, units, lazy: None, refs: RefTable::default(), ranker, ranked_entries, tokens, pack: None }
+        Corpus { manifest, units, lazy: None, refs: RefTable::default(), ranker, ranked_entries, tokens, pack: None, entries: None }
     }
 
     /// A corpus over a precomputed index whose units are `manifest.entries` in order,
@@ -561,14 +565,15 @@ impl<'m> Corpus<'m> {
         }
         let tokens = counts.into_iter().map(std::cell::OnceCell::from).collect();
         let units = (0..n).map(|_| std::cell::OnceCell::new()).collect();
-        Some(Corpus { manifest, units, lazy: Some(facts), refs: RefTable::default(), ranker, ranked_entries: (0..n).collect(), tokens, pack })
+        Some(Corpus { manifest, units, lazy: Some(facts), refs: RefTable::default(), ranker, ranked_entries: (0..n).collect(), tokens, pack, entries: None })
     }
 
-    /// Number of entries (of the manifest, or of the pack).
+    /// Number of entries (of the manifest, of the pack, or of the prepared entry table).
     pub fn len(&self) -> usize {
-        match &self.pack {
-            Some(t) => t.len(),
-            None => self.manifest.entries.len(),
+        match (&self.pack, &self.entries) {
+            (Some(t), _) => t.len(),
+            (None, Some(e)) => e.len(),
+            (None, None) => self.manifest.entries.len(),
         }
     }
 
@@ -579,15 +584,28 @@ impl<'m> Corpus<'m> {
 
     /// The name of entry `i` ("" for none).
     pub fn name(&self, i: usize) -> &str {
-        match &self.pack {
-            Some(_) => self.ranker.index().name(i),
-            None => self.manifest.entries.get(i).map_or("", |e| e.name.as_str()),
+        match (&self.pack, &self.entries) {
+            (Some(_), _) => self.ranker.index().name(i),
+            (None, Some(e)) => e.name(i),
+            (None, None) => self.manifest.entries.get(i).map_or("", |e| e.name.as_str()),
         }
     }
 
-    /// Entry `i`: the manifest's, or made from the pack's tables.
+    /// Entry `i`: the manifest's, or made from the pack's or the prepared entry tables.
     pub fn entry(&self, i: usize) -> Option<std::borrow::Cow<'_, crate::manifest::Entry>> {
-        crate::knowledge::entry(self.manifest, self.pack.as_ref(), &self.ranker, i)
+        match &self.entries {
+            Some(e) => e.entry(i).map(std::borrow::Cow::Owned),
+            None => crate::knowledge::entry(self.manifest, self.pack.as_ref(), &self.ranker, i),
+        }
+    }
+
+    /// Entry `i`'s `fact_uri`, `path` and `force_position` (a pack's units have paths only).
+    fn refs_of(&self, i: usize) -> (Option<&str>, Option<&str>, Option<&str>) {
+        match (&self.pack, &self.entries) {
+            (Some(t), _) => (None, t.path(i), None),
+            (None, Some(e)) => (e.fact_uri(i), e.path(i), e.force_position(i)),
+            (None, None) => self.manifest.entries.get(i).map_or((None, None, None), |e| (e.fact_uri.as_deref(), e.path.as_deref(), e.force_position.as_deref())),
+        }
     }
 
     /// The first entry named `name`.
@@ -597,7 +615,11 @@ impl<'m> Corpus<'m> {
 
     /// Whether entry `i` is guaranteed (§21.3.3 rule 2; a pack's units never are).
     fn guaranteed(&self, i: usize) -> bool {
-        self.pack.is_none() && self.manifest.entries.get(i).is_some_and(|e| e.guarantee_load)
+        match (&self.pack, &self.entries) {
+            (Some(_), _) => false,
+            (None, Some(e)) => e.guaranteed(i),
+            (None, None) => self.manifest.entries.get(i).is_some_and(|e| e.guarantee_load),
+        }
     }
 
     /// Open an agent corpus, every entry resolved, and cache its prepared form under
@@ -636,13 +658,13 @@ impl<'m> Corpus<'m> {
     /// A corpus over a prepared corpus's tables ([`cached_prepared`]); `None` when they
     /// do not fit these entries. (That they were prepared from this very manifest is
     /// the key's doing: [`prepared_key`] fingerprints the manifest JSON.)
-    pub fn from_prepared(manifest: &'m Manifest, p: Prepared, facts: &'m dyn Facts) -> Option<Self> {
-        let n = manifest.entries.len();
-        if p.refs.len() != n || !p.refs.consistent() {
+    pub fn from_prepared(manifest: &'m Manifest, entries: crate::manifest::EntryTable, p: Prepared, facts: &'m dyn Facts) -> Option<Self> {
+        let n = entries.len();
+        if p.refs.len() != n || !p.refs.consistent() || !entries.consistent() {
             return None;
         }
         let ranked_entries: Vec<usize> = (0..n).filter(|&i| p.refs.available(i)).collect();
-        let names: Vec<&str> = ranked_entries.iter().map(|&i| manifest.entries[i].name.as_str()).collect();
+        let names: Vec<&str> = ranked_entries.iter().map(|&i| entries.name(i)).collect();
         if p.tokens.len() != ranked_entries.len() || !p.index.fits(&names) {
             return None;
         }
@@ -651,7 +673,7 @@ impl<'m> Corpus<'m> {
             let _ = tokens[i].set(t);
         }
         let units = (0..n).map(|_| std::cell::OnceCell::new()).collect();
-        Some(Corpus { manifest, units, lazy: Some(facts), refs: p.refs, ranker: Ranker::from_index(p.index), ranked_entries, tokens, pack: None })
+        Some(Corpus { manifest, units, lazy: Some(facts), refs: p.refs, ranker: Ranker::from_index(p.index), ranked_entries, tokens, pack: None, entries: Some(entries) })
     }
 
     /// Whether entry `i` has content to serve (without reading it, when that is known).
@@ -683,10 +705,7 @@ impl<'m> Corpus<'m> {
             fact.version = version.to_string();
             return Some(Resolved { fact, source: if stigmem { "stigmem" } else { "fallback_path" } });
         }
-        let path = match &self.pack {
-            Some(t) => t.path(i)?,
-            None => self.manifest.entries.get(i)?.path.as_deref()?,
-        };
+        let path = self.refs_of(i).1?;
         let fact = facts.get(&format!("path:{path}")).ok().flatten()?;
         Some(Resolved { fact, source: "fallback_path" })
     }
@@ -751,10 +770,10 @@ impl<'m> Corpus<'m> {
 
     fn chunk(&self, i: usize, score: f64, selected_by: &str) -> Option<Chunk> {
         let r = self.unit(i)?;
-        let fact_uri = self.manifest.entries.get(i).and_then(|e| e.fact_uri.clone());
+        let fact_uri = self.refs_of(i).0;
         Some(Chunk {
             name: self.name(i).to_string(),
-            fact_uri: if r.source == "stigmem" { r.fact.uri.clone() } else { fact_uri.unwrap_or_default() },
+            fact_uri: if r.source == "stigmem" { r.fact.uri.clone() } else { fact_uri.unwrap_or_default().to_string() },
             content: r.fact.content.clone(),
             tokens: self.tokens_of(i),
             valid_until: r.fact.valid_until.clone(),
@@ -818,7 +837,7 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
     let weights = ctx.weights.unwrap_or_default();
     // The assembly reads at most `max_chunks` ranked units past the hinted and guaranteed
     // ones, and the scores of those: only they are named and sorted.
-    let mut also: Vec<usize> = (0..m.entries.len()).filter(|&i| corpus.guaranteed(i)).collect();
+    let mut also: Vec<usize> = (0..corpus.len()).filter(|&i| corpus.guaranteed(i)).collect();
     also.extend(req.manifest_hint.iter().filter_map(|h| corpus.position(h)));
     let ranked = corpus.rank_top(intent, req.wake_reason.as_deref(), &weights, &ctx.lift_units, max_chunks.saturating_add(also.len()), &also);
     let mut resp = assemble(corpus, &ranked, &req.manifest_hint, max_chunks, budget, req.min_score.unwrap_or(0.0));
@@ -865,7 +884,6 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
 
 /// The §21.3.3 assembly over already-ranked units.
 pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_chunks: usize, budget: u64, min_score: f64) -> RecallResponse {
-    let m = corpus.manifest;
     let score_of = |i: usize| ranked.iter().find(|s| s.index == i).map(|s| s.score).unwrap_or(0.0);
     let mut included = vec![false; corpus.len()];
     let mut missed_hints = Vec::new();
@@ -873,7 +891,7 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
     let mut warnings = Vec::new();
 
     // Guaranteed units are reserved first: they are never dropped (§21.3.3 rule 2).
-    let guaranteed: Vec<usize> = (0..m.entries.len()).filter(|&i| corpus.guaranteed(i)).collect();
+    let guaranteed: Vec<usize> = (0..corpus.len()).filter(|&i| corpus.guaranteed(i)).collect();
     let mut reserved: u64 = 0;
     for &i in &guaranteed {
         if corpus.available(i) {
@@ -942,7 +960,7 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
     let mut tail = Vec::new();
     for &i in &guaranteed {
         if let Some(c) = corpus.chunk(i, score_of(i), "guarantee_load") {
-            if m.entries.get(i).and_then(|e| e.force_position.as_deref()) == Some("prepend") {
+            if corpus.refs_of(i).2 == Some("prepend") {
                 chunks.push(c);
             } else {
                 tail.push(c);

@@ -398,7 +398,8 @@ fn main() -> anyhow::Result<()> {
         let a = agent_dir::load(Path::new(&dir))?;
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
         let req = json!({"intent": profile_intent("this issue cannot proceed until another issue is done")}).to_string();
-        rt.recall(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        // prepared as the service prepares it: on a general slot
+        rt.recall_preparing(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
         spin("component", || drop(rt.recall_prepared(&st, &a.manifest_json, &req, CTX)));
         print_resident(&rt);
         return Ok(());
