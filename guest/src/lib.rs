@@ -11,6 +11,7 @@
 //! exports the engine as a WASI Preview 2 component (`wit/lid.wit`).
 
 pub mod audit;
+pub mod bytes;
 pub mod content;
 pub mod context;
 pub mod coverage;
