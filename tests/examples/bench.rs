@@ -42,9 +42,26 @@ impl FactSource for Uncached {
 }
 use serde_json::json;
 
-/// As the service sends it: the host names the corpus state (`corpus_key`), so agent
-/// recalls use the prepared corpus once it is cached.
-const CTX: &str = r#"{"now_ms": 1767225600000, "entropy": "0123456789abcdef0123", "corpus_key": "bench-manifest:0"}"#;
+/// The context of pack recalls (a pack's index is keyed by its own digest).
+const CTX: &str = r#"{"now_ms": 1767225600000, "entropy": "0123456789abcdef0123"}"#;
+
+/// The context of an agent's recalls, as the service sends it: the host names the state
+/// of the agent's manifest and facts (`corpus_key`), so its recalls use the prepared
+/// corpus once it is cached (on disk too, beside the compiled component). Here the name
+/// is a fingerprint of the manifest and every fact, so no two agents (and no edit of
+/// one) share it.
+fn agent_ctx(a: &agent_dir::AgentDir) -> anyhow::Result<String> {
+    let mut state = a.manifest_json.clone().into_bytes();
+    let mut keys = a.facts.keys().map_err(|e| anyhow::anyhow!(e))?;
+    keys.retain(|k| !k.starts_with(DERIVED_PREFIX));
+    keys.sort();
+    for k in keys {
+        state.extend_from_slice(k.as_bytes());
+        state.extend(a.facts.get(&k).map_err(|e| anyhow::anyhow!(e))?.unwrap_or_default());
+    }
+    let key = format!("bench:{:016x}", lid_core::digest::fingerprint64(&state));
+    Ok(json!({"now_ms": 1767225600000u64, "entropy": "0123456789abcdef0123", "corpus_key": key}).to_string())
+}
 
 fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
     v.sort();
@@ -71,31 +88,33 @@ fn ms(d: Duration) -> String {
 /// vocabulary with a Zipf-like skew), written as an agent directory.
 fn bench_recall(rt: &Runtime, label: &str, dir: &Path, intent: &str, iters: usize) -> anyhow::Result<()> {
     let a = agent_dir::load(dir)?;
+    let ctx = agent_ctx(&a)?;
+    let ctx = ctx.as_str();
     let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
     let (manifest, facts) = lid_tests::native_facts(dir)?;
     let req = json!({"intent": intent, "max_chunks": 3, "token_budget": 2000}).to_string();
     let n = serde_json::from_str::<serde_json::Value>(&manifest)?["entries"].as_array().map_or(0, Vec::len);
-    let native = lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let component = rt.recall(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let native = lid_core::api::recall(&manifest, &req, ctx, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let component = rt.recall(&st, &a.manifest_json, &req, ctx)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
     anyhow::ensure!(native == component, "native and component recall differ for {label}");
     // Prepared now, the corpus is recalled as `lid serve` recalls it: the corpus key names
     // the manifest, which is not sent (`Runtime::recall_prepared`), natively too.
-    let prepared = lid_core::api::recall("", &req, CTX, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let prepared = lid_core::api::recall("", &req, ctx, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
     anyhow::ensure!(prepared == native, "a recall without the manifest differs for {label}");
     let (n50, n95) = time(iters, || {
-        let _ = lid_core::api::recall("", &req, CTX, &facts, &lid_core::store::NoAudit);
+        let _ = lid_core::api::recall("", &req, ctx, &facts, &lid_core::store::NoAudit);
     });
     // cached recalls on a pool whose slots have served only cached recalls (see `serving_pool`)
     let serving = serving_pool()?;
-    anyhow::ensure!(serving.recall_prepared(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))? == native, "recall_prepared differs for {label}");
+    anyhow::ensure!(serving.recall_prepared(&st, &a.manifest_json, &req, ctx)?.map_err(|e| anyhow::anyhow!("{}", e.message))? == native, "recall_prepared differs for {label}");
     let (c50, c95) = time(iters, || {
-        let _ = serving.recall_prepared(&st, &a.manifest_json, &req, CTX);
+        let _ = serving.recall_prepared(&st, &a.manifest_json, &req, ctx);
     });
     let uncached = Storage { facts: Arc::new(Uncached(a.facts.clone())), audit: Arc::new(NoAudit) };
     // Building the index of 10,000 units takes seconds: time the uncached path only below that.
     let u50 = if n < 10_000 {
         time(iters.min(20), || {
-            let _ = rt.recall(&uncached, &a.manifest_json, &req, CTX);
+            let _ = rt.recall(&uncached, &a.manifest_json, &req, ctx);
         })
         .0
     } else {
@@ -396,11 +415,12 @@ fn main() -> anyhow::Result<()> {
         // Spin recall through the component for `LID_PROFILE=perfmap perf record`.
         let rt = profile_runtime()?;
         let a = agent_dir::load(Path::new(&dir))?;
+        let ctx = agent_ctx(&a)?;
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
         let req = json!({"intent": profile_intent("this issue cannot proceed until another issue is done")}).to_string();
         // prepared as the service prepares it: on a general slot
-        rt.recall_preparing(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
-        spin("component", || drop(rt.recall_prepared(&st, &a.manifest_json, &req, CTX)));
+        rt.recall_preparing(&st, &a.manifest_json, &req, &ctx)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        spin("component", || drop(rt.recall_prepared(&st, &a.manifest_json, &req, &ctx)));
         print_resident(&rt);
         return Ok(());
     }
@@ -456,9 +476,10 @@ fn main() -> anyhow::Result<()> {
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-native").nth(1) {
         // Spin the native recall for `perf record`.
         let (manifest, facts) = lid_tests::native_facts(Path::new(&dir))?;
+        let ctx = agent_ctx(&agent_dir::load(Path::new(&dir))?)?;
         let req = json!({"intent": profile_intent("this issue cannot proceed until another issue is done")}).to_string();
-        lid_core::api::recall(&manifest, &req, CTX, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
-        spin("native", || drop(lid_core::api::recall("", &req, CTX, &facts, &lid_core::store::NoAudit)));
+        lid_core::api::recall(&manifest, &req, &ctx, &facts, &lid_core::store::NoAudit).map_err(|e| anyhow::anyhow!("{e}"))?;
+        spin("native", || drop(lid_core::api::recall("", &req, &ctx, &facts, &lid_core::store::NoAudit)));
         return Ok(());
     }
     let iters = if quick { 20 } else { 200 };
@@ -469,6 +490,8 @@ fn main() -> anyhow::Result<()> {
     // Cold start: compiled-cache load, then instantiate + first recall.
     let demo = lid_tests::root().join("examples/demo-agent");
     let a = agent_dir::load(&demo)?;
+    let ctx = agent_ctx(&a)?;
+    let ctx = ctx.as_str();
     let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
     let req = json!({"intent": "production is broken after the deploy"}).to_string();
     for pooling in [false, true] {
@@ -477,18 +500,22 @@ fn main() -> anyhow::Result<()> {
         let t = Instant::now();
         let rt = Runtime::new(opts)?;
         let load = t.elapsed();
+        // The pool serves a prepared corpus as `lid serve` does, without sending the
+        // manifest (the on-demand engine as the CLI does, with it). The corpus was
+        // prepared by the on-demand round.
+        let recall = |rt: &Runtime| if pooling { rt.recall_prepared(&st, &a.manifest_json, &req, ctx) } else { rt.recall(&st, &a.manifest_json, &req, ctx) };
         let t = Instant::now();
-        rt.recall(&st, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        recall(&rt)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
         let first = t.elapsed();
         let (inst50, _) = time(iters, || {
             let _ = rt.call_hot(&st, |_, _| Ok(()));
         });
         let (second50, _) = time(iters, || {
-            let _ = rt.recall(&st, &a.manifest_json, &req, CTX);
+            let _ = recall(&rt);
         });
         let uncached = Storage { facts: Arc::new(Uncached(a.facts.clone())), audit: Arc::new(NoAudit) };
         let t = Instant::now();
-        rt.recall(&uncached, &a.manifest_json, &req, CTX)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        rt.recall(&uncached, &a.manifest_json, &req, ctx)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
         let first_uncached = t.elapsed();
         println!(
             "cold start ({:<9}) runtime from compiled cache {}  instantiate+first recall {} (index cached) / {} (index built)  instantiate alone p50 {}  later recalls p50 {}",
