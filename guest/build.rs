@@ -9,8 +9,8 @@
 //!   `[n, single[256], slots[SLOTS], offsets[n + 1], ranks[n]]` followed by the token
 //!   bytes. Entries are the multi-byte tokens sorted by their bytes; `slots` is an
 //!   open-addressing hash table (linear probing, FNV-1a of the bytes) holding
-//!   `entry index + 1` (0 = empty) below the hash's unused bits (a tag, so that a miss
-//!   reads no entry); `single[b]` is the rank of the one-byte token `b`.
+//!   `entry index + 1` (0 = empty) below `TAG_BITS` more bits of the hash (a tag, so that
+//!   most misses read no entry); `single[b]` is the rank of the one-byte token `b`.
 //!   The hash function is shared with `src/tokens.rs` through `src/tokens_hash.rs`.
 //! * `classes.rs`: the `\p{L}`, `\p{N}` and `\s` ranges of the very `regex-syntax` that
 //!   compiles tiktoken's pattern, so our pre-tokenizer agrees with it codepoint for codepoint.

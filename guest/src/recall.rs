@@ -280,8 +280,8 @@ impl RefTable {
     }
 }
 
-/// A prepared corpus as cached: the fingerprint of the manifest JSON it was prepared
-/// from ([`Source`], read first and alone), then that manifest, then its tables.
+/// A prepared corpus as cached, after its [`Source`] (which [`cached_prepared`] reads
+/// first and alone): the manifest it was prepared from, then its tables.
 #[derive(serde::Deserialize)]
 struct PreparedBlob {
     manifest: crate::manifest::Wire,
@@ -655,9 +655,9 @@ impl<'m> Corpus<'m> {
         Ok(corpus)
     }
 
-    /// A corpus over a prepared corpus's tables ([`cached_prepared`]); `None` when they
-    /// do not fit these entries. (That they were prepared from this very manifest is
-    /// the key's doing: [`prepared_key`] fingerprints the manifest JSON.)
+    /// A corpus over a prepared corpus's entries and tables ([`cached_prepared`]); `None`
+    /// when they do not fit each other. (That they were prepared from the host's manifest
+    /// is the corpus key's promise, and [`Source`]'s check when the manifest is sent.)
     pub fn from_prepared(manifest: &'m Manifest, entries: crate::manifest::EntryTable, p: Prepared, facts: &'m dyn Facts) -> Option<Self> {
         let n = entries.len();
         if p.refs.len() != n || !p.refs.consistent() || !entries.consistent() {

@@ -62,40 +62,6 @@ fn entry(i: usize) -> &'static [u8] {
     TABLE.get(base + lo..base + hi).unwrap_or(&[])
 }
 
-/// `a == b` for token-sized byte strings, compared a word at a time in place (a slice
-/// comparison calls `memcmp`, which wasm's libc runs a byte at a time: 9 % of a count in
-/// the component).
-#[inline]
-fn same(a: &[u8], b: &[u8]) -> bool {
-    fn at<const N: usize>(s: &[u8], i: usize) -> Option<[u8; N]> {
-        s.get(i..i + N).and_then(|w| w.try_into().ok())
-    }
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i + 8 <= n {
-        if at::<8>(a, i).map(u64::from_le_bytes) != at::<8>(b, i).map(u64::from_le_bytes) {
-            return false;
-        }
-        i += 8;
-    }
-    if i + 4 <= n {
-        if at::<4>(a, i).map(u32::from_le_bytes) != at::<4>(b, i).map(u32::from_le_bytes) {
-            return false;
-        }
-        i += 4;
-    }
-    if i + 2 <= n {
-        if at::<2>(a, i).map(u16::from_le_bytes) != at::<2>(b, i).map(u16::from_le_bytes) {
-            return false;
-        }
-        i += 2;
-    }
-    a.get(i) == b.get(i)
-}
-
 /// The rank of the token whose bytes are exactly `bytes`, if cl100k_base has one.
 fn rank(bytes: &[u8]) -> Option<u32> {
     match bytes {
@@ -111,7 +77,7 @@ fn rank(bytes: &[u8]) -> Option<u32> {
                 }
                 if slot & !INDEX_MASK == tag {
                     let i = (slot & INDEX_MASK) as usize;
-                    if i > 0 && same(entry(i - 1), bytes) {
+                    if i > 0 && crate::bytes::equal(entry(i - 1), bytes) {
                         return Some(word(ranks_base() + i - 1));
                     }
                 }
@@ -448,24 +414,6 @@ mod tests {
         let got = encode(text);
         assert_eq!(got, want, "tokens differ for {text:?}");
         assert_eq!(count(text), want.len(), "count differs for {text:?}");
-    }
-
-    /// The word-at-a-time comparison agrees with slice equality at every length and at
-    /// every position a difference can hide in.
-    #[test]
-    fn same_agrees_with_slice_equality() {
-        let base: Vec<u8> = (0..40u8).map(|b| b.wrapping_mul(37)).collect();
-        for n in 0..base.len() {
-            let a = &base[..n];
-            assert!(super::same(a, a));
-            assert!(!super::same(a, &base[..n + 1]), "lengths differ at {n}");
-            for k in 0..n {
-                let mut b = a.to_vec();
-                b[k] ^= 0x80;
-                assert_eq!(super::same(a, &b), a == b.as_slice(), "length {n}, byte {k}");
-                assert!(!super::same(a, &b));
-            }
-        }
     }
 
     #[test]

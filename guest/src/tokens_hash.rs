@@ -2,9 +2,9 @@
 //! which lays the table out, and `tokens`, which probes it.
 //!
 //! A slot holds `entry index + 1` in its low [`INDEX_BITS`] bits (0 = empty) and, above
-//! them, the hash bits the slot's position does not use (its tag): a probe compares a
-//! token's bytes only when the tags agree, so a lookup that misses (most of the pair
-//! lookups of a byte-pair merge) reads no entry at all.
+//! them, [`TAG_BITS`] of the hash bits the slot's position does not use (its tag): a
+//! probe compares a token's bytes only when the tags agree, so most lookups that miss
+//! (most of the pair lookups of a byte-pair merge) read no entry at all.
 
 /// Slots of the open-addressing table: a power of two, ~2.6× the 99,998 multi-byte tokens.
 pub const SLOTS: usize = 1 << 18;

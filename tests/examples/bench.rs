@@ -424,22 +424,19 @@ fn main() -> anyhow::Result<()> {
         print_resident(&rt);
         return Ok(());
     }
-    if std::env::args().any(|a| a == "--profile-native-tokens") {
-        // The same counts natively.
+    if let Some(mode) = std::env::args().find(|a| a == "--profile-tokens" || a == "--profile-native-tokens") {
+        // Count the token-counting corpus through the component (or natively), over and over.
         let text = corpus();
         println!("{:.2} MB of text", text.len() as f64 / (1 << 20) as f64);
-        spin("native token count", || {
-            std::hint::black_box(lid_core::tokens::count(&text));
-        });
-        return Ok(());
-    }
-    if std::env::args().any(|a| a == "--profile-tokens") {
-        // Count the token-counting corpus through the component, over and over.
-        let rt = profile_runtime()?;
-        let text = corpus();
-        let empty = Storage { facts: Arc::new(agent_dir::MemFacts::default()), audit: Arc::new(NoAudit) };
-        println!("{:.2} MB of text", text.len() as f64 / (1 << 20) as f64);
-        spin("token count", || drop(rt.count_tokens(&empty, &text)));
+        if mode == "--profile-native-tokens" {
+            spin("native token count", || {
+                std::hint::black_box(lid_core::tokens::count(&text));
+            });
+        } else {
+            let rt = profile_runtime()?;
+            let empty = Storage { facts: Arc::new(agent_dir::MemFacts::default()), audit: Arc::new(NoAudit) };
+            spin("token count", || drop(rt.count_tokens(&empty, &text)));
+        }
         return Ok(());
     }
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-pack").nth(1) {
