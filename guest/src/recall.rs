@@ -312,6 +312,9 @@ pub struct Prepared {
     index: crate::rank::index::Index,
     #[serde(with = "crate::rank::index::flat")]
     tokens: Vec<u32>,
+    /// The intent read to load a split index's segments, for ranking to read again.
+    #[serde(skip)]
+    query: crate::rank::QueryMemo,
 }
 
 /// What [`PreparedBlob`] reads (postcard is positional: the same bytes).
@@ -346,9 +349,9 @@ pub fn cached_prepared(facts: &dyn Facts, key: &str, intent: Option<&str>, manif
 impl Prepared {
     /// Install the segments of a split index ([`load_segments`]).
     fn load(&mut self, facts: &dyn Facts, key: &str, intent: Option<&str>) -> bool {
-        let mut r = Ranker::from_index(std::mem::take(&mut self.index));
+        let mut r = Ranker::from_parts(std::mem::take(&mut self.index), std::mem::take(&mut self.query));
         let ok = load_segments(facts, key, &mut r, intent);
-        self.index = r.into_index();
+        (self.index, self.query) = r.into_parts();
         ok
     }
 }
@@ -673,7 +676,7 @@ impl<'m> Corpus<'m> {
             let _ = tokens[i].set(t);
         }
         let units = (0..n).map(|_| std::cell::OnceCell::new()).collect();
-        Some(Corpus { manifest, units, lazy: Some(facts), refs: p.refs, ranker: Ranker::from_index(p.index), ranked_entries, tokens, pack: None, entries: Some(entries) })
+        Some(Corpus { manifest, units, lazy: Some(facts), refs: p.refs, ranker: Ranker::from_parts(p.index, p.query), ranked_entries, tokens, pack: None, entries: Some(entries) })
     }
 
     /// Whether entry `i` has content to serve (without reading it, when that is known).

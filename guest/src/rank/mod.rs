@@ -138,6 +138,47 @@ pub struct Ranker {
     index: Index,
     #[serde(default)]
     params: Params,
+    /// The last intent read ([`Ranker::query`]): a split index reads it to fetch its
+    /// postings ([`Ranker::terms_for`]), then ranking reads it again.
+    #[serde(skip)]
+    last: QueryMemo,
+}
+
+/// An intent read against an index's head: its words, the vocabulary terms each reaches
+/// with their match strength, and its phrase pairs. Reading it (fuzzy spelling matches
+/// above all) is a good part of a recall's work, so it is done once per intent.
+struct Query {
+    intent: String,
+    words: Vec<QWord>,
+    /// Parallel to `words`: the word's own term, when the vocabulary has it.
+    exact: Vec<Option<u32>>,
+    /// Parallel to `words`: every term the word matches, with its strength.
+    terms: Vec<Vec<(u32, f32)>>,
+    /// Consecutive content words, as the terms of their stems.
+    pairs: Vec<(Option<u32>, Option<u32>)>,
+}
+
+/// [`Ranker`]'s one-intent memo of its last [`Query`]: never compared, cloned empty.
+/// ([`Ranker::into_parts`] hands it on with the index.)
+#[derive(Default)]
+pub struct QueryMemo(std::sync::Mutex<Option<std::sync::Arc<Query>>>);
+
+impl Clone for QueryMemo {
+    fn clone(&self) -> Self {
+        QueryMemo::default()
+    }
+}
+
+impl PartialEq for QueryMemo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for QueryMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QueryMemo")
+    }
 }
 
 /// One distinct content word of an intent.
@@ -191,12 +232,14 @@ fn idf(n: f64, df: f64) -> f64 {
 
 impl Ranker {
     pub fn build(units: &[UnitDoc<'_>]) -> Ranker {
-        Ranker { index: Index::build(units), params: Params::default() }
+        Ranker { index: Index::build(units), params: Params::default(), last: QueryMemo::default() }
     }
 
     /// The same ranker with other scorer constants (for tuning).
     pub fn with_params(mut self, params: Params) -> Ranker {
         self.params = params;
+        // (a query's match strengths follow the parameters)
+        self.last = QueryMemo::default();
         self
     }
 
@@ -215,9 +258,43 @@ impl Ranker {
         self.index.install(segs)
     }
 
+    /// `intent` read against the index ([`Query`]), or the last intent's reading again.
+    fn query(&self, intent: &str) -> std::sync::Arc<Query> {
+        let mut last = self.last.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(q) = last.as_ref().filter(|q| q.intent == intent) {
+            return q.clone();
+        }
+        let words = self.query_words(intent);
+        let mut counts = Vec::new();
+        let exact = words.iter().map(|q| self.index.term_id(&q.stem)).collect();
+        let terms = words
+            .iter()
+            .map(|q| {
+                let mut t = Vec::new();
+                self.word_terms(q, &mut counts, |id, f| t.push((id, f)));
+                t
+            })
+            .collect();
+        let pairs = self.query_pairs(intent).iter().map(|(a, b)| (self.index.term_id(a), self.index.term_id(b))).collect();
+        let q = std::sync::Arc::new(Query { intent: intent.to_string(), words, exact, terms, pairs });
+        *last = Some(q.clone());
+        q
+    }
+
+    /// The index and the memo of the last intent read, given back ([`Ranker::from_parts`]).
+    pub fn into_parts(self) -> (Index, QueryMemo) {
+        (self.index, self.last)
+    }
+
+    /// A ranker over `index` that remembers the intent `last` read (the memo of a
+    /// ranker over the same index head, from [`Ranker::into_parts`]).
+    pub fn from_parts(index: Index, last: QueryMemo) -> Ranker {
+        Ranker { index, params: Params::default(), last }
+    }
+
     /// Rebuild a ranker from precomputed statistics.
     pub fn from_index(index: Index) -> Ranker {
-        Ranker { index, params: Params::default() }
+        Ranker { index, params: Params::default(), last: QueryMemo::default() }
     }
 
     fn query_words(&self, intent: &str) -> Vec<QWord> {
@@ -288,13 +365,13 @@ impl Ranker {
         let n = ix.n_docs as usize;
         let nf = n as f64;
         let (wl, ws, wg) = weights.sanitized();
-        let qwords = self.query_words(intent);
+        let query = self.query(intent);
+        let qwords = &query.words;
 
         // lexical: normalised BM25F
         let mut lex = vec![0f64; n];
         let mut lex_norm = 0f64;
-        for q in &qwords {
-            let id = ix.term_id(&q.stem);
+        for (q, &id) in qwords.iter().zip(&query.exact) {
             let df = id.map(|i| ix.df(i)).unwrap_or(0) as f64;
             let w = idf(nf, df) * (q.count as f64).sqrt() * q.spec * q.weight;
             lex_norm += w;
@@ -313,8 +390,8 @@ impl Ranker {
         if p.phrase > 0.0 {
             let mut seen: Vec<(u32, u32)> = Vec::new();
             let mut posts: Vec<index::Posting> = Vec::new();
-            for (a, b) in self.query_pairs(intent) {
-                let (Some(x), Some(y)) = (ix.term_id(&a), ix.term_id(&b)) else { continue };
+            for &(a, b) in &query.pairs {
+                let (Some(x), Some(y)) = (a, b) else { continue };
                 let pair = (x.min(y), x.max(y));
                 if seen.contains(&pair) {
                     continue;
@@ -350,14 +427,19 @@ impl Ranker {
         let mut sem = vec![0f64; n];
         let mut sem_norm = 0f64;
         let mut m = vec![0f32; n];
-        let mut counts: Vec<u16> = Vec::new();
-        for q in &qwords {
-            self.word_matches(q, &mut counts, &mut m);
-            let soft_df: f64 = m.iter().map(|&x| x as f64).sum();
+        let mut touched: Vec<u32> = Vec::new();
+        for (q, terms) in qwords.iter().zip(&query.terms) {
+            // only the units the word reached, in unit order: the sum and the additions
+            // of a pass over every unit, without its zeros
+            self.word_matches(terms, &mut m, &mut touched);
+            let soft_df: f64 = touched.iter().fold(0.0, |s, &d| s + m[d as usize] as f64);
             let u = idf(nf, soft_df) * (q.count as f64).sqrt() * q.spec * q.weight;
             sem_norm += u;
-            for (d, &x) in m.iter().enumerate() {
-                sem[d] += u * x as f64;
+            for &d in &touched {
+                let x = std::mem::take(&mut m[d as usize]);
+                if let Some(v) = sem.get_mut(d as usize) {
+                    *v += u * x as f64;
+                }
             }
         }
         if sem_norm > 0.0 {
@@ -426,16 +508,24 @@ impl Ranker {
 
     /// Per unit, how well one intent word is matched (0..1): exact stem,
     /// near spelling or shared concept, whichever is strongest.
-    fn word_matches(&self, q: &QWord, counts: &mut Vec<u16>, m: &mut [f32]) {
+    ///
+    /// `m` is all zeros on entry; the units given a strength above zero are listed in
+    /// `touched`, ascending (the caller zeroes them again).
+    fn word_matches(&self, terms: &[(u32, f32)], m: &mut [f32], touched: &mut Vec<u32>) {
         let ix = &self.index;
-        m.iter_mut().for_each(|x| *x = 0.0);
-        self.word_terms(q, counts, |t, f| {
+        touched.clear();
+        for &(t, f) in terms {
             for post in ix.postings(t) {
                 if let Some(slot) = m.get_mut(post.doc as usize) {
-                    *slot = max32(*slot, f * sat(post.w));
+                    let v = max32(*slot, f * sat(post.w));
+                    if *slot == 0.0 && v > 0.0 {
+                        touched.push(post.doc);
+                    }
+                    *slot = v;
                 }
             }
-        });
+        }
+        touched.sort_unstable();
     }
 
     /// The vocabulary terms that match one intent word, each with its match strength
@@ -471,15 +561,11 @@ impl Ranker {
     /// Every term whose postings ranking `intent` reads (ascending, each once): what a
     /// split index must fetch before [`Ranker::rank`] ([`Index::install`]).
     pub fn terms_for(&self, intent: &str) -> Vec<u32> {
-        let ix = &self.index;
-        let mut out = Vec::new();
-        let mut counts = Vec::new();
-        for q in self.query_words(intent) {
-            self.word_terms(&q, &mut counts, |t, _| out.push(t));
-        }
-        for (a, b) in self.query_pairs(intent) {
-            out.extend(ix.term_id(&a));
-            out.extend(ix.term_id(&b));
+        let q = self.query(intent);
+        let mut out: Vec<u32> = q.terms.iter().flatten().map(|t| t.0).collect();
+        for &(a, b) in &q.pairs {
+            out.extend(a);
+            out.extend(b);
         }
         out.sort_unstable();
         out.dedup();
@@ -490,11 +576,12 @@ impl Ranker {
     /// per-unit match strengths.
     pub fn explain(&self, intent: &str) -> Vec<(String, String, f64, Vec<f32>)> {
         let n = self.index.n_docs as usize;
-        let mut counts = Vec::new();
+        let query = self.query(intent);
         let mut out = Vec::new();
-        for q in self.query_words(intent) {
+        let mut touched = Vec::new();
+        for (q, terms) in query.words.iter().zip(&query.terms) {
             let mut m = vec![0f32; n];
-            self.word_matches(&q, &mut counts, &mut m);
+            self.word_matches(terms, &mut m, &mut touched);
             let soft_df: f64 = m.iter().map(|&x| x as f64).sum();
             out.push((q.surface.clone(), q.stem.clone(), idf(n as f64, soft_df) * q.spec, m));
         }
@@ -787,6 +874,33 @@ mod tests {
                 assert_eq!(with, want, "{intent:?} k={k} also={also:?}");
             }
         }
+    }
+
+    #[test]
+    fn an_intent_read_once_ranks_as_one_read_afresh() {
+        let us = units();
+        let mut d = docs(&us);
+        d.extend([plain("salary-review", "salary review each year"), plain("salaries", "salaries and payrol")]);
+        let w = Weights::default();
+        let fresh = |intent: &str| Ranker::build(&d).rank(intent, Some("issue_assigned"), &w);
+        let r = Ranker::build(&d);
+        // intents in turn, each twice, on one ranker (its memo holds the last one read)
+        for intent in ["salary review", "production outage", "salary review", "payroll salaries", "payroll salaries", ""] {
+            let _ = r.terms_for(intent);
+            assert_eq!(r.rank(intent, Some("issue_assigned"), &w), fresh(intent), "{intent:?}");
+        }
+        // a memo handed on with the index, as a split index's segments are loaded
+        let _ = r.terms_for("production outage");
+        let (index, memo) = r.clone().into_parts();
+        let handed = Ranker::from_parts(index, memo);
+        assert_eq!(handed.rank("production outage", None, &w), Ranker::build(&d).rank("production outage", None, &w));
+        // new parameters read the intent again: spelling matches off changes the ranking
+        let strict = Params { fuzzy_min: 1.1, ..Params::default() };
+        let read = Ranker::build(&d);
+        let _ = read.terms_for("payrolll");
+        let after = read.with_params(strict).rank("payrolll", None, &w);
+        assert_eq!(after, Ranker::build(&d).with_params(strict).rank("payrolll", None, &w));
+        assert_ne!(after, r.rank("payrolll", None, &w), "a near spelling must count with the default parameters");
     }
 
     #[test]
