@@ -107,10 +107,7 @@ pub fn recall(manifest: &str, request: &str, context: &str, facts: &dyn Facts, a
     let req: RecallRequest = parse("recall request", request)?;
     let ctx: RecallContext = parse_or_default("recall context", context)?;
     crate::recall::check_request(&req)?;
-    let run = |c: &crate::recall::Corpus<'_>| {
-        let resp = crate::recall::recall_corpus(c, facts, audit, &req, &ctx)?;
-        Ok(crate::json::recall_response(&resp).unwrap_or_else(|_| to_json(&resp)))
-    };
+    let run = |c: &crate::recall::Corpus<'_>| Ok(to_json(&crate::recall::recall_corpus(c, facts, audit, &req, &ctx)?));
     // The corpus the host names is prepared: its manifest comes with it, unparsed. A host
     // that sends no manifest (an empty string) vouches for its corpus key alone, and is
     // told to send the manifest when nothing is prepared under it.

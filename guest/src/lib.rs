@@ -20,7 +20,6 @@ pub mod error;
 pub mod eval;
 pub mod export;
 pub mod handoff;
-pub mod json;
 pub mod lint;
 pub mod knowledge;
 pub mod manifest;
