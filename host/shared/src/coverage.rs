@@ -95,7 +95,7 @@ mod tests {
     #[test]
     fn per_unit_figures_and_admin_only_status() {
         let manifest = r#"{"entries": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}"#;
-        let subject = Subject { agent: "eng", manifest_version: "v2", manifest_json: manifest, ranker_version: "lid-rank-8" };
+        let subject = Subject { agent: "eng", manifest_version: "v2", manifest_json: manifest, ranker_version: "lid-rank-9" };
         let audit: Vec<AuditRow> = serde_json::from_value(json!([
             {"id": "1", "agent_id": "eng", "heartbeat_id": "h", "session_start": 0, "intent": "x", "loaded_chunks": ["a", "b"], "missed_chunks": ["c"], "audit_token": "t1", "created_at": 0},
             {"id": "2", "agent_id": "eng", "heartbeat_id": "h", "session_start": 0, "intent": "y", "loaded_chunks": ["a"], "used_chunks": ["a"], "audit_token": "t2", "created_at": 0},
