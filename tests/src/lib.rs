@@ -9,9 +9,13 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(PathBuf::from).unwrap_or_default()
 }
 
-/// `../shared` beside the checkout (the eval sets), if present.
+/// The eval sets: `$LID_SHARED` (as `.ci/run` reads it), else `../shared` beside the
+/// checkout; `None` when absent.
 pub fn shared() -> Option<PathBuf> {
-    let p = root().parent()?.join("shared");
+    let p = match std::env::var_os("LID_SHARED") {
+        Some(dir) => PathBuf::from(dir),
+        None => root().parent()?.join("shared"),
+    };
     p.exists().then_some(p)
 }
 
