@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lid_host::agent_dir;
-use lid_host::engine::{FactSource, NoAudit, Runtime, RuntimeOptions, Storage, DERIVED_PREFIX};
+use lid_host::engine::{EngineFailure, FactSource, NoAudit, Runtime, RuntimeOptions, Storage, DERIVED_PREFIX};
 
 /// The agent's facts with no derived-index cache: every recall builds the index.
 struct Uncached(Arc<agent_dir::MemFacts>);
@@ -392,11 +392,10 @@ fn profile_pack_dir(dir: &str) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// The first recall (of a corpus prepared already) of `rt`, a runtime just built, as
-/// `lid serve` makes it.
-fn first_recall(rt: Runtime, st: &Storage, manifest: &str, req: &str, ctx: &str) -> anyhow::Result<Duration> {
+/// How long `recall` takes on `rt`, a runtime just built: its first recall.
+fn first_recall(rt: &Runtime, recall: impl Fn(&Runtime) -> anyhow::Result<Result<String, EngineFailure>>) -> anyhow::Result<Duration> {
     let t = Instant::now();
-    rt.recall_prepared(st, manifest, req, ctx)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    recall(rt)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
     Ok(t.elapsed())
 }
 
@@ -449,7 +448,7 @@ fn main() -> anyhow::Result<()> {
         let req = json!({"intent": "production is broken after the deploy"}).to_string();
         let mut times = Vec::new();
         for _ in 0..200 {
-            times.push(first_recall(profile_runtime()?, &st, &a.manifest_json, &req, &ctx)?);
+            times.push(first_recall(&profile_runtime()?, |rt| rt.recall_prepared(&st, &a.manifest_json, &req, &ctx))?);
         }
         println!("first recall p50 {}", ms(percentile(times, 0.5)));
         return Ok(());
@@ -539,17 +538,12 @@ fn main() -> anyhow::Result<()> {
         // prepared by the on-demand round.
         let recall = |rt: &Runtime| if pooling { rt.recall_prepared(&st, &a.manifest_json, &req, ctx) } else { rt.recall(&st, &a.manifest_json, &req, ctx) };
         let f0 = minor_faults();
-        let t = Instant::now();
-        recall(&rt)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        let mut firsts = vec![first_recall(&rt, recall)?];
         let first_faults = minor_faults() - f0;
         // One first recall is one sample of a noisy thing: the median (and the worst) of
         // several fresh runtimes' (`--profile-first` spins the pooled one).
-        let mut firsts = vec![t.elapsed()];
         for _ in 1..if quick { 5 } else { 25 } {
-            let rt = Runtime::new(opts.clone())?;
-            let t = Instant::now();
-            recall(&rt)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
-            firsts.push(t.elapsed());
+            firsts.push(first_recall(&Runtime::new(opts.clone())?, recall)?);
         }
         let (samples, worst) = (firsts.len(), firsts.iter().copied().max().unwrap_or_default());
         let first = percentile(firsts, 0.5);

@@ -248,11 +248,6 @@ impl Ranker {
         &self.index
     }
 
-    /// The index, given back.
-    pub fn into_index(self) -> Index {
-        self.index
-    }
-
     /// Install the postings segments of a split index ([`Index::install`]).
     pub fn install(&mut self, segs: &[(u32, index::Segment)]) -> bool {
         self.index.install(segs)
@@ -294,7 +289,7 @@ impl Ranker {
 
     /// Rebuild a ranker from precomputed statistics.
     pub fn from_index(index: Index) -> Ranker {
-        Ranker { index, params: Params::default(), last: QueryMemo::default() }
+        Ranker::from_parts(index, QueryMemo::default())
     }
 
     fn query_words(&self, intent: &str) -> Vec<QWord> {
