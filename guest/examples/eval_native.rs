@@ -9,7 +9,9 @@
 //! `--large` reads eval-large knowledge packs through `lid_core::knowledge`, as the engine
 //! does (defaults `/work/shared/eval-large/packs` and its probes).
 //! `--bench` times building and ranking over ~10,000 units (eval-large units repeated).
-//! Env: `LID_PARAMS` (JSON of `rank::Params`), `LID_WEIGHTS` (JSON of `rank::Weights`).
+//! Env: `LID_PARAMS` (JSON of `rank::Params`), `LID_WEIGHTS` (JSON of `rank::Weights`),
+//! `LID_DUMP` (a file to append every probe's full ranking to, one JSON line each:
+//! `{"id", "agent", "scores": [[unit, score], ...]}`, for comparisons outside lid).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -183,6 +185,12 @@ fn main() {
             for s in ranked.iter().take(5) {
                 println!("   {:<28} {:.3} L{:.2} S{:.2} G{:.2}", s.name, s.score, s.lexical, s.semantic, s.graph);
             }
+        }
+        if let Ok(path) = std::env::var("LID_DUMP") {
+            use std::io::Write;
+            let row = serde_json::json!({"id": p.id, "agent": p.agent_id, "scores": ranked.iter().map(|s| (s.name.clone(), s.score)).collect::<Vec<_>>()});
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("dump");
+            let _ = writeln!(f, "{row}");
         }
         if verbose {
             let req_rank: Vec<String> = p

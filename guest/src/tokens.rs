@@ -23,7 +23,7 @@ static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.bin"));
 
 use crate::tokens_hash::{self, hash, SLOTS};
 
-/// The entry-index bits of a slot ([`tokens_hash`]).
+/// The bits of a slot that hold `rank + 1` ([`tokens_hash`]).
 const INDEX_MASK: u32 = (1 << tokens_hash::INDEX_BITS) - 1;
 
 const SINGLE: usize = 1;
@@ -39,26 +39,22 @@ fn word(index: usize) -> u32 {
     }
 }
 
+/// The number of ranks (every rank below it is a token).
 #[inline]
-fn entries() -> usize {
+fn ranks() -> usize {
     word(0) as usize
 }
 
 #[inline]
-fn ranks_base() -> usize {
-    OFFSETS + entries() + 1
-}
-
-#[inline]
 fn bytes_base() -> usize {
-    (ranks_base() + entries()) * 4
+    (OFFSETS + ranks() + 1) * 4
 }
 
-/// Bytes of the `i`-th multi-byte entry (sorted order).
+/// Bytes of the token of rank `r` (the table keeps them in rank order).
 #[inline]
-fn entry(i: usize) -> &'static [u8] {
+fn entry(r: usize) -> &'static [u8] {
     let base = bytes_base();
-    let (lo, hi) = (word(OFFSETS + i) as usize, word(OFFSETS + i + 1) as usize);
+    let (lo, hi) = (word(OFFSETS + r) as usize, word(OFFSETS + r + 1) as usize);
     TABLE.get(base + lo..base + hi).unwrap_or(&[])
 }
 
@@ -76,9 +72,9 @@ fn rank(bytes: &[u8]) -> Option<u32> {
                     return None;
                 }
                 if slot & !INDEX_MASK == tag {
-                    let i = (slot & INDEX_MASK) as usize;
-                    if i > 0 && crate::bytes::equal(entry(i - 1), bytes) {
-                        return Some(word(ranks_base() + i - 1));
+                    let r = (slot & INDEX_MASK) as usize;
+                    if r > 0 && crate::bytes::equal(entry(r - 1), bytes) {
+                        return Some((r - 1) as u32);
                     }
                 }
                 at = (at + 1) & (SLOTS - 1);
@@ -418,7 +414,12 @@ mod tests {
 
     #[test]
     fn table_has_every_rank() {
-        assert_eq!(entries() + 256, 100_256);
+        assert_eq!(ranks(), 100_256);
+        for r in [0usize, 255, 256, 1000, 100_255] {
+            let want = reference().decode_bytes(&[r as u32]).expect("a token");
+            assert_eq!(entry(r), &want[..], "rank {r}");
+            assert_eq!(rank(&want), Some(r as u32), "rank {r}");
+        }
         assert_eq!(rank(b"hello"), reference().encode_ordinary("hello").first().copied());
         assert_eq!(rank(b"\xff\xfe\xfd\xfc"), None);
     }

@@ -1,7 +1,7 @@
 //! The hash of the cl100k rank table (§21.1.2 token counting), shared by `build.rs`,
 //! which lays the table out, and `tokens`, which probes it.
 //!
-//! A slot holds `entry index + 1` in its low [`INDEX_BITS`] bits (0 = empty) and, above
+//! A slot holds `rank + 1` in its low [`INDEX_BITS`] bits (0 = empty) and, above
 //! them, [`TAG_BITS`] of the hash bits the slot's position does not use (its tag): a
 //! probe compares a token's bytes only when the tags agree, so most lookups that miss
 //! (most of the pair lookups of a byte-pair merge) read no entry at all.
@@ -9,7 +9,7 @@
 /// Slots of the open-addressing table: a power of two, ~2.6× the 99,998 multi-byte tokens.
 pub const SLOTS: usize = 1 << 18;
 
-/// Bits of a slot that hold `entry index + 1` (cl100k has fewer than 2^17 entries).
+/// Bits of a slot that hold `rank + 1` (cl100k has fewer than 2^17 ranks).
 pub const INDEX_BITS: u32 = 17;
 
 /// FNV-1a over the token bytes, folded to 32 bits.
@@ -32,7 +32,7 @@ pub fn home(h: u32) -> usize {
 /// Bits of the tag. Each one more halves the probes that read an entry only to find
 /// another token, and adds ≈ 12 KB to the table's gzip size (the worker ships the table,
 /// within its 2 MiB).
-pub const TAG_BITS: u32 = 4;
+pub const TAG_BITS: u32 = 11;
 
 /// The tag of a token of hash `h`, as a slot holds it (above the index bits).
 #[inline]
@@ -40,7 +40,7 @@ pub fn tag(h: u32) -> u32 {
     ((h >> SLOTS.trailing_zeros()) & ((1 << TAG_BITS) - 1)) << INDEX_BITS
 }
 
-/// The slot for entry `index` whose token has hash `h`.
+/// The slot for the token of rank `index` and hash `h`.
 #[allow(dead_code)] // build.rs lays the table out with it
 #[inline]
 pub fn slot(h: u32, index: u32) -> u32 {
