@@ -164,6 +164,9 @@ fn main() {
         build_us.push((id.clone(), units.len(), t.elapsed().as_secs_f64() * 1e6));
         rankers.insert(id.clone(), r);
     }
+    let mut dump = std::env::var_os("LID_DUMP").map(|path| {
+        std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap_or_else(|e| panic!("LID_DUMP {path:?}: {e}"))
+    });
     let mut results = Vec::new();
     let mut rank_us = 0.0;
     for p in &probes {
@@ -186,11 +189,10 @@ fn main() {
                 println!("   {:<28} {:.3} L{:.2} S{:.2} G{:.2}", s.name, s.score, s.lexical, s.semantic, s.graph);
             }
         }
-        if let Ok(path) = std::env::var("LID_DUMP") {
+        if let Some(f) = dump.as_mut() {
             use std::io::Write;
-            let row = serde_json::json!({"id": p.id, "agent": p.agent_id, "scores": ranked.iter().map(|s| (s.name.clone(), s.score)).collect::<Vec<_>>()});
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("dump");
-            let _ = writeln!(f, "{row}");
+            let row = serde_json::json!({"id": p.id, "agent": p.agent_id, "scores": ranked.iter().map(|s| (&s.name, s.score)).collect::<Vec<_>>()});
+            writeln!(f, "{row}").expect("writing LID_DUMP");
         }
         if verbose {
             let req_rank: Vec<String> = p
