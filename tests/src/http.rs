@@ -105,6 +105,9 @@ pub struct Server {
     pub dir: PathBuf,
     pub db: PathBuf,
     pub log: Arc<Mutex<String>>,
+    /// The temporary directory the server runs in, when it owns it ([`Server::keeping`]):
+    /// removed after the process is killed.
+    tmp: Option<TempDir>,
 }
 
 impl Drop for Server {
@@ -123,18 +126,35 @@ pub fn lid_bin() -> PathBuf {
     bin
 }
 
-/// A fresh temporary directory.
-pub fn temp_dir(tag: &str) -> PathBuf {
-    let mut b = [0u8; 6];
-    let _ = getrandom_fill(&mut b);
-    let d = std::env::temp_dir().join(format!("lid-{tag}-{}-{}", std::process::id(), b.iter().map(|x| format!("{x:02x}")).collect::<String>()));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A fresh temporary directory `lid-{tag}-…`, removed with everything in it when dropped;
+/// a test that panics keeps it (and names it on stderr) so its files can be read after.
+pub struct TempDir(tempfile::TempDir);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
 }
 
-fn getrandom_fill(b: &mut [u8]) -> std::io::Result<()> {
-    use std::io::Read;
-    std::fs::File::open("/dev/urandom")?.read_exact(b)
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.disable_cleanup(true);
+            eprintln!("kept {} (the test failed)", self.0.path().display());
+        }
+    }
+}
+
+/// A fresh temporary directory (see [`TempDir`]).
+pub fn temp_dir(tag: &str) -> TempDir {
+    TempDir(tempfile::Builder::new().prefix(&format!("lid-{tag}-")).tempdir().expect("temp dir"))
 }
 
 /// Run `lid` with `args`; panics with its stderr on failure; returns stdout.
@@ -158,6 +178,13 @@ pub fn create_key(db: &Path, role: &str, agent: Option<&str>, caps: &[&str], ent
 }
 
 impl Server {
+    /// This server owns `tmp` (the directory it was started in) from now on: the directory
+    /// goes when the server does, after its process.
+    pub fn keeping(mut self, tmp: TempDir) -> Server {
+        self.tmp = Some(tmp);
+        self
+    }
+
     /// Start `lid serve` on `db` (in `dir`) with extra args; waits for its address line.
     pub fn start(dir: &Path, db: &Path, secret: &str, extra: &[&str]) -> Server {
         let mut cmd = Command::new(lid_bin());
@@ -186,7 +213,7 @@ impl Server {
             });
         }
         std::thread::spawn(move || for _ in lines.by_ref() {});
-        Server { child, base, dir: dir.to_path_buf(), db: db.to_path_buf(), log }
+        Server { child, base, dir: dir.to_path_buf(), db: db.to_path_buf(), log, tmp: None }
     }
 
     pub fn client(&self) -> Client {
@@ -208,13 +235,18 @@ pub struct Target {
     pub _server: Option<Server>,
 }
 
-/// The host under test: `LID_CONTRACT_BASE_URL` (with its keys), else a fresh `lid serve`.
-pub fn contract_target() -> Target {
+/// The host under test: `LID_CONTRACT_BASE_URL` (with its keys), else a fresh `lid serve`
+/// in `scratch/lid-contract`, emptied first. (The suite keeps its target in a static,
+/// which is never dropped, so a temporary directory would outlive every run; this one is
+/// reused by the next.)
+pub fn contract_target(scratch: &Path) -> Target {
     if let Ok(base) = std::env::var("LID_CONTRACT_BASE_URL") {
         let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} must be set with LID_CONTRACT_BASE_URL"));
         return Target { client: Client::new(&base), admin: var("LID_CONTRACT_ADMIN_KEY"), admin2: var("LID_CONTRACT_ADMIN2_KEY"), secret: var("LID_CONTRACT_TRIGGER_SECRET"), _server: None };
     }
-    let dir = temp_dir("contract");
+    let dir = scratch.join("lid-contract");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("contract server directory");
     let db = dir.join("lid.db");
     let caps = ["admin", "read", "instruction:write"];
     let admin = create_key(&db, "admin", None, &caps, "admin:alice");
@@ -222,6 +254,11 @@ pub fn contract_target() -> Target {
     let secret = "contract-suite-trigger-secret-0123456789".to_string();
     let server = Server::start(&dir, &db, &secret, &[]);
     Target { client: server.client(), admin, admin2, secret, _server: Some(server) }
+}
+
+fn getrandom_fill(b: &mut [u8]) -> std::io::Result<()> {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")?.read_exact(b)
 }
 
 /// A unique agent id for one test.

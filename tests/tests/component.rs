@@ -315,8 +315,7 @@ fn the_ranker_index_is_cached_through_the_facts_bucket_and_never_changes_answers
 fn a_closed_stdout_ends_the_cli_quietly() {
     use std::io::Read;
     use std::process::{Command, Stdio};
-    let dir = std::env::temp_dir().join(format!("lid-epipe-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = lid_tests::http::temp_dir("epipe");
     let src = lid_tests::root().join("examples/demo-agent");
     std::fs::create_dir_all(dir.join("units")).unwrap();
     std::fs::copy(src.join("manifest.json"), dir.join("manifest.json")).unwrap();
@@ -337,7 +336,6 @@ fn a_closed_stdout_ends_the_cli_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "status {:?}: {stderr}", out.status);
     assert!(!stderr.contains("panicked"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A pack index too large for one blob is cached split (a head, then postings segments,
@@ -401,7 +399,6 @@ fn a_large_pack_index_is_split_and_a_recall_reads_only_its_segments() {
     assert!(!cache.derived.lock().unwrap().contains_key(&first_seg));
     assert_eq!(rt.recall(&st, &p.document, &reqs[0], CTX).unwrap().unwrap(), built[0]);
     assert!(cache.derived.lock().unwrap().keys().filter(|k| k.contains(":seg:")).count() == segments, "the rebuild cached every segment again");
-    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 /// A pooled runtime warms as many recall slots as it is asked to (one more, a general
@@ -423,7 +420,7 @@ fn a_pooled_runtime_warms_its_recall_slots() {
 /// stays resident in that pool only, and the ordinary pool's slots stay small.
 #[test]
 fn a_large_manifest_recalls_on_its_own_pool_and_leaves_ordinary_slots_small() {
-    let dir = std::env::temp_dir().join(format!("lid-large-agent-{}", std::process::id()));
+    let dir = lid_tests::http::temp_dir("large-agent");
     lid_tests::synthetic_agent(3_800, &dir).unwrap();
     let a = agent_dir::load(&dir).unwrap();
     assert!(a.manifest_json.len() >= lid_host::engine::LARGE_INPUT_BYTES, "{} bytes", a.manifest_json.len());
@@ -458,7 +455,6 @@ fn a_large_manifest_recalls_on_its_own_pool_and_leaves_ordinary_slots_small() {
     recall(&pooled, &dst, &d.manifest_json, json!({"intent": "roll back the release"}));
     let (small, _) = pooled.pooled_resident_bytes();
     assert!(small > 0 && small < 4 << 20, "an ordinary recall's slot resets only its own small footprint: {small} bytes");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `Runtime::recall_prepared` sends no manifest: on a store where nothing is prepared it

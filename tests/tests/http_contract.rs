@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 fn target() -> &'static Target {
     static T: OnceLock<Target> = OnceLock::new();
-    T.get_or_init(contract_target)
+    T.get_or_init(|| contract_target(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))))
 }
 
 fn c() -> &'static Client {

@@ -12,7 +12,7 @@ fn fresh(tag: &str, extra: &[&str]) -> (Server, String) {
     let dir = temp_dir(tag);
     let db = dir.join("lid.db");
     let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
-    (Server::start(&dir, &db, SECRET, extra), admin)
+    (Server::start(&dir, &db, SECRET, extra).keeping(dir), admin)
 }
 
 /// Every manifest row is complete: its manifest fact, every unit fact it names, its stubs

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +31,8 @@ test('the preview shows validation errors and token counts computed in the brows
     assert.fail('lid validate accepted a manifest with an invalid entry');
   } catch (e) {
     expected = JSON.parse(e.stdout);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
   }
   assert.equal(expected.ok, false);
 
