@@ -148,10 +148,43 @@ static ASCII_CLASS: [Class; 128] = {
     t
 };
 
+/// Per byte of `w` (little endian), the high bit set when that byte is not an ASCII letter.
+#[inline]
+fn non_letters(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // ASCII folded to lower case, high bits cleared: every byte ≤ 0x7f, so adding below
+    // never carries into the next byte
+    let x = (w | 0x20 * ONES) & !HIGH;
+    let from_a = x + (0x80 - b'a' as u64) * ONES; // high bit: x ≥ 'a'
+    let past_z = x + (0x80 - b'z' as u64 - 1) * ONES; // high bit: x > 'z'
+    !(from_a & !past_z & !w) & HIGH
+}
+
+/// End of the run of ASCII letters starting at `i`, read eight bytes at a time (most of a
+/// text's bytes are in such runs: one step per word instead of one per byte).
+#[inline]
+fn ascii_letters_end(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(&[a, b, c, d, e, f, g, h]) = bytes.get(i..i + 8) {
+        let stop = non_letters(u64::from_le_bytes([a, b, c, d, e, f, g, h]));
+        if stop != 0 {
+            return i + (stop.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(u8::is_ascii_alphabetic) {
+        i += 1;
+    }
+    i
+}
+
 /// End of the run of characters of class `k` starting at `i` (ASCII bytes are classed
-/// without decoding a char).
+/// without decoding a char; ASCII letters eight at a time).
 fn run_end(s: &str, mut i: usize, k: Class) -> usize {
     let bytes = s.as_bytes();
+    if k == Class::Letter {
+        i = ascii_letters_end(bytes, i);
+    }
     while let Some(&b) = bytes.get(i) {
         if b < 0x80 {
             if ASCII_CLASS[b as usize] != k {
@@ -161,7 +194,12 @@ fn run_end(s: &str, mut i: usize, k: Class) -> usize {
             continue;
         }
         match char_at(s, i) {
-            Some(c) if class(c) == k => i += c.len_utf8(),
+            Some(c) if class(c) == k => {
+                i += c.len_utf8();
+                if k == Class::Letter {
+                    i = ascii_letters_end(bytes, i);
+                }
+            }
             _ => break,
         }
     }
@@ -410,6 +448,28 @@ mod tests {
         let got = encode(text);
         assert_eq!(got, want, "tokens differ for {text:?}");
         assert_eq!(count(text), want.len(), "count differs for {text:?}");
+    }
+
+    #[test]
+    fn letters_are_found_eight_bytes_at_a_time_as_one_at_a_time() {
+        // every byte value at every position of a word, among letters and among others
+        for fill in [b'a', b'Z', b' ', 0xc3] {
+            for at in 0..8 {
+                for b in 0..=255u8 {
+                    let mut w = [fill; 8];
+                    w[at] = b;
+                    let got = non_letters(u64::from_le_bytes(w));
+                    for (k, &x) in w.iter().enumerate() {
+                        assert_eq!(got >> (8 * k + 7) & 1 == 1, !x.is_ascii_alphabetic(), "{w:?} byte {k}");
+                    }
+                }
+            }
+        }
+        let text = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ@[`{ fooBar123 \xc3\xa9t\xc3\xa9";
+        for i in 0..text.len() {
+            let slow = i + text[i..].iter().take_while(|b| b.is_ascii_alphabetic()).count();
+            assert_eq!(ascii_letters_end(text, i), slow, "from {i}");
+        }
     }
 
     #[test]
