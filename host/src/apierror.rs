@@ -47,19 +47,19 @@ impl ApiError {
     }
 
     pub fn manifest_not_found(agent: &str) -> Self {
-        Self::new(404, "manifest_not_found", format!("agent {agent:?} has no instruction manifest: publish one with PUT /v1/agents/{agent}/instruction-manifest"))
+        lid_shared::Refusal::manifest_not_found(agent).into()
     }
 
     /// A storage failure outside the recall path.
     pub fn storage(e: DbError) -> Self {
         tracing::error!(error = %e, "storage failure");
-        Self::new(503, "storage_unavailable", format!("the database could not be used; retry later ({e})")).with_details(json!({"retryable": true}))
+        lid_shared::Refusal::storage_unavailable(e).into()
     }
 
     /// A storage failure on a read the engine needs (§21.9 `recall_backend_unavailable`).
     pub fn backend(e: impl std::fmt::Display) -> Self {
         tracing::error!(error = %e, "recall backend unavailable");
-        Self::new(503, "recall_backend_unavailable", format!("the instruction fact store cannot be read; retry later ({e})")).with_details(json!({"retryable": true}))
+        lid_shared::Refusal::backend_unavailable(e).into()
     }
 
     /// A failure of the component itself (trap, interrupt): not the caller's input.
@@ -74,7 +74,7 @@ impl ApiError {
     }
 
     pub fn body(&self) -> Value {
-        json!({"error": {"code": self.code, "status": self.status, "message": self.message, "details": self.details}})
+        lid_shared::error_body(self.status, &self.code, &self.message, &self.details)
     }
 }
 

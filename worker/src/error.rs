@@ -2,7 +2,7 @@
 //! the README table), HTTP statuses, messages and JSON body as `lid serve`
 //! (`host/src/apierror.rs`): `{"error": {"code", "status", "message", "details"}}`.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use worker::Response;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -44,19 +44,19 @@ impl ApiError {
     }
 
     pub fn manifest_not_found(agent: &str) -> Self {
-        Self::new(404, "manifest_not_found", format!("agent {agent:?} has no instruction manifest: publish one with PUT /v1/agents/{agent}/instruction-manifest"))
+        lid_shared::Refusal::manifest_not_found(agent).into()
     }
 
     /// A D1 or KV failure outside the recall path.
     pub fn storage(e: impl std::fmt::Display) -> Self {
         worker::console_error!("storage failure: {e}");
-        Self::new(503, "storage_unavailable", format!("the database could not be used; retry later ({e})")).with_details(json!({"retryable": true}))
+        lid_shared::Refusal::storage_unavailable(e).into()
     }
 
     /// A failure reading the facts the engine needs (§21.9 `recall_backend_unavailable`).
     pub fn backend(e: impl std::fmt::Display) -> Self {
         worker::console_error!("recall backend unavailable: {e}");
-        Self::new(503, "recall_backend_unavailable", format!("the instruction fact store cannot be read; retry later ({e})")).with_details(json!({"retryable": true}))
+        lid_shared::Refusal::backend_unavailable(e).into()
     }
 
     /// JSON the engine produced that does not parse (a bug, not the caller's input).
@@ -65,7 +65,7 @@ impl ApiError {
     }
 
     pub fn body(&self) -> Value {
-        json!({"error": {"code": self.code, "status": self.status, "message": self.message, "details": self.details}})
+        lid_shared::error_body(self.status, &self.code, &self.message, &self.details)
     }
 
     pub fn into_response(self) -> worker::Result<Response> {

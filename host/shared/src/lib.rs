@@ -50,10 +50,32 @@ impl Refusal {
         Self::new(400, "invalid_json", format!("the request body is not the expected JSON: {e}"))
     }
 
+    /// A 404 `manifest_not_found`: the agent has published nothing yet.
+    pub fn manifest_not_found(agent: &str) -> Self {
+        Self::new(404, "manifest_not_found", format!("agent {agent:?} has no instruction manifest: publish one with PUT /v1/agents/{agent}/instruction-manifest"))
+    }
+
+    /// A 503 `storage_unavailable` (retryable): the host's database failed outside the
+    /// recall path.
+    pub fn storage_unavailable(e: impl std::fmt::Display) -> Self {
+        Self::new(503, "storage_unavailable", format!("the database could not be used; retry later ({e})")).with_details(serde_json::json!({"retryable": true}))
+    }
+
+    /// A 503 `recall_backend_unavailable` (§21.9, retryable): the facts the engine needs
+    /// cannot be read.
+    pub fn backend_unavailable(e: impl std::fmt::Display) -> Self {
+        Self::new(503, "recall_backend_unavailable", format!("the instruction fact store cannot be read; retry later ({e})")).with_details(serde_json::json!({"retryable": true}))
+    }
+
     pub fn with_details(mut self, details: serde_json::Value) -> Self {
         self.details = details;
         self
     }
+}
+
+/// The error body both hosts answer with (README "Errors").
+pub fn error_body(status: u16, code: &str, message: &str, details: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"error": {"code": code, "status": status, "message": message, "details": details}})
 }
 
 impl std::fmt::Display for Refusal {
