@@ -44,7 +44,7 @@ use index::{fuzzy_term, sat, trigrams, Index, Posting, K1};
 /// The ranker's model version: reported by hosts beside the manifest, and part of the
 /// cache key of precomputed indexes. Bump it whenever the index layout, the lexicon or
 /// the tokenisation changes.
-pub const RANKER_VERSION: &str = "lid-rank-9 (bm25f+phrase-pairs+wordnet-concepts+professional-thesaurus+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-10 (bm25f+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -312,6 +312,14 @@ impl Ranker {
             }
             if out.len() >= 64 {
                 break;
+            }
+        }
+        // the clause that asks counts twice (a scene set before it counts once)
+        if let Some(focus) = text::focus_clause(intent) {
+            for (_, st, _) in index::content_words(focus) {
+                if let Some(q) = out.iter_mut().find(|q| q.stem == st) {
+                    q.count += 1.0;
+                }
             }
         }
         let said: Vec<String> = text::words(intent).into_iter().map(|w| w.text).collect();

@@ -4,7 +4,8 @@
 //! lowercase alphanumeric runs, split at camelCase / PascalCase boundaries and
 //! at `-`, `_`, `.`, `/` joins, each joined identifier also kept whole
 //! (`subscribeToRun` gives `subscribe`, `to`, `run` and `subscribetorun`), plus
-//! the English stopword list. Independent of any model tokenizer.
+//! the English stopword list, and the clause of an intent that states its need
+//! ([`focus_clause`]). Independent of any model tokenizer.
 
 /// One word of a text.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,6 +174,37 @@ pub fn is_stopword(w: &str) -> bool {
     STOPWORDS.binary_search(&w).is_ok()
 }
 
+/// The clause of a multi-clause intent that states what is asked: its last question, else
+/// its last clause; `None` for an intent of one clause. Clauses end at `.` `?` `!` `;` `:`
+/// `—` `–` followed by a space, and at a dash between spaces (` - `, ` — `). An intent
+/// that sets a scene and then asks ("ACME-412 wants a new landing page banner — which of
+/// my reports picks that up?") names the instruction it needs in the question, and the
+/// scene's names and numbers in the rest; the ranker counts the question's words twice
+/// (§21.3.3, `Ranker::query`).
+pub fn focus_clause(text: &str) -> Option<&str> {
+    let mut clauses: Vec<&str> = Vec::new();
+    let mut start = 0;
+    let mut prev: Option<char> = None;
+    let mut it = text.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        let space_after = it.peek().is_some_and(|&(_, n)| n.is_whitespace());
+        if space_after && prev.is_some_and(char::is_whitespace) && matches!(c, '-' | '—' | '–') {
+            clauses.push(&text[start..i]);
+            start = i + c.len_utf8();
+        } else if space_after && matches!(c, '.' | '?' | '!' | ';' | ':' | '—' | '–') {
+            clauses.push(&text[start..i + c.len_utf8()]);
+            start = i + c.len_utf8();
+        }
+        prev = Some(c);
+    }
+    clauses.push(&text[start..]);
+    clauses.retain(|c| !c.trim().is_empty());
+    if clauses.len() < 2 {
+        return None;
+    }
+    clauses.iter().rev().find(|c| c.trim_end().ends_with('?')).or(clauses.last()).map(|c| c.trim())
+}
+
 /// Conversational framing an intent is often wrapped in ("quick question: tell me…",
 /// "before going further, …"): ignored on the query side only, because in a corpus of
 /// ten units such a word is rare enough to look specific and would outweigh the topic.
@@ -209,6 +241,20 @@ const STOPWORDS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_focus_clause_is_the_last_question_or_the_last_clause() {
+        assert_eq!(focus_clause("ACME-412 wants a new banner — which of my reports picks that up?"), Some("which of my reports picks that up?"));
+        assert_eq!(focus_clause("Is it safe? The deploy is at 5pm. Nobody reviewed it."), Some("Is it safe?"));
+        assert_eq!(focus_clause("Pushed the fix; can I call it a day? Or wait for CI"), Some("can I call it a day?"));
+        assert_eq!(focus_clause("The job failed twice. Retry it with a backoff"), Some("Retry it with a backoff"));
+        assert_eq!(focus_clause("Budget is 84% spent - what can I still pick up"), Some("what can I still pick up"));
+        // one clause, or punctuation inside words and identifiers: nothing to single out
+        assert_eq!(focus_clause("how do I roll back a release?"), None);
+        assert_eq!(focus_clause("is Style::default().fg(Color::Red) right for v1.2 e-mail"), None);
+        assert_eq!(focus_clause("trailing dash -"), None);
+        assert_eq!(focus_clause(""), None);
+    }
 
     fn texts(s: &str) -> Vec<String> {
         words(s).into_iter().map(|w| w.text).collect()
