@@ -922,6 +922,16 @@ mod tests {
     }
 
     #[test]
+    fn the_clause_that_asks_outweighs_the_scene_before_it() {
+        let docs = [plain("scene", "The landing banner is shown on launch."), plain("owner", "Each report owner routes the work.")];
+        let r = Ranker::build(&docs);
+        let w = Weights::default();
+        // the same words either way round: only which clause asks differs
+        assert_eq!(r.rank("landing banner — which report owner?", None, &w)[0].name, "owner");
+        assert_eq!(r.rank("report owner — which landing banner?", None, &w)[0].name, "scene");
+    }
+
+    #[test]
     fn adjacent_words_outrank_scattered_ones() {
         let docs = [
             plain("scattered", "Values are strings. Each label is checked. Values may repeat for a label."),
