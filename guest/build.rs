@@ -8,7 +8,7 @@
 //! * `cl100k.bin`: little-endian `u32`s —
 //!   `[r, single[256], slots[SLOTS], offsets[r + 1]]` followed by the bytes of every
 //!   token in rank order (`r` ranks, each a token); `slots` is an open-addressing hash
-//!   table (linear probing, FNV-1a of the bytes) of the multi-byte tokens holding
+//!   table (linear probing, `tokens_hash::hash` of the bytes) of the multi-byte tokens holding
 //!   `rank + 1` (0 = empty) below `TAG_BITS` more bits of the hash (a tag, so that most
 //!   misses read no entry); `single[b]` is the rank of the one-byte token `b`.
 //!   The hash function is shared with `src/tokens.rs` through `src/tokens_hash.rs`.
