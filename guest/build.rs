@@ -6,9 +6,10 @@
 //! `src/tokens.rs` can search them in place.
 //!
 //! * `cl100k.bin`: little-endian `u32`s —
-//!   `[r, single[256], slots[SLOTS], offsets[r + 1]]` followed by the bytes of every
-//!   token in rank order (`r` ranks, each a token); `slots` is an open-addressing hash
-//!   table (linear probing, `tokens_hash::hash` of the bytes) of the multi-byte tokens holding
+//!   `[r, single[256], pairs[65536], slots[SLOTS], offsets[r + 1]]` followed by the bytes
+//!   of every token in rank order (`r` ranks, each a token); `pairs[a << 8 | b]` is
+//!   `rank + 1` of the two-byte token `[a, b]` (0 = none); `slots` is an open-addressing hash
+//!   table (linear probing, `tokens_hash::hash` of the bytes) of the longer tokens holding
 //!   `rank + 1` (0 = empty) below `TAG_BITS` more bits of the hash (a tag, so that most
 //!   misses read no entry); `single[b]` is the rank of the one-byte token `b`.
 //!   The hash function is shared with `src/tokens.rs` through `src/tokens_hash.rs`.
@@ -53,8 +54,17 @@ fn main() {
     let mut words: Vec<u32> = Vec::with_capacity(1 + 256 + tokens_hash::SLOTS + r + 1);
     words.push(r as u32);
     words.extend_from_slice(&single);
+    // Every two-byte token by its bytes (the first pair lookups of a merge are all of two
+    // bytes: one load each instead of a hash probe); the slots hold the longer tokens.
+    let mut pairs = vec![0u32; 1 << 16];
+    for (rank, bytes) in tokens.iter().enumerate() {
+        if let [a, b] = bytes[..] {
+            pairs[(a as usize) << 8 | b as usize] = rank as u32 + 1;
+        }
+    }
+    words.extend_from_slice(&pairs);
     let mut slots = vec![0u32; tokens_hash::SLOTS];
-    for (rank, bytes) in tokens.iter().enumerate().filter(|(_, b)| b.len() > 1) {
+    for (rank, bytes) in tokens.iter().enumerate().filter(|(_, b)| b.len() > 2) {
         let h = tokens_hash::hash(bytes);
         let mut at = tokens_hash::home(h);
         while slots[at] != 0 {

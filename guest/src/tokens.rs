@@ -27,7 +27,8 @@ use crate::tokens_hash::{self, hash, SLOTS};
 const INDEX_MASK: u32 = (1 << tokens_hash::INDEX_BITS) - 1;
 
 const SINGLE: usize = 1;
-const TABLE_SLOTS: usize = SINGLE + 256;
+const PAIRS: usize = SINGLE + 256;
+const TABLE_SLOTS: usize = PAIRS + (1 << 16);
 const OFFSETS: usize = TABLE_SLOTS + SLOTS;
 
 #[inline]
@@ -65,6 +66,12 @@ fn rank(bytes: &[u8]) -> Option<u32> {
     rank_inline(bytes)
 }
 
+/// The rank of the two-byte token `[a, b]`, if there is one (a load, no probe).
+#[inline(always)]
+fn rank_of_pair(a: u8, b: u8) -> Option<u32> {
+    word(PAIRS + ((a as usize) << 8 | b as usize)).checked_sub(1)
+}
+
 /// [`rank`] inlined, for the whole-piece lookup that answers most pieces: in the
 /// component a call costs a prologue, a stack-limit check and an epoch check.
 #[inline(always)]
@@ -72,6 +79,7 @@ fn rank_inline(bytes: &[u8]) -> Option<u32> {
     match bytes {
         [] => None,
         [b] => Some(word(SINGLE + *b as usize)),
+        [a, b] => rank_of_pair(*a, *b),
         _ => {
             let h = hash(bytes);
             let (tag, mut at) = (tokens_hash::tag(h), tokens_hash::home(h));
@@ -364,8 +372,9 @@ fn merge_small(piece: &[u8], emit: &mut impl FnMut(u32)) {
     for (k, p) in parts[..len].iter_mut().enumerate() {
         p.0 = k as u32;
     }
-    for k in 0..len {
-        parts[k].1 = pair(&parts, len, k);
+    // the first pairs are all of two bytes (the rest of `parts` stays `u32::MAX`)
+    for (p, w) in parts.iter_mut().zip(piece.windows(2)) {
+        p.1 = rank_of_pair(w[0], w[1]).unwrap_or(u32::MAX);
     }
     loop {
         let (mut best, mut at) = (u32::MAX, 0);
