@@ -321,10 +321,26 @@ fn ascii_word_end(bytes: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+/// A final token of a merge: its rank when the merge looked it up anyway, else its bytes
+/// (a count needs no rank, and a lookup the count would throw away is not free).
+enum Token<'a> {
+    Rank(u32),
+    Bytes(&'a [u8]),
+}
+
+impl Token<'_> {
+    fn rank(self) -> u32 {
+        match self {
+            Token::Rank(r) => r,
+            Token::Bytes(b) => rank(b).unwrap_or(u32::MAX),
+        }
+    }
+}
+
 /// Merge every pre-tokenizer piece of `text`, in order ([`merge`]). One loop, not an
 /// iterator: the iterator's `next` was a call per piece in the component.
 #[inline(always)]
-fn merge_pieces(text: &str, emit: &mut impl FnMut(u32)) {
+fn merge_pieces(text: &str, emit: &mut impl FnMut(Token<'_>)) {
     let bytes = text.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
@@ -339,10 +355,10 @@ fn merge_pieces(text: &str, emit: &mut impl FnMut(u32)) {
 }
 
 /// Byte-pair merge of one piece (tiktoken's algorithm: repeatedly merge the adjacent pair
-/// with the lowest rank, leftmost first). Calls `emit` with each final token's rank.
-fn merge(piece: &[u8], emit: &mut impl FnMut(u32)) {
+/// with the lowest rank, leftmost first). Calls `emit` with each final token.
+fn merge(piece: &[u8], emit: &mut impl FnMut(Token<'_>)) {
     if let Some(r) = rank_inline(piece) {
-        emit(r);
+        emit(Token::Rank(r));
         return;
     }
     if piece.len() < 64 {
@@ -354,7 +370,7 @@ fn merge(piece: &[u8], emit: &mut impl FnMut(u32)) {
 
 /// [`merge`] of a piece shorter than 64 bytes, its parts in an array on the stack (no
 /// allocation per piece).
-fn merge_small(piece: &[u8], emit: &mut impl FnMut(u32)) {
+fn merge_small(piece: &[u8], emit: &mut impl FnMut(Token<'_>)) {
     // parts[k] = (start of part k, rank of merging part k with part k+1); parts[len - 1]
     // is the end of the piece.
     let mut parts = [(0u32, u32::MAX); 65];
@@ -394,12 +410,12 @@ fn merge_small(piece: &[u8], emit: &mut impl FnMut(u32)) {
         }
     }
     for w in parts[..len].windows(2) {
-        emit(rank(&piece[w[0].0 as usize..w[1].0 as usize]).unwrap_or(u32::MAX));
+        emit(Token::Bytes(&piece[w[0].0 as usize..w[1].0 as usize]));
     }
 }
 
 /// The same merge order with a heap and a linked list, for long pieces (O(n log n)).
-fn merge_large(piece: &[u8], emit: &mut impl FnMut(u32)) {
+fn merge_large(piece: &[u8], emit: &mut impl FnMut(Token<'_>)) {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let n = piece.len();
@@ -447,7 +463,7 @@ fn merge_large(piece: &[u8], emit: &mut impl FnMut(u32)) {
     }
     let mut k = 0;
     while k < n {
-        emit(rank(&piece[k..next[k]]).unwrap_or(u32::MAX));
+        emit(Token::Bytes(&piece[k..next[k]]));
         k = next[k];
     }
 }
@@ -455,7 +471,7 @@ fn merge_large(piece: &[u8], emit: &mut impl FnMut(u32)) {
 /// Token ids of `text` (cl100k_base, ordinary text: special tokens are not recognised).
 pub fn encode(text: &str) -> Vec<u32> {
     let mut out = Vec::with_capacity(text.len() / 4 + 1);
-    merge_pieces(text, &mut |r| out.push(r));
+    merge_pieces(text, &mut |t| out.push(t.rank()));
     out
 }
 
