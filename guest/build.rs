@@ -51,7 +51,7 @@ fn main() {
 
     let r = tokens.len();
     assert!(r < 1 << tokens_hash::INDEX_BITS, "ranks fit below the slot's tag");
-    let mut words: Vec<u32> = Vec::with_capacity(1 + 256 + tokens_hash::SLOTS + r + 1);
+    let mut words: Vec<u32> = Vec::with_capacity(1 + 256 + (1 << 16) + tokens_hash::SLOTS + r + 1);
     words.push(r as u32);
     words.extend_from_slice(&single);
     // Every two-byte token by its bytes (the first pair lookups of a merge are all of two
