@@ -372,8 +372,8 @@ pub fn prepared_key(corpus_key: Option<&str>) -> Option<String> {
     Some(format!("{INDEX_PREFIX}prepared:{}", crate::digest::hex(&h.finalize())))
 }
 
-/// Key prefix of cached ranker indexes in the fact store (`lid-index:v5:{sha256}`).
-pub const INDEX_PREFIX: &str = "lid-index:v5:";
+/// Key prefix of cached ranker indexes in the fact store (`lid-index:v6:{sha256}`).
+pub const INDEX_PREFIX: &str = "lid-index:v6:";
 
 /// An index whose postings take more than this is cached split
 /// ([`crate::rank::index::Index::split`]): a head under the blob's key, and postings
@@ -667,8 +667,7 @@ impl<'m> Corpus<'m> {
             return None;
         }
         let ranked_entries: Vec<usize> = (0..n).filter(|&i| p.refs.available(i)).collect();
-        let names: Vec<&str> = ranked_entries.iter().map(|&i| entries.name(i)).collect();
-        if p.tokens.len() != ranked_entries.len() || !p.index.fits(&names) {
+        if p.tokens.len() != ranked_entries.len() || !p.index.fits_by(ranked_entries.len(), |k| entries.name(ranked_entries[k])) {
             return None;
         }
         let tokens: Vec<std::cell::OnceCell<u32>> = vec![std::cell::OnceCell::new(); n];

@@ -269,6 +269,11 @@ pub struct Index {
     pub name_blob: String,
     #[serde(with = "flat")]
     pub name_start: Vec<u32>,
+    /// Per doc: its place in name order (by doc among equal names), so ranking breaks a
+    /// score tie with one integer comparison instead of two names, and takes the units
+    /// no signal reached in name order without comparing names at all.
+    #[serde(with = "flat")]
+    pub name_rank: Vec<u32>,
     /// All stems, sorted, concatenated: term id `t` is
     /// `term_blob[term_start[t]..term_start[t + 1]]` (so a stem's id is found by binary
     /// search, and a cached index decodes without one allocation per term).
@@ -454,8 +459,12 @@ impl Index {
     /// word to check them again (that walk was a fifth of a 300-unit pack's recall in
     /// the component).
     pub fn fits(&self, names: &[&str]) -> bool {
-        let n = self.n_docs as usize;
-        n == names.len() && self.fits_shape() && (0..n).map(|d| self.name(d)).eq(names.iter().copied())
+        self.fits_by(names.len(), |d| names[d])
+    }
+
+    /// [`Index::fits`] for the `n` names `name(0)`, `name(1)`, ….
+    pub fn fits_by<'a>(&self, n: usize, name: impl Fn(usize) -> &'a str) -> bool {
+        n == self.n_docs as usize && self.fits_shape() && (0..n).all(|d| self.name(d) == name(d))
     }
 
     /// [`Index::fits`] without the names: for an index whose names are the entries'
@@ -463,6 +472,7 @@ impl Index {
     pub fn fits_shape(&self) -> bool {
         let n = self.n_docs as usize;
         self.name_start.len() == n + 1
+            && self.name_rank.len() == n
             && self.posting_start.len() == self.term_count() + 1
             && self.pos_start.len() == self.posting_list.len() + 1
             && self.term_grams.len() == self.term_count()
@@ -476,6 +486,11 @@ impl Index {
     /// The name of doc `d` ("" for an unknown doc).
     pub fn name(&self, d: usize) -> &str {
         nth_str(&self.name_blob, &self.name_start, d)
+    }
+
+    /// Doc `d`'s place in name order (past every doc's for an unknown doc).
+    pub fn name_place(&self, d: usize) -> u32 {
+        self.name_rank.get(d).copied().unwrap_or(u32::MAX)
     }
 
     /// The units linked to doc `d` (`Posting { doc, w: strength }`; empty for an unknown doc).
@@ -687,6 +702,12 @@ impl Index {
             name_blob.push_str(u.name);
             name_start.push(name_blob.len() as u32);
         }
+        let mut by_name: Vec<usize> = (0..n).collect();
+        by_name.sort_by(|&a, &b| units[a].name.cmp(units[b].name).then(a.cmp(&b)));
+        let mut name_rank = vec![0u32; n];
+        for (r, &d) in by_name.iter().enumerate() {
+            name_rank[d] = r as u32;
+        }
         let mut link_start = Vec::with_capacity(n + 1);
         link_start.push(0u32);
         let mut link_list = Vec::new();
@@ -699,6 +720,7 @@ impl Index {
             n_docs: n as u32,
             name_blob,
             name_start,
+            name_rank,
             term_blob,
             term_start,
             posting_start,

@@ -472,11 +472,13 @@ impl Ranker {
         let total = wl + ws + wg;
         // Sort (score, doc) keys, then build the results in order: the comparator is a
         // strict total order (the doc breaks every tie), so the order is the one sorting
-        // the results themselves gives, without moving them.
+        // the results themselves gives, without moving them. Names break score ties
+        // through their place in name order, an integer the index holds.
         let name = |d: usize| ix.name(d);
+        let place = |d: usize| ix.name_place(d);
         let calib = Calibration::new(p.calib_scale);
         let score = |d: usize| calib.apply((wl * lex[d] + ws * sem[d] + wg * graph[d]) / total);
-        let by_rank = |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then_with(|| name(a.1).cmp(name(b.1))).then(a.1.cmp(&b.1));
+        let by_rank = |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then(place(a.1).cmp(&place(b.1))).then(a.1.cmp(&b.1));
         // the first `keep` of `v` in rank order (selected first when that is fewer)
         let first = |v: &mut Vec<(f64, usize)>, keep: usize| {
             if keep < v.len() {
@@ -492,7 +494,7 @@ impl Ranker {
         first(&mut order, limit);
         let need = limit.saturating_sub(order.len());
         if need > 0 {
-            if unreached.is_sorted_by(|a, b| name(a.1) <= name(b.1)) {
+            if unreached.is_sorted_by_key(|x| place(x.1)) {
                 unreached.truncate(need);
             } else {
                 first(&mut unreached, need);
@@ -866,6 +868,10 @@ mod tests {
         let w = Weights::default();
         for intent in ["salary review", "production outage", "sourdough", ""] {
             let full = r.rank(intent, Some("issue_assigned"), &w);
+            // best first, equal scores by name (the units were added out of name order)
+            for p in full.windows(2) {
+                assert!(p[0].score > p[1].score || (p[0].score == p[1].score && p[0].name < p[1].name), "{intent:?}: {} before {}", p[0].name, p[1].name);
+            }
             for k in 0..=full.len() + 1 {
                 let top = r.rank_top(intent, Some("issue_assigned"), &w, k, &[]);
                 assert_eq!(top, full[..k.min(full.len())], "{intent:?} k={k}");
@@ -1045,6 +1051,8 @@ mod tests {
             Box::new(|i| i.triggers.doc_start.iter_mut().for_each(|o| *o = u32::MAX)),
             Box::new(|i| i.triggers.blob = "é".repeat(3)),
             Box::new(|i| i.name_start.iter_mut().for_each(|o| *o = u32::MAX)),
+            Box::new(|i| i.name_rank.iter_mut().for_each(|o| *o = u32::MAX)),
+            Box::new(|i| i.name_rank.reverse()),
         ];
         for (k, corrupt) in corruptions.iter().enumerate() {
             let mut bad = idx.clone();
