@@ -979,7 +979,7 @@ fn pseudo_tf(counts: &[u16; NF], lens: &[u32; NF], avg: &[f32; NF]) -> f32 {
 }
 
 /// Max neighbours kept per unit.
-const MAX_LINKS: usize = 8;
+pub const MAX_LINKS: usize = 8;
 /// Minimum link strength kept.
 const MIN_LINK: f32 = 0.5;
 

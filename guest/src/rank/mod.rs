@@ -413,16 +413,22 @@ impl Ranker {
                 }
             }
         }
-        if phrase_norm > 0.0 {
-            let f = p.phrase as f64;
-            for (v, ph) in lex.iter_mut().zip(&phrase) {
-                *v += f * lex_norm * (1.0 + K1 as f64) * ph / phrase_norm;
-            }
+        // The passes over every unit are fused where one reads only what the one before
+        // wrote for the same unit (the same arithmetic in the same order): in wasm every
+        // turn of a loop checks the call's deadline and spills the floats it carries.
+        let phrased = phrase_norm > 0.0;
+        let (f, lex_unphrased) = (p.phrase as f64, lex_norm);
+        if phrased {
             lex_norm *= 1.0 + f;
         }
-        if lex_norm > 0.0 {
-            for v in &mut lex {
-                *v = min64(*v / (lex_norm * (1.0 + K1 as f64)), 1.0);
+        if phrased || lex_norm > 0.0 {
+            for (v, ph) in lex.iter_mut().zip(&phrase) {
+                if phrased {
+                    *v += f * lex_unphrased * (1.0 + K1 as f64) * ph / phrase_norm;
+                }
+                if lex_norm > 0.0 {
+                    *v = min64(*v / (lex_norm * (1.0 + K1 as f64)), 1.0);
+                }
             }
         }
 
@@ -445,39 +451,62 @@ impl Ranker {
                 }
             }
         }
-        if sem_norm > 0.0 {
-            for v in &mut sem {
+        // normalised, and with the lexical signal the unit's own relevance
+        let mut rel = vec![0f64; n];
+        for ((v, r), l) in sem.iter_mut().zip(&mut rel).zip(&lex) {
+            if sem_norm > 0.0 {
                 *v = min64(*v / sem_norm, 1.0);
+            }
+            if wl + ws > 0.0 {
+                *r = (wl * l + ws * *v) / (wl + ws);
             }
         }
 
-        // graph: own relevance, link propagation, wake reason
-        let rel: Vec<f64> = (0..n)
-            .map(|d| if wl + ws > 0.0 { (wl * lex[d] + ws * sem[d]) / (wl + ws) } else { 0.0 })
-            .collect();
+        // graph: own relevance, link propagation, wake reason; then the score, and units
+        // apart by whether any signal reached them
+        let total = wl + ws + wg;
+        let calib = Calibration::new(p.calib_scale);
+        let score = |d: usize, graph: f64| calib.apply((wl * lex[d] + ws * sem[d] + wg * graph) / total);
+        let (mut order, mut unreached) = (Vec::new(), Vec::new());
         let mut graph = vec![0f64; n];
         let woken = wake_reason.map(|wr| ix.triggers.docs(wr)).unwrap_or(&[]);
+        let spread = |&Posting { doc: u, w: a }: &Posting| p.link as f64 * a as f64 * rel.get(u as usize).copied().unwrap_or(0.0);
         for d in 0..n {
             let mut g = rel[d];
-            for &Posting { doc: u, w: a } in ix.links(d) {
-                let r = rel.get(u as usize).copied().unwrap_or(0.0);
-                g = max64(g, p.link as f64 * a as f64 * r);
+            // A unit has at most MAX_LINKS links: taken in a loop of constant length,
+            // which the compiler unrolls. In wasm every turn of a loop checks the call's
+            // deadline, and keeps `g` on the stack around that check (a third of this
+            // pass in the component). The same maxima in the same order.
+            let links = ix.links(d);
+            let (head, rest) = links.split_at(links.len().min(index::MAX_LINKS));
+            for k in 0..index::MAX_LINKS {
+                if let Some(l) = head.get(k) {
+                    g = max64(g, spread(l));
+                }
+            }
+            for l in rest {
+                g = max64(g, spread(l));
             }
             if !woken.is_empty() && woken.binary_search(&(d as u32)).is_ok() {
                 g += p.wake as f64 * (0.3 + 0.7 * min64(rel[d] / 0.3, 1.0));
             }
             graph[d] = min64(g, 1.0);
+            // Units no signal reached (most of a large corpus) all score 0 and sort by
+            // name alone: they are kept apart (see below).
+            let x = (score(d, graph[d]), d);
+            if x.0 > 0.0 {
+                order.push(x);
+            } else {
+                unreached.push(x);
+            }
         }
 
-        let total = wl + ws + wg;
         // Sort (score, doc) keys, then build the results in order: the comparator is a
         // strict total order (the doc breaks every tie), so the order is the one sorting
         // the results themselves gives, without moving them. Names break score ties
         // through their place in name order, an integer the index holds.
         let name = |d: usize| ix.name(d);
         let place = |d: usize| ix.name_place(d);
-        let calib = Calibration::new(p.calib_scale);
-        let score = |d: usize| calib.apply((wl * lex[d] + ws * sem[d] + wg * graph[d]) / total);
         let by_rank = |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then(place(a.1).cmp(&place(b.1))).then(a.1.cmp(&b.1));
         // the first `keep` of `v` in rank order (selected first when that is fewer)
         let first = |v: &mut Vec<(f64, usize)>, keep: usize| {
@@ -487,10 +516,8 @@ impl Ranker {
             }
             v.sort_unstable_by(by_rank);
         };
-        // Units no signal reached (most of a large corpus) all score 0 and sort by name
-        // alone: they are kept apart, and sorted only when not in name order already (a
-        // pack's units are; an agent's follow its manifest).
-        let (mut order, mut unreached): (Vec<_>, Vec<_>) = (0..n).map(|d| (score(d), d)).partition(|x: &(f64, usize)| x.0 > 0.0);
+        // The unreached are sorted only when not in name order already (a pack's units
+        // are; an agent's follow its manifest).
         first(&mut order, limit);
         let need = limit.saturating_sub(order.len());
         if need > 0 {
@@ -501,7 +528,7 @@ impl Ranker {
             }
             order.append(&mut unreached);
         }
-        let mut extra: Vec<(f64, usize)> = also.iter().filter(|&&d| d < n && !order.iter().any(|o| o.1 == d)).map(|&d| (score(d), d)).collect();
+        let mut extra: Vec<(f64, usize)> = also.iter().filter(|&&d| d < n && !order.iter().any(|o| o.1 == d)).map(|&d| (score(d, graph[d]), d)).collect();
         extra.sort_unstable_by(by_rank);
         extra.dedup_by_key(|x| x.1);
         order.append(&mut extra);
