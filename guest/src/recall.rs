@@ -650,6 +650,8 @@ impl<'m> Corpus<'m> {
         let mut corpus = Self::from_resolved(manifest, units, facts);
         let counts: Vec<u32> = corpus.ranked_entries.iter().map(|&i| corpus.tokens_of(i)).collect();
         if let Some(index) = cache_segments(facts, key, corpus.ranker.index()) {
+            // the entry table names the units: the index is cached without its names
+            let index = index.into_owned().without_names();
             if let Ok(blob) = postcard::to_allocvec(&PreparedRef { source, manifest: manifest.into(), refs: &refs, index: &index, tokens: &counts }) {
                 facts.cache(key, &blob);
             }
@@ -667,7 +669,7 @@ impl<'m> Corpus<'m> {
             return None;
         }
         let ranked_entries: Vec<usize> = (0..n).filter(|&i| p.refs.available(i)).collect();
-        if p.tokens.len() != ranked_entries.len() || !p.index.fits_by(ranked_entries.len(), |k| entries.name(ranked_entries[k])) {
+        if p.tokens.len() != ranked_entries.len() || !p.index.fits_unnamed(ranked_entries.len()) {
             return None;
         }
         let tokens: Vec<std::cell::OnceCell<u32>> = vec![std::cell::OnceCell::new(); n];
@@ -744,6 +746,10 @@ impl<'m> Corpus<'m> {
             .filter_map(|mut s| {
                 let entry = *self.ranked_entries.get(s.index)?;
                 s.index = entry;
+                if s.name.is_empty() {
+                    // a prepared corpus's index holds no names (`Index::without_names`)
+                    s.name = self.name(entry).to_string();
+                }
                 if lift.iter().any(|n| *n == s.name) {
                     s.score = (s.score + soft_lift()).min(1.0);
                 }
