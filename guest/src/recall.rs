@@ -638,7 +638,11 @@ impl<'m> Corpus<'m> {
         for e in &manifest.entries {
             match resolve_unit_at(manifest, e, facts)? {
                 Some((r, k)) => {
-                    refs.push(Some((&k, r.source == "stigmem", &r.fact.version)));
+                    // A key that follows from the entry (its fact URI as written, or
+                    // `path:` and its path: most keys) is not stored ([`Corpus::read_unit`]).
+                    let stigmem = r.source == "stigmem";
+                    let implied = if stigmem { e.fact_uri.as_deref() == Some(k.as_str()) } else { e.path.as_deref().is_some_and(|p| k.strip_prefix("path:") == Some(p)) };
+                    refs.push(Some((if implied { "" } else { &k }, stigmem, &r.fact.version)));
                     units.push(Some(r));
                 }
                 None => {
@@ -702,6 +706,16 @@ impl<'m> Corpus<'m> {
             // Prepared: the key and version resolution settled on (§21.4.2); a fact
             // that is no longer an instruction is not served (Spec-13).
             let (key, stigmem, version) = self.refs.get(i)?;
+            // (an empty key is the one the entry implies, see `Corpus::open`)
+            let implied;
+            let key = match (key.is_empty(), stigmem) {
+                (false, _) => key,
+                (true, true) => self.refs_of(i).0?,
+                (true, false) => {
+                    implied = format!("path:{}", self.refs_of(i).1?);
+                    &implied
+                }
+            };
             let mut fact = facts.get(key).ok().flatten()?;
             if fact.interpret_as != InterpretAs::Instruction || fact.quarantined {
                 return None;
@@ -1178,6 +1192,8 @@ mod tests {
         let changed = crate::api::recall(&m, req, r#"{"now_ms": 1700000000000, "corpus_key": "manifest-1:1"}"#, &facts, &audit).unwrap();
         assert!(changed.contains("Deploy only on Tuesdays."), "{changed}");
         assert_eq!(changed, crate::api::recall(&m, req, r#"{"now_ms": 1700000000000}"#, &facts, &audit).unwrap());
+        // read back prepared: the key resolution settled on (v2, not the entry's v1) is kept
+        assert_eq!(crate::api::recall(&m, req, r#"{"now_ms": 1700000000000, "corpus_key": "manifest-1:1"}"#, &facts, &audit).unwrap(), changed);
         // The same corpus key sent with another manifest (a careless host) is another corpus.
         let (other, _) = agent();
         let reused = crate::api::recall(&other, req, r#"{"now_ms": 1700000000000, "corpus_key": "manifest-1:1"}"#, &facts, &audit).unwrap();
