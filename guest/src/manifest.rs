@@ -669,8 +669,9 @@ mod tests {
         let at = bad.texts.find('ü').unwrap() as u32 + 1;
         bad.starts[5] = at;
         // a string off a character boundary is read as absent, never split in a character
+        assert!(bad.consistent());
         assert_eq!((bad.name(1), bad.text(1, 1)), ("", None));
-        let _ = bad.entry(1);
+        assert_eq!(bad.entry(1).map(|e| (e.name, e.fact_uri)), Some((String::new(), None)));
     }
 
     fn entry(name: &str) -> serde_json::Value {

@@ -202,6 +202,17 @@ fn resolve_unit_at(m: &Manifest, e: &Entry, facts: &dyn Facts) -> Result<Option<
     Ok(None)
 }
 
+/// The fact-store key an entry's resolution gives unless versions moved it on: its fact
+/// URI as written (from the fact store, `stigmem`) or `path:` and its path. A prepared
+/// corpus stores a resolved key only when it differs from this one.
+fn implied_key<'a>(fact_uri: Option<&'a str>, path: Option<&str>, stigmem: bool) -> Option<std::borrow::Cow<'a, str>> {
+    if stigmem {
+        fact_uri.map(std::borrow::Cow::Borrowed)
+    } else {
+        path.map(|p| std::borrow::Cow::Owned(format!("path:{p}")))
+    }
+}
+
 /// Per manifest entry of a prepared corpus, where its content is read from and what
 /// resolving it gave (or nothing: unavailable), as flat tables: the fact-store keys and
 /// the versions resolution settled on (§21.4.2) each in one string, so reading a
@@ -638,10 +649,9 @@ impl<'m> Corpus<'m> {
         for e in &manifest.entries {
             match resolve_unit_at(manifest, e, facts)? {
                 Some((r, k)) => {
-                    // A key that follows from the entry (its fact URI as written, or
-                    // `path:` and its path: most keys) is not stored ([`Corpus::read_unit`]).
+                    // A key that follows from the entry (most keys) is not stored.
                     let stigmem = r.source == "stigmem";
-                    let implied = if stigmem { e.fact_uri.as_deref() == Some(k.as_str()) } else { e.path.as_deref().is_some_and(|p| k.strip_prefix("path:") == Some(p)) };
+                    let implied = implied_key(e.fact_uri.as_deref(), e.path.as_deref(), stigmem).is_some_and(|i| i == k);
                     refs.push(Some((if implied { "" } else { &k }, stigmem, &r.fact.version)));
                     units.push(Some(r));
                 }
@@ -707,16 +717,13 @@ impl<'m> Corpus<'m> {
             // that is no longer an instruction is not served (Spec-13).
             let (key, stigmem, version) = self.refs.get(i)?;
             // (an empty key is the one the entry implies, see `Corpus::open`)
-            let implied;
-            let key = match (key.is_empty(), stigmem) {
-                (false, _) => key,
-                (true, true) => self.refs_of(i).0?,
-                (true, false) => {
-                    implied = format!("path:{}", self.refs_of(i).1?);
-                    &implied
-                }
+            let key = if key.is_empty() {
+                let (fact_uri, path, _) = self.refs_of(i);
+                implied_key(fact_uri, path, stigmem)?
+            } else {
+                std::borrow::Cow::Borrowed(key)
             };
-            let mut fact = facts.get(key).ok().flatten()?;
+            let mut fact = facts.get(&key).ok().flatten()?;
             if fact.interpret_as != InterpretAs::Instruction || fact.quarantined {
                 return None;
             }
@@ -760,7 +767,7 @@ impl<'m> Corpus<'m> {
             .filter_map(|mut s| {
                 let entry = *self.ranked_entries.get(s.index)?;
                 s.index = entry;
-                if s.name.is_empty() {
+                if !self.ranker.index().has_names() {
                     // a prepared corpus's index holds no names (`Index::without_names`)
                     s.name = self.name(entry).to_string();
                 }

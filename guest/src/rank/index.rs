@@ -459,12 +459,8 @@ impl Index {
     /// word to check them again (that walk was a fifth of a 300-unit pack's recall in
     /// the component).
     pub fn fits(&self, names: &[&str]) -> bool {
-        self.fits_by(names.len(), |d| names[d])
-    }
-
-    /// [`Index::fits`] for the `n` names `name(0)`, `name(1)`, ….
-    pub fn fits_by<'a>(&self, n: usize, name: impl Fn(usize) -> &'a str) -> bool {
-        n == self.n_docs as usize && self.fits_shape() && self.has_names() && (0..n).all(|d| self.name(d) == name(d))
+        let n = self.n_docs as usize;
+        n == names.len() && self.fits_shape() && self.has_names() && (0..n).map(|d| self.name(d)).eq(names.iter().copied())
     }
 
     /// [`Index::fits`] for an index cached without its names ([`Index::without_names`])
