@@ -383,8 +383,8 @@ pub fn prepared_key(corpus_key: Option<&str>) -> Option<String> {
     Some(format!("{INDEX_PREFIX}prepared:{}", crate::digest::hex(&h.finalize())))
 }
 
-/// Key prefix of cached ranker indexes in the fact store (`lid-index:v6:{sha256}`).
-pub const INDEX_PREFIX: &str = "lid-index:v6:";
+/// Key prefix of cached ranker indexes in the fact store (`lid-index:v7:{sha256}`).
+pub const INDEX_PREFIX: &str = "lid-index:v7:";
 
 /// An index whose postings take more than this is cached split
 /// ([`crate::rank::index::Index::split`]): a head under the blob's key, and postings
@@ -430,7 +430,7 @@ pub(crate) fn load_segments(facts: &dyn Facts, key: &str, ranker: &mut Ranker, i
         let Some(seg) = facts.cached(&segment_key(key, s)).and_then(|b| crate::rank::index::Segment::decode(&b)) else { return false };
         segs.push((s, seg));
     }
-    ranker.install(&segs)
+    ranker.install(segs)
 }
 
 /// What is cached per corpus: the ranker's index and each unit's exact token count,

@@ -318,6 +318,11 @@ pub struct Index {
     /// count: segment `s` holds terms `segments[s]..segments[s + 1]`.
     #[serde(with = "flat")]
     pub segments: Vec<u32>,
+    /// The segments installed into a split head ([`Index::install`]), by number,
+    /// ascending: its postings are read from them where they are, not copied into one
+    /// table (`None` for an index that was never split, or not installed yet).
+    #[serde(skip)]
+    pub installed: Option<Vec<(u32, Segment)>>,
     pub avg_len: [f32; NF],
     /// Per doc: linked units as `Posting { doc, w: strength }`, undirected, strongest
     /// first: doc `d`'s are `link_list[link_start[d]..link_start[d + 1]]`.
@@ -490,8 +495,7 @@ impl Index {
         let n = self.n_docs as usize;
         (self.name_start.len() == n + 1 || (self.name_start.is_empty() && self.name_blob.is_empty()))
             && self.name_rank.len() == n
-            && self.posting_start.len() == self.term_count() + 1
-            && self.pos_start.len() == self.posting_list.len() + 1
+            && (self.posting_start.len() == self.term_count() + 1 && self.pos_start.len() == self.posting_list.len() + 1 || self.installed.is_some())
             && self.term_grams.len() == self.term_count()
             && self.field_len.len() == n
             && self.avg_len.iter().all(|a| a.is_finite() && *a > 0.0)
@@ -749,6 +753,7 @@ impl Index {
             pos_start,
             pos_list,
             segments: Vec::new(),
+            installed: None,
             avg_len,
             link_start,
             link_list,
@@ -758,17 +763,33 @@ impl Index {
 
     /// The postings of a term id (empty for an unknown id).
     pub fn postings(&self, id: u32) -> &[Posting] {
-        nth(&self.posting_list, &self.posting_start, id as usize)
+        self.term_view(id).0
+    }
+
+    /// Term `id`'s postings and where their positions are: posting `i`'s positions are
+    /// `nth(pos, pos_start, i)` (all empty for an unknown id, or one whose segment was
+    /// not installed).
+    fn term_view(&self, id: u32) -> (&[Posting], &[u32], &[u32]) {
+        let (postings, starts, pos_start, pos, i) = match &self.installed {
+            None => (&self.posting_list[..], &self.posting_start[..], &self.pos_start[..], &self.pos_list[..], id as usize),
+            Some(segs) => match self.segment_of(segs, id) {
+                Some((seg, i)) => (&seg.postings[..], &seg.starts[..], &seg.pos_start[..], &seg.pos[..], i),
+                None => return (&[], &[], &[]),
+            },
+        };
+        span(starts, i).and_then(|r| Some((postings.get(r.clone())?, pos_start.get(r.start..=r.end)?, pos))).unwrap_or((&[], &[], &[]))
+    }
+
+    /// The installed segment holding term `id`, and the term's place in it.
+    fn segment_of<'a>(&self, segs: &'a [(u32, Segment)], id: u32) -> Option<(&'a Segment, usize)> {
+        let s = self.segments.partition_point(|&f| f <= id).checked_sub(1)? as u32;
+        let seg = &segs.get(segs.binary_search_by_key(&s, |x| x.0).ok()?)?.1;
+        Some((seg, id.checked_sub(seg.first)? as usize))
     }
 
     /// Document frequency of a term id.
     pub fn df(&self, id: u32) -> usize {
         self.postings(id).len()
-    }
-
-    /// The positions of posting `k` (a global index into `posting_list`; empty when unknown).
-    fn positions(&self, k: usize) -> &[u32] {
-        nth(&self.pos_list, &self.pos_start, k)
     }
 
     /// Where term `id`'s postings start in `posting_list`.
@@ -785,8 +806,7 @@ impl Index {
         if a == b {
             return;
         }
-        let (pa, pb) = (self.postings(a), self.postings(b));
-        let (ba, bb) = (self.posting_base(a), self.posting_base(b));
+        let ((pa, sa, qa), (pb, sb, qb)) = (self.term_view(a), self.term_view(b));
         let (mut i, mut j) = (0, 0);
         while let (Some(x), Some(y)) = (pa.get(i), pb.get(j)) {
             if x.doc < y.doc {
@@ -798,7 +818,7 @@ impl Index {
                 continue;
             }
             let d = x.doc as usize;
-            let (xa, xb) = (self.positions(ba + i), self.positions(bb + j));
+            let (xa, xb) = (nth(qa, sa, i), nth(qb, sb, j));
             i += 1;
             j += 1;
             let Some(&lens) = self.field_len.get(d) else { continue };
@@ -820,18 +840,20 @@ impl Index {
 }
 
 /// One postings segment of a split index ([`Index::split`]): terms
-/// `first..first + counts.len()`, their postings and positions, as the index holds them.
+/// `first..first + starts.len() - 1`, their postings and positions, each table's offsets
+/// relative to the segment, so an installed segment is read where it is
+/// ([`Index::install`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Segment {
     pub first: u32,
-    /// Postings per term.
+    /// Term `first + i`'s postings are `postings[starts[i]..starts[i + 1]]`.
     #[serde(with = "flat")]
-    pub counts: Vec<u32>,
+    pub starts: Vec<u32>,
     #[serde(with = "flat")]
     pub postings: Vec<Posting>,
-    /// Positions per posting.
+    /// Posting `k`'s positions are `pos[pos_start[k]..pos_start[k + 1]]`.
     #[serde(with = "flat")]
-    pub npos: Vec<u32>,
+    pub pos_start: Vec<u32>,
     #[serde(with = "flat")]
     pub pos: Vec<u32>,
 }
@@ -846,6 +868,13 @@ impl Segment {
     /// head is [`Index::install`]'s to check.
     pub fn decode(bytes: &[u8]) -> Option<Segment> {
         postcard::from_bytes(bytes).ok()
+    }
+
+    /// Whether the segment holds `terms` terms and its offsets are consistent: each
+    /// table starts at 0, ascends and ends at the end of what it indexes.
+    fn consistent(&self, terms: usize) -> bool {
+        let ok = |starts: &[u32], len: usize| starts.first() == Some(&0) && starts.last() == Some(&(len as u32)) && starts.is_sorted();
+        self.starts.len() == terms + 1 && self.pos_start.len() == self.postings.len() + 1 && ok(&self.starts, self.postings.len()) && ok(&self.pos_start, self.pos.len())
     }
 }
 
@@ -881,9 +910,9 @@ impl Index {
             let (pa, pb) = (self.pos_start[a] as usize, self.pos_start[b] as usize);
             segs.push(Segment {
                 first: t0,
-                counts: (t0..t1).map(|t| (self.posting_base(t + 1) - self.posting_base(t)) as u32).collect(),
+                starts: (t0..=t1).map(|t| (self.posting_base(t) - a) as u32).collect(),
                 postings: self.posting_list[a..b].to_vec(),
-                npos: self.pos_start[a..=b].windows(2).map(|p| p[1] - p[0]).collect(),
+                pos_start: self.pos_start[a..=b].iter().map(|&p| p - pa as u32).collect(),
                 pos: self.pos_list[pa..pb].to_vec(),
             });
         }
@@ -897,7 +926,7 @@ impl Index {
 
     /// Whether this is the head of a split index, its postings not installed yet.
     pub fn is_split(&self) -> bool {
-        !self.segments.is_empty() && self.posting_start.is_empty()
+        !self.segments.is_empty() && self.posting_start.is_empty() && self.installed.is_none()
     }
 
     /// The segments (by number) holding these term ids, ascending, each once.
@@ -910,55 +939,26 @@ impl Index {
     }
 
     /// Install fetched segments (each numbered as in [`Index::segments_of`]) into a split
-    /// head: terms of segments not fetched get no postings. `false` (nothing changed)
-    /// when a segment is not the one the head names or is inconsistent in itself.
-    pub fn install(&mut self, segs: &[(u32, Segment)]) -> bool {
+    /// head: terms of segments not fetched get no postings. The segments are kept as
+    /// they are and read in place ([`Index::postings`]); nothing is copied into one
+    /// table (that copy, and the prefix sums it needed, were a twentieth of a 1,000-unit
+    /// recall). `false` (nothing changed) when the head is not a split head waiting for
+    /// its segments, or a segment is not the one the head names or is inconsistent in
+    /// itself.
+    pub fn install(&mut self, segs: Vec<(u32, Segment)>) -> bool {
         let tc = self.term_count();
-        if self.segments.len() < 2 || self.segments.last() != Some(&(tc as u32)) {
+        if !self.is_split() || self.segments.len() < 2 || self.segments.last() != Some(&(tc as u32)) || !self.segments.is_sorted() {
             return false;
         }
-        // `posting_start` is built as the segments are checked: terms of segments not
-        // fetched span no postings (a fill, not a loop over the whole vocabulary).
-        let mut posting_start: Vec<u32> = Vec::with_capacity(tc + 1);
-        posting_start.push(0);
-        let mut at = 0u32;
-        let (mut np, mut nq) = (0usize, 0usize);
         let mut last: Option<u32> = None;
-        for (s, seg) in segs {
+        for (s, seg) in &segs {
             let (Some(&t0), Some(&t1)) = (self.segments.get(*s as usize), self.segments.get(*s as usize + 1)) else { return false };
-            let total: u64 = seg.counts.iter().map(|&c| c as u64).sum();
-            let npos: u64 = seg.npos.iter().map(|&c| c as u64).sum();
-            // (`t0` must be past every term written so far: the head's boundaries ascend)
-            if last.is_some_and(|l| l >= *s) || seg.first != t0 || t1 < t0 || t1 as usize > tc || (t0 as usize) < posting_start.len() - 1 || seg.counts.len() != (t1 - t0) as usize || total != seg.postings.len() as u64 || seg.npos.len() != seg.postings.len() || npos != seg.pos.len() as u64 {
+            if last.is_some_and(|l| l >= *s) || seg.first != t0 || !seg.consistent((t1 - t0) as usize) {
                 return false;
             }
             last = Some(*s);
-            posting_start.resize(t0 as usize + 1, at);
-            for &c in &seg.counts {
-                at = at.saturating_add(c);
-                posting_start.push(at);
-            }
-            np += seg.postings.len();
-            nq += seg.pos.len();
         }
-        posting_start.resize(tc + 1, at);
-        let mut posting_list = Vec::with_capacity(np);
-        let mut pos_start = Vec::with_capacity(np + 1);
-        pos_start.push(0u32);
-        let mut pos_list = Vec::with_capacity(nq);
-        let mut q = 0u32;
-        for (_, seg) in segs {
-            posting_list.extend_from_slice(&seg.postings);
-            for &c in &seg.npos {
-                q = q.saturating_add(c);
-                pos_start.push(q);
-            }
-            pos_list.extend_from_slice(&seg.pos);
-        }
-        self.posting_start = posting_start;
-        self.posting_list = posting_list;
-        self.pos_start = pos_start;
-        self.pos_list = pos_list;
+        self.installed = Some(segs);
         true
     }
 }
