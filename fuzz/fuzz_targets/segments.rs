@@ -24,14 +24,14 @@ fuzz_target!(|data: &[u8]| {
         let Some(intent) = lid_fuzz::text(rest) else { return };
         let wanted = head.segments_of(&Ranker::from_index(head.clone()).terms_for(intent));
         let mut r = Ranker::from_index(head.clone());
-        assert!(r.install(&wanted.iter().map(|&s| (s, segs[s as usize].clone())).collect::<Vec<_>>()), "the head's own segments install");
+        assert!(r.install(wanted.iter().map(|&s| (s, segs[s as usize].clone())).collect()), "the head's own segments install");
         assert_eq!(r.rank(intent, Some("issue_assigned"), &w), whole.rank(intent, Some("issue_assigned"), &w), "a split index ranks as the whole");
         return;
     }
     let Some(seg) = Segment::decode(rest) else { return };
     let s = (mode >> 1) as u32 % segs.len() as u32;
     let mut r = Ranker::from_index(head.clone());
-    if !r.install(&[(s, seg)]) {
+    if !r.install(vec![(s, seg)]) {
         assert_eq!(r.index(), head, "a refused install leaves the head as it was");
         return;
     }
