@@ -183,7 +183,7 @@ impl EntryTable {
     /// boundary is not looked for here: every read slices through `str::get`, which
     /// reads such a string as absent.
     pub fn consistent(&self) -> bool {
-        self.starts.len() == 4 * self.len() + 1 && self.starts.first() == Some(&0) && self.starts.last().is_some_and(|&e| e as usize == self.texts.len()) && self.starts.is_sorted()
+        self.len().checked_mul(4).is_some_and(|items| crate::rank::index::offsets_fit(&self.starts, items, self.texts.len()))
     }
 
     fn text(&self, d: usize, k: usize) -> Option<&str> {

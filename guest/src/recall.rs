@@ -286,8 +286,7 @@ impl RefTable {
     /// The tables agree with each other (checked once, when a prepared corpus is read).
     fn consistent(&self) -> bool {
         let n = self.kind.len();
-        let ok = |starts: &[u32], len: usize| starts.len() == n + 1 && starts.first() == Some(&0) && starts.last() == Some(&(len as u32)) && starts.is_sorted();
-        ok(&self.key_start, self.keys.len()) && ok(&self.version_start, self.versions.len())
+        crate::rank::index::offsets_fit(&self.key_start, n, self.keys.len()) && crate::rank::index::offsets_fit(&self.version_start, n, self.versions.len())
     }
 }
 

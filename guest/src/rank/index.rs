@@ -203,6 +203,12 @@ pub fn span(starts: &[u32], i: usize) -> Option<std::ops::Range<usize>> {
     Some(*starts.get(i)? as usize..*starts.get(i.checked_add(1)?)? as usize)
 }
 
+/// Whether `starts` are the offsets of a flat table of `items` items over `len` elements,
+/// as [`span`] reads them: `items + 1` of them, from 0, ascending, ending at `len`.
+pub fn offsets_fit(starts: &[u32], items: usize, len: usize) -> bool {
+    Some(starts.len()) == items.checked_add(1) && starts.first() == Some(&0) && starts.last().is_some_and(|&e| e as usize == len) && starts.is_sorted()
+}
+
 /// Item `i` of a flat table of `items` ([`span`]; empty when out of range).
 fn nth<'a, T>(items: &'a [T], starts: &[u32], i: usize) -> &'a [T] {
     span(starts, i).and_then(|r| items.get(r)).unwrap_or(&[])
@@ -495,7 +501,7 @@ impl Index {
         let n = self.n_docs as usize;
         (self.name_start.len() == n + 1 || (self.name_start.is_empty() && self.name_blob.is_empty()))
             && self.name_rank.len() == n
-            && (self.posting_start.len() == self.term_count() + 1 && self.pos_start.len() == self.posting_list.len() + 1 || self.installed.is_some())
+            && ((self.posting_start.len() == self.term_count() + 1 && self.pos_start.len() == self.posting_list.len() + 1) || self.installed.is_some())
             && self.term_grams.len() == self.term_count()
             && self.field_len.len() == n
             && self.avg_len.iter().all(|a| a.is_finite() && *a > 0.0)
@@ -873,8 +879,7 @@ impl Segment {
     /// Whether the segment holds `terms` terms and its offsets are consistent: each
     /// table starts at 0, ascends and ends at the end of what it indexes.
     fn consistent(&self, terms: usize) -> bool {
-        let ok = |starts: &[u32], len: usize| starts.first() == Some(&0) && starts.last() == Some(&(len as u32)) && starts.is_sorted();
-        self.starts.len() == terms + 1 && self.pos_start.len() == self.postings.len() + 1 && ok(&self.starts, self.postings.len()) && ok(&self.pos_start, self.pos.len())
+        offsets_fit(&self.starts, terms, self.postings.len()) && offsets_fit(&self.pos_start, self.postings.len(), self.pos.len())
     }
 }
 

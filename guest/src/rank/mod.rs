@@ -905,7 +905,7 @@ mod tests {
         let mut h = head.clone();
         assert!(!h.install(vec![(1, segs[0].clone())]));
         assert!(!h.install(vec![(1, segs[1].clone()), (0, segs[0].clone())]));
-        let alters: [fn(&mut index::Segment); 4] = [|g| g.pos_start.push(u32::MAX), |g| g.starts.reverse(), |g| drop(g.postings.pop()), |g| g.first += 1];
+        let alters: [fn(&mut index::Segment); 4] = [|g| g.pos_start.push(u32::MAX), |g| g.starts.reverse(), |g| { g.postings.pop(); }, |g| g.first += 1];
         for alter in alters {
             let mut bad = segs[0].clone();
             alter(&mut bad);
