@@ -96,11 +96,8 @@ impl Flat for u32 {
     fn get(b: &[u8]) -> Self {
         u32::from_le_bytes(le4(b, 0))
     }
-    /// Fixed-size chunks: no per-record bounds checks (the bulk of a cached index), and
-    /// one pass that writes each value once (no zero-fill first: in a component that
-    /// memory is often fresh, and a zeroing pass doubles the writes to it).
     fn get_all(b: &[u8]) -> Vec<Self> {
-        b.as_chunks::<4>().0.iter().map(|c| u32::from_le_bytes(*c)).collect()
+        copy_records(b)
     }
 }
 
@@ -140,9 +137,8 @@ impl Flat for Posting {
         let (doc, w) = <(u32, f32)>::get(b);
         Posting { doc, w }
     }
-    /// One pass, as for `u32`.
     fn get_all(b: &[u8]) -> Vec<Self> {
-        b.as_chunks::<8>().0.iter().map(|c| Posting { doc: u32::from_le_bytes([c[0], c[1], c[2], c[3]]), w: f32::from_le_bytes([c[4], c[5], c[6], c[7]]) }).collect()
+        copy_records(b)
     }
 }
 
@@ -161,6 +157,30 @@ impl Flat for [u32; NF] {
         }
         a
     }
+    fn get_all(b: &[u8]) -> Vec<Self> {
+        copy_records(b)
+    }
+}
+
+/// A flat array of plain records decoded with one copy of its wire bytes: on a
+/// little-endian machine a [`bytemuck::Pod`] record's memory is exactly its wire form, so
+/// the decode is a `memcpy` (in a component, one `memory.copy`, run by the host at the
+/// host's speed, where a record-by-record loop is compiled by Cranelift). Each value is
+/// written once (no zero-fill first). `b.len()` is a multiple of the record size.
+fn copy_records<T: Flat + bytemuck::Pod>(b: &[u8]) -> Vec<T> {
+    let n = b.len() / T::SIZE;
+    if cfg!(target_endian = "big") || std::mem::size_of::<T>() != T::SIZE {
+        return b.chunks_exact(T::SIZE).map(T::get).collect();
+    }
+    let mut v = Vec::<T>::with_capacity(n);
+    // SAFETY: `v` has room for `n` records of `T::SIZE == size_of::<T>()` bytes, which
+    // `b` holds (`n * T::SIZE <= b.len()`); the regions are distinct allocations; any
+    // bytes are a valid `T` (`Pod`), so the first `n` records are initialised.
+    unsafe {
+        std::ptr::copy_nonoverlapping(b.as_ptr(), v.as_mut_ptr().cast::<u8>(), n * T::SIZE);
+        v.set_len(n);
+    }
+    v
 }
 
 /// `#[serde(with = "flat")]` for `Vec<T: Flat>`: one byte string on the wire.
