@@ -11,14 +11,14 @@ use anyhow::{bail, Context, Result};
 use sha2::Digest;
 use serde_json::{json, Value};
 
-use crate::engine::{FactSource, DERIVED_PREFIX};
+use crate::engine::{Blob, FactSource, DERIVED_PREFIX};
 
 /// An in-memory key-value fact store, with a cache of engine-derived blobs (ranker
 /// indexes) that is kept in memory and, when `derived_dir` is set, on disk.
 #[derive(Debug, Default)]
 pub struct MemFacts {
     map: BTreeMap<String, Vec<u8>>,
-    derived: Mutex<BTreeMap<String, Vec<u8>>>,
+    derived: Mutex<BTreeMap<String, Blob>>,
     derived_dir: Option<PathBuf>,
 }
 
@@ -51,15 +51,18 @@ impl MemFacts {
 
 impl FactSource for MemFacts {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        Ok(self.get_shared(key)?.map(Arc::unwrap_or_clone))
+    }
+    fn get_shared(&self, key: &str) -> Result<Option<Blob>, String> {
         if let Some(v) = self.map.get(key) {
-            return Ok(Some(v.clone()));
+            return Ok(Some(Arc::new(v.clone())));
         }
         if key.starts_with(DERIVED_PREFIX) {
             if let Some(v) = self.derived.lock().map_err(|e| e.to_string())?.get(key) {
                 return Ok(Some(v.clone()));
             }
             // Read from disk once, then served from memory.
-            let blob = self.derived_file(key).and_then(|f| std::fs::read(f).ok());
+            let blob = self.derived_file(key).and_then(|f| std::fs::read(f).ok()).map(Arc::new);
             if let Some(b) = &blob {
                 self.derived.lock().map_err(|e| e.to_string())?.insert(key.to_string(), b.clone());
             }
@@ -81,7 +84,7 @@ impl FactSource for MemFacts {
                 let _ = std::fs::rename(&tmp, &f);
             }
         }
-        self.derived.lock().map_err(|e| e.to_string())?.insert(key.to_string(), value);
+        self.derived.lock().map_err(|e| e.to_string())?.insert(key.to_string(), Arc::new(value));
         Ok(())
     }
 }

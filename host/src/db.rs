@@ -402,15 +402,17 @@ impl Db {
     }
 
     /// A derived blob (ranker index) by key: memory, then the `derived_blobs` table.
-    fn derived_get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+    /// A derived blob, shared with the in-memory cache (read from SQLite once).
+    fn derived_get(&self, key: &str) -> Result<Option<Arc<Vec<u8>>>, String> {
         if let Some(v) = self.derived.read().map_err(|e| e.to_string())?.get(key) {
-            return Ok(Some(v.as_ref().clone()));
+            return Ok(Some(v.clone()));
         }
         let v = self
             .read(|c| Ok(c.query_row("SELECT value FROM derived_blobs WHERE key = ?1", params![key], |r| r.get::<_, Vec<u8>>(0)).optional()?))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .map(Arc::new);
         if let Some(v) = &v {
-            self.derived.write().map_err(|e| e.to_string())?.insert(key.to_string(), Arc::new(v.clone()));
+            self.derived.write().map_err(|e| e.to_string())?.insert(key.to_string(), v.clone());
         }
         Ok(v)
     }
@@ -510,10 +512,13 @@ impl SnapshotFacts {
 
 impl FactSource for SnapshotFacts {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        Ok(self.get_shared(key)?.map(Arc::unwrap_or_clone))
+    }
+    fn get_shared(&self, key: &str) -> Result<Option<crate::engine::Blob>, String> {
         if key.starts_with(DERIVED_PREFIX) {
             return self.db.derived_get(key);
         }
-        Ok(self.map.get(key).cloned())
+        Ok(self.map.get(key).cloned().map(Arc::new))
     }
     fn keys(&self) -> Result<Vec<String>, String> {
         Ok(self.map.keys().cloned().collect())

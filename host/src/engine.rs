@@ -41,6 +41,12 @@ pub const FACTS_BUCKET: &str = "instruction-facts";
 /// Host-side fact storage behind `wasi:keyvalue/store`.
 pub trait FactSource: Send + Sync {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String>;
+    /// [`FactSource::get`] for the guest's `bucket.get`: a store that keeps a value
+    /// shared (a derived index, hundreds of KB, read by every recall) hands it over
+    /// without a copy on the host; it is copied once, into the guest's memory.
+    fn get_shared(&self, key: &str) -> Result<Option<Blob>, String> {
+        Ok(self.get(key)?.map(Arc::new))
+    }
     fn keys(&self) -> Result<Vec<String>, String>;
     /// Keep a blob the engine derived (a ranker index under `lid-index:…`, keyed by a
     /// fingerprint of its inputs). Instruction facts are never written through here.
@@ -48,6 +54,13 @@ pub trait FactSource: Send + Sync {
         Err("this fact store keeps no derived data".into())
     }
 }
+
+/// A value a [`FactSource`] holds shared ([`FactSource::get_shared`]).
+pub type Blob = Arc<Vec<u8>>;
+
+/// The interface whose `bucket.get` [`Runtime`] serves through
+/// [`FactSource::get_shared`].
+const KV_STORE: &str = "wasi:keyvalue/store@0.2.0-draft2";
 
 /// Key prefix under which the engine may cache derived data in the facts bucket.
 pub const DERIVED_PREFIX: &str = "lid-index:";
@@ -420,6 +433,13 @@ impl Runtime {
         let mut linker: Linker<HostState> = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         Lid::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        // `bucket.get` again, returning the store's shared blob (lowered straight into
+        // the guest's memory) instead of the owned copy `HostBucket::get` must return.
+        linker.allow_shadowing(true);
+        linker.instance(KV_STORE)?.func_wrap("[method]bucket.get", |cx: wasmtime::StoreContextMut<'_, HostState>, (_b, key): (Resource<KvBucket>, String)| {
+            Ok((cx.data().storage.facts.get_shared(&key).map_err(KvError::Other),))
+        })?;
+        linker.allow_shadowing(false);
         Ok(LidPre::new(linker.instantiate_pre(component)?)?)
     }
 

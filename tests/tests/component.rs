@@ -309,6 +309,58 @@ fn the_ranker_index_is_cached_through_the_facts_bucket_and_never_changes_answers
     assert!(FactSource::get(cache.as_ref(), fact_key).unwrap().is_some());
 }
 
+/// A fact source that holds derived blobs shared and hands them out only through
+/// `get_shared` (its `get` refuses them), counting the engine's writes.
+struct SharedCache {
+    inner: Arc<MemFacts>,
+    derived: Mutex<std::collections::BTreeMap<String, lid_host::engine::Blob>>,
+    writes: Mutex<usize>,
+}
+
+impl FactSource for SharedCache {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        if key.starts_with(lid_host::engine::DERIVED_PREFIX) {
+            return Err("derived blobs are served shared only".into());
+        }
+        FactSource::get(self.inner.as_ref(), key)
+    }
+    fn get_shared(&self, key: &str) -> Result<Option<lid_host::engine::Blob>, String> {
+        if key.starts_with(lid_host::engine::DERIVED_PREFIX) {
+            return Ok(self.derived.lock().unwrap().get(key).cloned());
+        }
+        Ok(FactSource::get(self.inner.as_ref(), key)?.map(Arc::new))
+    }
+    fn keys(&self) -> Result<Vec<String>, String> {
+        self.inner.keys()
+    }
+    fn set_derived(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
+        *self.writes.lock().unwrap() += 1;
+        self.derived.lock().unwrap().insert(key.to_string(), Arc::new(value));
+        Ok(())
+    }
+}
+
+/// The guest's `bucket.get` is served by `FactSource::get_shared`: a cached index is
+/// lowered from the store's shared blob, not from a copy `get` would have to make. (Were
+/// `get` serving it, every read of the index would fail here and each recall rebuild it.)
+#[test]
+fn the_guest_reads_a_cached_index_through_the_shared_path() {
+    let rt = rt();
+    let a = demo();
+    let cache = Arc::new(SharedCache { inner: a.facts.clone(), derived: Mutex::default(), writes: Mutex::new(0) });
+    let st = Storage { facts: cache.clone(), audit: Arc::new(NoAudit) };
+    let req = json!({"intent": "how do I roll back production", "max_chunks": 3}).to_string();
+    let first = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
+    assert_eq!(*cache.writes.lock().unwrap(), 1, "a miss builds the index and offers it to the host");
+    for _ in 0..3 {
+        assert_eq!(rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap(), first);
+    }
+    assert_eq!(*cache.writes.lock().unwrap(), 1, "every later recall read the index through get_shared");
+    // The host's own blob is untouched by the calls that read it.
+    let blobs = cache.derived.lock().unwrap();
+    assert!(blobs.values().all(|b| Arc::strong_count(b) == 1 && !b.is_empty()));
+}
+
 /// `lid … | head`: the reader closes the pipe early; the CLI ends quietly with status 0
 /// (it panicked on the broken pipe before), whatever the size of what it had to print.
 #[test]
