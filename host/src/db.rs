@@ -401,9 +401,9 @@ impl Db {
         })
     }
 
-    /// A derived blob (ranker index) by key: memory, then the `derived_blobs` table.
-    /// A derived blob, shared with the in-memory cache (read from SQLite once).
-    fn derived_get(&self, key: &str) -> Result<Option<Arc<Vec<u8>>>, String> {
+    /// A derived blob (ranker index) by key: memory, then the `derived_blobs` table (read
+    /// from SQLite once, then shared with the in-memory cache).
+    fn derived_get(&self, key: &str) -> Result<Option<crate::engine::Blob>, String> {
         if let Some(v) = self.derived.read().map_err(|e| e.to_string())?.get(key) {
             return Ok(Some(v.clone()));
         }

@@ -132,6 +132,8 @@ impl wasi::keyvalue::store::Host for HostState {
 }
 
 impl wasi::keyvalue::store::HostBucket for HostState {
+    /// The generated binding's `get`; [`Runtime`]'s linker serves `bucket.get` with
+    /// [`FactSource::get_shared`] instead (no host-side copy), over this one.
     fn get(&mut self, _b: Resource<KvBucket>, key: String) -> Result<Option<Vec<u8>>, KvError> {
         self.storage.facts.get(&key).map_err(KvError::Other)
     }
@@ -147,7 +149,7 @@ impl wasi::keyvalue::store::HostBucket for HostState {
         Err(KvError::AccessDenied)
     }
     fn exists(&mut self, _b: Resource<KvBucket>, key: String) -> Result<bool, KvError> {
-        self.storage.facts.get(&key).map(|v| v.is_some()).map_err(KvError::Other)
+        self.storage.facts.get_shared(&key).map(|v| v.is_some()).map_err(KvError::Other)
     }
     fn list_keys(&mut self, _b: Resource<KvBucket>, _cursor: Option<String>) -> Result<KeyResponse, KvError> {
         let keys = self.storage.facts.keys().map_err(KvError::Other)?;
