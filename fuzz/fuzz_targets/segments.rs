@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(r.rank(intent, Some("issue_assigned"), &w), whole.rank(intent, Some("issue_assigned"), &w), "a split index ranks as the whole");
         return;
     }
-    let Some(seg) = Segment::decode(rest) else { return };
+    let Some(seg) = Segment::decode(rest.to_vec()) else { return };
     let s = (mode >> 1) as u32 % segs.len() as u32;
     let mut r = Ranker::from_index(head.clone());
     if !r.install(vec![(s, seg)]) {

@@ -541,7 +541,7 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts, intent: Option<&str>) -> Result<
 /// (its segments first, so a head is never cached before what it names).
 fn cache_index(facts: &dyn Facts, key: &str, texts: String, text_start: Vec<u32>, index: &crate::rank::index::Index, tokens: &[u32]) {
     let Some(index) = crate::recall::cache_segments(facts, key, index) else { return };
-    if let Ok(blob) = postcard::to_allocvec(&PackIndexRef { texts, text_start, index: &index, tokens }) {
+    if let Some(blob) = crate::rank::column::encode(&PackIndexRef { texts, text_start, index: &index, tokens }) {
         facts.cache(key, &blob);
     }
 }
@@ -550,8 +550,7 @@ fn cache_index(facts: &dyn Facts, key: &str, texts: String, text_start: Vec<u32>
 /// pack with this id.
 fn from_blob(id: &str, key: &str, facts: &dyn Facts, intent: Option<&str>) -> Option<Opened> {
     let blob = facts.cached(key)?;
-    let p: PackIndex = postcard::from_bytes(&blob).ok()?;
-    drop(blob);
+    let p: PackIndex = crate::rank::column::decode(blob)?;
     let PackIndex { texts, text_start, index, tokens } = p;
     let mut ranker = Ranker::from_index(index);
     if !crate::recall::load_segments(facts, key, &mut ranker, intent) {

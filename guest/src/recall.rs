@@ -347,11 +347,13 @@ struct PreparedRef<'a> {
 /// A split index gets the segments `intent` reaches (every one without an intent).
 pub fn cached_prepared(facts: &dyn Facts, key: &str, intent: Option<&str>, manifest_json: &str) -> Option<(Manifest, crate::manifest::EntryTable, Prepared)> {
     let blob = facts.cached(key)?;
-    let (source, rest): (Source, &[u8]) = postcard::take_from_bytes(&blob).ok()?;
-    if !manifest_json.is_empty() && source != Source::of(manifest_json) {
-        return None;
-    }
-    let mut b: PreparedBlob = postcard::from_bytes(rest).ok()?;
+    let mut b: PreparedBlob = crate::rank::column::decode_with(blob, |blob| {
+        let (source, rest): (Source, &[u8]) = postcard::take_from_bytes(blob).ok()?;
+        if !manifest_json.is_empty() && source != Source::of(manifest_json) {
+            return None;
+        }
+        postcard::from_bytes(rest).ok()
+    })?;
     let (manifest, entries) = b.manifest.split();
     b.tables.load(facts, key, intent).then_some((manifest, entries, b.tables))
 }
@@ -382,8 +384,8 @@ pub fn prepared_key(corpus_key: Option<&str>) -> Option<String> {
     Some(format!("{INDEX_PREFIX}prepared:{}", crate::digest::hex(&h.finalize())))
 }
 
-/// Key prefix of cached ranker indexes in the fact store (`lid-index:v7:{sha256}`).
-pub const INDEX_PREFIX: &str = "lid-index:v7:";
+/// Key prefix of cached ranker indexes in the fact store (`lid-index:v8:{sha256}`).
+pub const INDEX_PREFIX: &str = "lid-index:v8:";
 
 /// An index whose postings take more than this is cached split
 /// ([`crate::rank::index::Index::split`]): a head under the blob's key, and postings
@@ -426,7 +428,7 @@ pub(crate) fn load_segments(facts: &dyn Facts, key: &str, ranker: &mut Ranker, i
     };
     let mut segs = Vec::with_capacity(wanted.len());
     for s in wanted {
-        let Some(seg) = facts.cached(&segment_key(key, s)).and_then(|b| crate::rank::index::Segment::decode(&b)) else { return false };
+        let Some(seg) = facts.cached(&segment_key(key, s)).and_then(crate::rank::index::Segment::decode) else { return false };
         segs.push((s, seg));
     }
     ranker.install(segs)
@@ -531,7 +533,7 @@ impl<'m> Corpus<'m> {
         }
         let hashes: Vec<String> = ranked_entries.iter().map(|&i| units[i].as_ref().map(|r| r.fact.content_sha256()).unwrap_or_default()).collect();
         let key = index_key(&docs, &hashes);
-        let cached = facts.cached(&key).and_then(|b| postcard::from_bytes::<CachedIndex>(&b).ok());
+        let cached = facts.cached(&key).and_then(crate::rank::column::decode::<CachedIndex>);
         let (ranker, counts) = match cached {
             Some(c) if c.tokens.len() == docs.len() && c.index.fits(&docs.iter().map(|d| d.name).collect::<Vec<_>>()) => {
                 (Ranker::from_index(c.index), c.tokens)
@@ -542,7 +544,7 @@ impl<'m> Corpus<'m> {
                     .iter()
                     .map(|&i| units[i].as_ref().map_or(0, |r| r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32)))
                     .collect();
-                if let Ok(blob) = postcard::to_allocvec(&CachedIndexRef { index: ranker.index(), tokens: &counts }) {
+                if let Some(blob) = crate::rank::column::encode(&CachedIndexRef { index: ranker.index(), tokens: &counts }) {
                     facts.cache(&key, &blob);
                 }
                 (ranker, counts)
@@ -665,7 +667,7 @@ impl<'m> Corpus<'m> {
         if let Some(index) = cache_segments(facts, key, corpus.ranker.index()) {
             // the entry table names the units: the index is cached without its names
             let index = index.into_owned().without_names();
-            if let Ok(blob) = postcard::to_allocvec(&PreparedRef { source, manifest: manifest.into(), refs: &refs, index: &index, tokens: &counts }) {
+            if let Some(blob) = crate::rank::column::encode(&PreparedRef { source, manifest: manifest.into(), refs: &refs, index: &index, tokens: &counts }) {
                 facts.cache(key, &blob);
             }
         }
@@ -1296,6 +1298,17 @@ mod tests {
             let segments = facts.derived_keys().iter().filter(|k| k.contains(":seg:")).count();
             assert!(segments > 20, "the prepared corpus was cached split ({segments} segments)");
             assert!(reads.1.get() > 0 && reads.1.get() < segments, "{} of {segments} segments read", reads.1.get());
+        }
+        // The cached head and the segments a recall installs are read where the host's
+        // blobs put them, not copied (`crate::rank::column`).
+        let key = super::prepared_key(Some("big:1")).unwrap();
+        let (_, _, prepared) = super::cached_prepared(&facts, &key, Some("rollback the canary deploy"), &m).expect("the prepared corpus decodes");
+        let ix = &prepared.index;
+        let segs = ix.installed.as_ref().expect("segments installed");
+        assert!(!segs.is_empty());
+        if cfg!(target_endian = "little") {
+            assert!(ix.term_start.is_shared() && ix.trigrams.keys.is_shared() && ix.trigrams.values.is_shared() && ix.field_len.is_shared() && ix.link_list.is_shared(), "head tables in place");
+            assert!(segs.iter().all(|(_, g)| g.postings.is_shared() && g.pos.is_shared() && g.pos_start.is_shared() && g.starts.is_shared()), "segment tables in place");
         }
         for k in facts.derived_keys().into_iter().filter(|k| k.contains(":seg:")) {
             facts.forget(&k);

@@ -295,7 +295,7 @@ fn the_ranker_index_is_cached_through_the_facts_bucket_and_never_changes_answers
     let first = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
     assert_eq!(*cache.writes.lock().unwrap(), 1, "a miss builds the index and offers it to the host");
     let keys: Vec<String> = cache.derived.lock().unwrap().keys().cloned().collect();
-    assert!(keys[0].starts_with("lid-index:v7:") && keys[0].len() == "lid-index:v7:".len() + 64, "{keys:?}");
+    assert!(keys[0].starts_with("lid-index:v8:") && keys[0].len() == "lid-index:v8:".len() + 64, "{keys:?}");
     let second = rt.recall(&st, &a.manifest_json, &req, CTX).unwrap().unwrap();
     assert_eq!(*cache.writes.lock().unwrap(), 1, "a hit reads the index instead of rebuilding it");
     assert_eq!(first, second, "cached and freshly built indexes answer byte for byte the same");

@@ -16,6 +16,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
+pub use super::column::{flat, Column, Flat};
+use super::column::{copy_records, le4};
 use super::lexicon;
 use super::stem::stem;
 use super::text::{each_word, is_stopword, words};
@@ -56,62 +58,6 @@ pub const FIELD_B: [f32; NF] = [0.3, 0.5, 0.5, 0.3, 0.75];
 /// BM25 term-frequency saturation.
 pub const K1: f32 = 1.2;
 
-/// Fixed-size little-endian records, so the index's numeric arrays serialise as one byte
-/// string each (postcard writes them with one copy and reads them with one tight loop,
-/// instead of a varint and a visitor call per number).
-pub trait Flat: Sized + Copy {
-    const SIZE: usize;
-    fn put(&self, out: &mut Vec<u8>);
-    /// Decode from exactly `SIZE` bytes.
-    fn get(b: &[u8]) -> Self;
-    /// Decode a whole array (`b.len()` a multiple of `SIZE`).
-    fn get_all(b: &[u8]) -> Vec<Self> {
-        b.chunks_exact(Self::SIZE).map(Self::get).collect()
-    }
-}
-
-#[inline(always)]
-fn le4(b: &[u8], at: usize) -> [u8; 4] {
-    // Plain byte loads: `copy_from_slice` is an out-of-line call at opt-level "s".
-    [b[at], b[at + 1], b[at + 2], b[at + 3]]
-}
-
-impl Flat for u8 {
-    const SIZE: usize = 1;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.push(*self);
-    }
-    #[inline(always)]
-    fn get(b: &[u8]) -> Self {
-        b[0]
-    }
-}
-
-impl Flat for u32 {
-    const SIZE: usize = 4;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-    #[inline(always)]
-    fn get(b: &[u8]) -> Self {
-        u32::from_le_bytes(le4(b, 0))
-    }
-    fn get_all(b: &[u8]) -> Vec<Self> {
-        copy_records(b)
-    }
-}
-
-impl Flat for u64 {
-    const SIZE: usize = 8;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-    #[inline(always)]
-    fn get(b: &[u8]) -> Self {
-        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-    }
-}
-
 impl Flat for (u32, f32) {
     const SIZE: usize = 8;
     fn put(&self, out: &mut Vec<u8>) {
@@ -139,81 +85,6 @@ impl Flat for Posting {
     }
     fn get_all(b: &[u8]) -> Vec<Self> {
         copy_records(b)
-    }
-}
-
-impl Flat for [u32; NF] {
-    const SIZE: usize = 4 * NF;
-    fn put(&self, out: &mut Vec<u8>) {
-        for x in self {
-            x.put(out);
-        }
-    }
-    #[inline(always)]
-    fn get(b: &[u8]) -> Self {
-        let mut a = [0u32; NF];
-        for (i, x) in a.iter_mut().enumerate() {
-            *x = u32::from_le_bytes(le4(b, 4 * i));
-        }
-        a
-    }
-    fn get_all(b: &[u8]) -> Vec<Self> {
-        copy_records(b)
-    }
-}
-
-/// A flat array of plain records decoded with one copy of its wire bytes: on a
-/// little-endian machine a [`bytemuck::Pod`] record's memory is exactly its wire form, so
-/// the decode is a `memcpy` (in a component, one `memory.copy`, run by the host at the
-/// host's speed, where a record-by-record loop is compiled by Cranelift). Each value is
-/// written once (no zero-fill first). `b.len()` is a multiple of the record size.
-fn copy_records<T: Flat + bytemuck::Pod>(b: &[u8]) -> Vec<T> {
-    let n = b.len() / T::SIZE;
-    if cfg!(target_endian = "big") || std::mem::size_of::<T>() != T::SIZE {
-        return b.chunks_exact(T::SIZE).map(T::get).collect();
-    }
-    let mut v = Vec::<T>::with_capacity(n);
-    // SAFETY: `v` has room for `n` records of `T::SIZE == size_of::<T>()` bytes, which
-    // `b` holds (`n * T::SIZE <= b.len()`); the regions are distinct allocations; any
-    // bytes are a valid `T` (`Pod`), so the first `n` records are initialised.
-    unsafe {
-        std::ptr::copy_nonoverlapping(b.as_ptr(), v.as_mut_ptr().cast::<u8>(), n * T::SIZE);
-        v.set_len(n);
-    }
-    v
-}
-
-/// `#[serde(with = "flat")]` for `Vec<T: Flat>`: one byte string on the wire.
-pub mod flat {
-    use super::Flat;
-    use serde::de::{Error, Visitor};
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<T: Flat, S: Serializer>(v: &[T], s: S) -> Result<S::Ok, S::Error> {
-        let mut out = Vec::with_capacity(v.len() * T::SIZE);
-        for x in v {
-            x.put(&mut out);
-        }
-        s.serialize_bytes(&out)
-    }
-
-    struct V<T>(std::marker::PhantomData<T>);
-
-    impl<T: Flat> Visitor<'_> for V<T> {
-        type Value = Vec<T>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            write!(f, "a byte string of {}-byte records", T::SIZE)
-        }
-        fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<Vec<T>, E> {
-            if !b.len().is_multiple_of(T::SIZE) {
-                return Err(E::custom("flat array length is not a multiple of its record size"));
-            }
-            Ok(T::get_all(b))
-        }
-    }
-
-    pub fn deserialize<'de, T: Flat, D: Deserializer<'de>>(d: D) -> Result<Vec<T>, D::Error> {
-        d.deserialize_bytes(V(std::marker::PhantomData))
     }
 }
 
@@ -293,25 +164,20 @@ pub struct Index {
     /// Unit names, concatenated: doc `d`'s is `name_blob[name_start[d]..name_start[d + 1]]`
     /// (one allocation however many units, as for terms).
     pub name_blob: String,
-    #[serde(with = "flat")]
-    pub name_start: Vec<u32>,
+    pub name_start: Column<u32>,
     /// Per doc: its place in name order (by doc among equal names), so ranking breaks a
     /// score tie with one integer comparison instead of two names, and takes the units
     /// no signal reached in name order without comparing names at all.
-    #[serde(with = "flat")]
-    pub name_rank: Vec<u32>,
+    pub name_rank: Column<u32>,
     /// All stems, sorted, concatenated: term id `t` is
     /// `term_blob[term_start[t]..term_start[t + 1]]` (so a stem's id is found by binary
     /// search, and a cached index decodes without one allocation per term).
     pub term_blob: String,
-    #[serde(with = "flat")]
-    pub term_start: Vec<u32>,
+    pub term_start: Column<u32>,
     /// Term id `t` -> postings `posting_list[posting_start[t]..posting_start[t + 1]]`,
     /// ordered by doc (flat, so a cached index decodes with two allocations, not one per term).
-    #[serde(with = "flat")]
-    pub posting_start: Vec<u32>,
-    #[serde(with = "flat")]
-    pub posting_list: Vec<Posting>,
+    pub posting_start: Column<u32>,
+    pub posting_list: Column<Posting>,
     /// Concept id -> the vocabulary terms that express it, as `Posting { doc: term id,
     /// w: strength in [0, 1] }` in term order: the strongest link of any surface form of
     /// the term (a word and its inflections) to the concept. A unit's strength for a
@@ -322,11 +188,9 @@ pub struct Index {
     /// Packed padded character trigram -> term ids (alphabetic terms of 4+ chars).
     pub trigrams: Csr<u32>,
     /// Term id -> number of distinct trigrams (0 for terms not fuzzy-matched).
-    #[serde(with = "flat")]
-    pub term_grams: Vec<u8>,
+    pub term_grams: Column<u8>,
     /// Per doc: field lengths in words.
-    #[serde(with = "flat")]
-    pub field_len: Vec<[u32; NF]>,
+    pub field_len: Column<[u32; NF]>,
     /// Positional postings: posting `k` (of `posting_list`) occurs at the positions
     /// `pos_list[pos_start[k]..pos_start[k + 1]]` of its doc's content words (compounds
     /// and stopwords skipped), numbered field by field in text order (doc `d`'s field
@@ -335,15 +199,12 @@ pub struct Index {
     /// pair as a term (which took most of a large corpus' index), and a term's positions
     /// travel with its postings, so a segmented index ([`Index::split`]) fetches only
     /// the query's.
-    #[serde(with = "flat")]
-    pub pos_start: Vec<u32>,
-    #[serde(with = "flat")]
-    pub pos_list: Vec<u32>,
+    pub pos_start: Column<u32>,
+    pub pos_list: Column<u32>,
     /// Empty for an index that holds its postings; for the head of a segmented index
     /// ([`Index::split`]), the first term id of each postings segment, then the term
     /// count: segment `s` holds terms `segments[s]..segments[s + 1]`.
-    #[serde(with = "flat")]
-    pub segments: Vec<u32>,
+    pub segments: Column<u32>,
     /// The segments installed into a split head ([`Index::install`]), by number,
     /// ascending: its postings are read from them where they are, not copied into one
     /// table (`None` for an index that was never split, or not installed yet).
@@ -352,10 +213,8 @@ pub struct Index {
     pub avg_len: [f32; NF],
     /// Per doc: linked units as `Posting { doc, w: strength }`, undirected, strongest
     /// first: doc `d`'s are `link_list[link_start[d]..link_start[d + 1]]`.
-    #[serde(with = "flat")]
-    pub link_start: Vec<u32>,
-    #[serde(with = "flat")]
-    pub link_list: Vec<Posting>,
+    pub link_start: Column<u32>,
+    pub link_list: Column<Posting>,
     /// Wake reason -> the docs that list it in `load_triggers.task_types` or
     /// `required_by_task_types` (a handful of rows, however many units).
     pub triggers: Triggers,
@@ -366,17 +225,14 @@ pub struct Index {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Triggers {
     pub blob: String,
-    #[serde(with = "flat")]
-    pub start: Vec<u32>,
-    #[serde(with = "flat")]
-    pub doc_start: Vec<u32>,
-    #[serde(with = "flat")]
-    pub docs: Vec<u32>,
+    pub start: Column<u32>,
+    pub doc_start: Column<u32>,
+    pub docs: Column<u32>,
 }
 
 impl Default for Triggers {
     fn default() -> Self {
-        Triggers { blob: String::new(), start: vec![0], doc_start: vec![0], docs: Vec::new() }
+        Triggers { blob: String::new(), start: vec![0].into(), doc_start: vec![0].into(), docs: Column::default() }
     }
 }
 
@@ -388,14 +244,14 @@ impl Triggers {
                 by.entry(t.as_str()).or_default().insert(d as u32);
             }
         }
-        let mut out = Triggers::default();
+        let (mut blob, mut start, mut doc_start, mut all) = (String::new(), vec![0], vec![0], Vec::new());
         for (reason, docs) in by {
-            out.blob.push_str(reason);
-            out.start.push(out.blob.len() as u32);
-            out.docs.extend(docs);
-            out.doc_start.push(out.docs.len() as u32);
+            blob.push_str(reason);
+            start.push(blob.len() as u32);
+            all.extend(docs);
+            doc_start.push(all.len() as u32);
         }
-        out
+        Triggers { blob, start: start.into(), doc_start: doc_start.into(), docs: all.into() }
     }
 
     /// The docs a wake reason triggers (ascending; empty for an unknown reason).
@@ -410,35 +266,32 @@ impl Triggers {
 
 /// A compressed sparse map: sorted keys, each with a slice of values.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(bound(serialize = "T: Flat", deserialize = "T: Flat"))]
-pub struct Csr<T> {
-    #[serde(with = "flat")]
-    pub keys: Vec<u64>,
+#[serde(bound(serialize = "T: Flat + bytemuck::Pod", deserialize = "T: Flat + bytemuck::Pod"))]
+pub struct Csr<T: Flat + bytemuck::Pod> {
+    pub keys: Column<u64>,
     /// `offsets[i]..offsets[i + 1]` are the values of `keys[i]`.
-    #[serde(with = "flat")]
-    pub offsets: Vec<u32>,
-    #[serde(with = "flat")]
-    pub values: Vec<T>,
+    pub offsets: Column<u32>,
+    pub values: Column<T>,
 }
 
-impl<T: Copy> Csr<T> {
+impl<T: Flat + bytemuck::Pod> Csr<T> {
     /// Build from (key, value) pairs; pairs are sorted by key, stably.
     pub fn from_pairs(mut pairs: Vec<(u64, T)>) -> Csr<T> {
         pairs.sort_by_key(|p| p.0);
-        let mut c = Csr { keys: Vec::new(), offsets: vec![0], values: Vec::with_capacity(pairs.len()) };
+        let (mut keys, mut offsets, mut values) = (Vec::new(), vec![0], Vec::with_capacity(pairs.len()));
         for (k, v) in pairs {
-            if c.keys.last() != Some(&k) {
-                if !c.keys.is_empty() {
-                    c.offsets.push(c.values.len() as u32);
+            if keys.last() != Some(&k) {
+                if !keys.is_empty() {
+                    offsets.push(values.len() as u32);
                 }
-                c.keys.push(k);
+                keys.push(k);
             }
-            c.values.push(v);
+            values.push(v);
         }
-        if !c.keys.is_empty() {
-            c.offsets.push(c.values.len() as u32);
+        if !keys.is_empty() {
+            offsets.push(values.len() as u32);
         }
-        c
+        Csr { keys: keys.into(), offsets: offsets.into(), values: values.into() }
     }
 
     /// Values of a key (empty if absent).
@@ -506,7 +359,7 @@ impl Index {
     /// comparison was a fifteenth of a 1,000-unit recall in the component).
     pub fn without_names(mut self) -> Index {
         self.name_blob = String::new();
-        self.name_start = Vec::new();
+        self.name_start = Column::default();
         self
     }
 
@@ -766,23 +619,23 @@ impl Index {
         Index {
             n_docs: n as u32,
             name_blob,
-            name_start,
-            name_rank,
+            name_start: name_start.into(),
+            name_rank: name_rank.into(),
             term_blob,
-            term_start,
-            posting_start,
-            posting_list,
+            term_start: term_start.into(),
+            posting_start: posting_start.into(),
+            posting_list: posting_list.into(),
             concepts: Csr::from_pairs(concept_pairs),
             trigrams: Csr::from_pairs(gram_pairs),
-            term_grams,
-            field_len,
-            pos_start,
-            pos_list,
-            segments: Vec::new(),
+            term_grams: term_grams.into(),
+            field_len: field_len.into(),
+            pos_start: pos_start.into(),
+            pos_list: pos_list.into(),
+            segments: Column::default(),
             installed: None,
             avg_len,
-            link_start,
-            link_list,
+            link_start: link_start.into(),
+            link_list: link_list.into(),
             triggers: Triggers::build(units),
         }
     }
@@ -873,27 +726,24 @@ impl Index {
 pub struct Segment {
     pub first: u32,
     /// Term `first + i`'s postings are `postings[starts[i]..starts[i + 1]]`.
-    #[serde(with = "flat")]
-    pub starts: Vec<u32>,
-    #[serde(with = "flat")]
-    pub postings: Vec<Posting>,
+    pub starts: Column<u32>,
+    pub postings: Column<Posting>,
     /// Posting `k`'s positions are `pos[pos_start[k]..pos_start[k + 1]]`.
-    #[serde(with = "flat")]
-    pub pos_start: Vec<u32>,
-    #[serde(with = "flat")]
-    pub pos: Vec<u32>,
+    pub pos_start: Column<u32>,
+    pub pos: Column<u32>,
 }
 
 impl Segment {
-    /// Encode for the host's cache (postcard).
+    /// Encode for the host's cache (postcard, its tables aligned: [`super::column::encode`]).
     pub fn encode(&self) -> Option<Vec<u8>> {
-        postcard::to_allocvec(self).ok()
+        super::column::encode(self)
     }
 
-    /// Decode a cached segment; `None` for bytes that are not one. Whether it fits the
-    /// head is [`Index::install`]'s to check.
-    pub fn decode(bytes: &[u8]) -> Option<Segment> {
-        postcard::from_bytes(bytes).ok()
+    /// Decode a cached segment, its tables read in place in `blob`
+    /// ([`super::column::decode`]); `None` for bytes that are not one. Whether it fits
+    /// the head is [`Index::install`]'s to check.
+    pub fn decode(blob: Vec<u8>) -> Option<Segment> {
+        super::column::decode(blob)
     }
 
     /// Whether the segment holds `terms` terms and its offsets are consistent: each
@@ -936,16 +786,16 @@ impl Index {
             segs.push(Segment {
                 first: t0,
                 starts: (t0..=t1).map(|t| (self.posting_base(t) - a) as u32).collect(),
-                postings: self.posting_list[a..b].to_vec(),
+                postings: self.posting_list[a..b].to_vec().into(),
                 pos_start: self.pos_start[a..=b].iter().map(|&p| p - pa as u32).collect(),
-                pos: self.pos_list[pa..pb].to_vec(),
+                pos: self.pos_list[pa..pb].to_vec().into(),
             });
         }
-        self.posting_start = Vec::new();
-        self.posting_list = Vec::new();
-        self.pos_start = Vec::new();
-        self.pos_list = Vec::new();
-        self.segments = bounds;
+        self.posting_start = Column::default();
+        self.posting_list = Column::default();
+        self.pos_start = Column::default();
+        self.pos_list = Column::default();
+        self.segments = bounds.into();
         (self, segs)
     }
 
