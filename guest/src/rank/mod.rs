@@ -468,7 +468,8 @@ impl Ranker {
         // apart by whether any signal reached them
         let total = wl + ws + wg;
         let calib = Calibration::new(p.calib_scale);
-        let score = |d: usize, graph: f64| calib.apply((wl * lex[d] + ws * sem[d] + wg * graph) / total);
+        let raw = |d: usize, graph: f64| (wl * lex[d] + ws * sem[d] + wg * graph) / total;
+        let score = |d: usize, graph: f64| calib.apply(raw(d, graph));
         let (mut order, mut unreached) = (Vec::new(), Vec::new());
         let mut graph = vec![0f64; n];
         let woken = wake_reason.map(|wr| ix.triggers.docs(wr)).unwrap_or(&[]);
@@ -494,13 +495,33 @@ impl Ranker {
             }
             graph[d] = min64(g, 1.0);
             // Units no signal reached (most of a large corpus) all score 0 and sort by
-            // name alone: they are kept apart (see below).
-            let x = (score(d, graph[d]), d);
-            if x.0 > 0.0 {
-                order.push(x);
+            // name alone: they are kept apart (see below). The reached are keyed by their
+            // raw mix for now: calibrating it is an `exp` per unit (Cranelift's libm call in
+            // the component), and only the few that can rank near the cut need it.
+            let r = raw(d, graph[d]);
+            if calib.positive(r) || calib.apply(r) > 0.0 {
+                order.push((r, d));
             } else {
-                unreached.push(x);
+                unreached.push((0.0, d));
             }
+        }
+        // Calibration is monotone, so a unit whose raw mix is below the `limit`-th largest
+        // scores no higher than one at the cut below it; when that is lower than the
+        // `limit`-th's score (the cut, relative 1e-9 below it, is far wider than an `exp`'s
+        // rounding), no unit under the cut can be among the first `limit`, nor tie there.
+        // Only the rest are calibrated, and selected and sorted by score as before.
+        if limit == 0 {
+            order.clear();
+        } else if limit < order.len() {
+            order.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
+            let kth = order[limit - 1].0;
+            let cut = kth * (1.0 - 1e-9);
+            if calib.apply(cut) < calib.apply(kth) {
+                order.retain(|x| x.0 >= cut);
+            }
+        }
+        for x in &mut order {
+            x.0 = calib.apply(x.0);
         }
 
         // Sort (score, doc) keys, then build the results in order: the comparator is a
@@ -730,6 +751,13 @@ impl Calibration {
         Calibration { s, denom: 1.0 - (-1.0 / s).exp() }
     }
 
+    /// Whether a raw mix certainly calibrates to a positive score ([`Calibration::apply`]
+    /// without its `exp`): finite, and far above where `1 - exp(-raw / s)` rounds to 0.
+    #[inline]
+    fn positive(&self, raw: f64) -> bool {
+        raw.is_finite() && raw >= 1e-12 * self.s
+    }
+
     #[inline]
     fn apply(&self, raw: f64) -> f64 {
         if !raw.is_finite() || raw <= 0.0 {
@@ -939,6 +967,38 @@ mod tests {
                 let mut want: Vec<Scored> = head.to_vec();
                 want.extend(full.iter().filter(|s| also.contains(&s.index) && !head.iter().any(|x| x.index == s.index)).cloned());
                 assert_eq!(with, want, "{intent:?} k={k} also={also:?}");
+            }
+        }
+    }
+
+    /// On a corpus where many units are reached and many tie (copies under other names),
+    /// the first `k` are exactly the full ranking's, though only the units near the cut
+    /// are calibrated ([`Ranker::rank_top`]).
+    #[test]
+    fn the_top_of_a_large_corpus_is_the_full_rankings_prefix() {
+        let words = ["deploy", "release", "rollback", "canary", "review", "merge", "branch", "incident", "pager", "outage", "backup", "restore", "schema", "migration"];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut texts: Vec<(String, String)> = Vec::new();
+        for i in 0..240 {
+            let body: Vec<&str> = (0..(6 + next() % 30)).map(|_| words[(next() % words.len() as u64) as usize]).collect();
+            texts.push((format!("unit-{i:03}"), body.join(" ")));
+            if i % 4 == 0 {
+                texts.push((format!("copy-{i:03}"), body.join(" ")));
+            }
+        }
+        let d: Vec<UnitDoc> = texts.iter().map(|(n, b)| UnitDoc { name: n, description: "", intents: &[], keywords: &[], task_types: &[], required_by_task_types: &[], body: b }).collect();
+        let r = Ranker::build(&d);
+        let w = Weights::default();
+        for intent in ["deploy the canary release", "rollback", "restore the backup schema after the outage", "pager incident review", "nothing matches this"] {
+            let full = r.rank(intent, None, &w);
+            for k in [0, 1, 2, 3, 5, 8, 20, 100, full.len()] {
+                assert_eq!(r.rank_top(intent, None, &w, k, &[]), full[..k.min(full.len())], "{intent:?} k={k}");
             }
         }
     }
