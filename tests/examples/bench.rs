@@ -69,16 +69,21 @@ fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn time<F: FnMut()>(iters: usize, mut f: F) -> (Duration, Duration) {
-    f(); // warm caches
-    let samples: Vec<Duration> = (0..iters)
+fn time<F: FnMut()>(iters: usize, f: F) -> (Duration, Duration) {
+    let samples = time_each(iters, f);
+    (percentile(samples.clone(), 0.5), percentile(samples, 0.95))
+}
+
+/// `iters` timings of `f`, after one untimed call that warms the caches.
+fn time_each<F: FnMut()>(iters: usize, mut f: F) -> Vec<Duration> {
+    f();
+    (0..iters)
         .map(|_| {
             let t = Instant::now();
             f();
             t.elapsed()
         })
-        .collect();
-    (percentile(samples.clone(), 0.5), percentile(samples, 0.95))
+        .collect()
 }
 
 fn ms(d: Duration) -> String {
@@ -618,14 +623,22 @@ fn main() -> anyhow::Result<()> {
     let component_tokens = rt.count_tokens(&empty, &text)? as usize;
     let component_first = t.elapsed();
     anyhow::ensure!(native_tokens == component_tokens, "token counts differ: {native_tokens} vs {component_tokens}");
-    let reps = if quick { 5 } else { 20 };
-    let (native, _) = time(reps, || {
-        std::hint::black_box(lid_core::tokens::count(&text));
-    });
-    let (component, _) = time(reps, || drop(rt.count_tokens(&empty, &text)));
+    // The two sides take turns in rounds (a warm-up count, then three timed ones each),
+    // so that a busy spell on the machine slows both alike; within a round each side
+    // counts with its own tables warm in the CPU caches, as a host counting all day does.
+    let rounds = if quick { 4 } else { 8 };
+    let (mut native, mut component) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        native.extend(time_each(3, || {
+            std::hint::black_box(lid_core::tokens::count(&text));
+        }));
+        component.extend(time_each(3, || drop(rt.count_tokens(&empty, &text))));
+    }
+    let reps = native.len();
+    let (native, component) = (percentile(native, 0.5), percentile(component, 0.5));
     let rate = |d: Duration| mb / d.as_secs_f64();
     println!(
-        "tokens {:.2} MB ({native_tokens} tokens): native {:.1} MB/s  component {:.1} MB/s  ratio {:.2}x  (median of {reps}; the first count: native {:.1} MB/s, component {:.1} MB/s, {:.2}x)",
+        "tokens {:.2} MB ({native_tokens} tokens): native {:.1} MB/s  component {:.1} MB/s  ratio {:.2}x  (median of {reps} each, the sides taking turns; the first count: native {:.1} MB/s, component {:.1} MB/s, {:.2}x)",
         mb,
         rate(native),
         rate(component),
