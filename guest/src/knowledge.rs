@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::rank::column::Column;
 use crate::manifest::{Entry, Manifest};
 use crate::rank::{Ranker, UnitDoc};
 use crate::recall::Resolved;
@@ -369,8 +370,9 @@ pub fn entry<'a>(manifest: &'a Manifest, table: Option<&PackTable>, ranker: &Ran
 /// path, concatenated (string `k` is `texts[text_start[k]..text_start[k + 1]]`).
 #[derive(Debug, Clone)]
 pub struct PackTable {
-    texts: String,
-    text_start: Vec<u32>,
+    /// The strings' UTF-8 bytes, read in place in the cached blob (each read checked).
+    texts: Column<u8>,
+    text_start: Column<u32>,
 }
 
 impl PackTable {
@@ -384,7 +386,7 @@ impl PackTable {
     }
 
     fn text(&self, k: usize) -> Option<&str> {
-        self.texts.get(crate::rank::index::span(&self.text_start, k)?)
+        std::str::from_utf8(self.texts.get(crate::rank::index::span(&self.text_start, k)?)?).ok()
     }
 
     /// Unit `d`'s title.
@@ -411,9 +413,8 @@ struct PackIndex {
     /// Per entry, its title then its path, concatenated: string `k` is
     /// `texts[text_start[k]..text_start[k + 1]]` (names are the index's own), so the
     /// blob decodes with a few allocations however many units the pack has.
-    texts: String,
-    #[serde(with = "crate::rank::index::flat")]
-    text_start: Vec<u32>,
+    texts: Column<u8>,
+    text_start: Column<u32>,
     index: crate::rank::index::Index,
     #[serde(with = "crate::rank::index::flat")]
     tokens: Vec<u32>,
@@ -421,9 +422,8 @@ struct PackIndex {
 
 #[derive(Serialize)]
 struct PackIndexRef<'a> {
-    texts: String,
-    #[serde(with = "crate::rank::index::flat")]
-    text_start: Vec<u32>,
+    texts: Column<u8>,
+    text_start: Column<u32>,
     index: &'a crate::rank::index::Index,
     #[serde(with = "crate::rank::index::flat")]
     tokens: &'a [u32],
@@ -533,13 +533,13 @@ pub fn open(spec: &PackSpec, facts: &dyn Facts, intent: Option<&str>) -> Result<
             text_start.push(texts.len() as u32);
         }
     }
-    cache_index(facts, &key, texts, text_start, ranker.index(), &tokens);
+    cache_index(facts, &key, texts.into_bytes().into(), text_start.into(), ranker.index(), &tokens);
     Ok(Opened { manifest: pack.manifest, ranker, tokens, table: None })
 }
 
 /// Offer a pack's precomputed index to the host's cache under `key`: one blob, or split
 /// (its segments first, so a head is never cached before what it names).
-fn cache_index(facts: &dyn Facts, key: &str, texts: String, text_start: Vec<u32>, index: &crate::rank::index::Index, tokens: &[u32]) {
+fn cache_index(facts: &dyn Facts, key: &str, texts: Column<u8>, text_start: Column<u32>, index: &crate::rank::index::Index, tokens: &[u32]) {
     let Some(index) = crate::recall::cache_segments(facts, key, index) else { return };
     if let Some(blob) = crate::rank::column::encode(&PackIndexRef { texts, text_start, index: &index, tokens }) {
         facts.cache(key, &blob);

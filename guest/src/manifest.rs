@@ -4,6 +4,7 @@
 //! and the field it concerns.
 
 use serde::{Deserialize, Serialize};
+use crate::rank::column::Column;
 
 /// Token cap of a manifest, counted on its canonical compact JSON (§21.2.1).
 pub const MANIFEST_TOKEN_CAP: usize = 1000;
@@ -122,11 +123,10 @@ impl Wire {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EntryTable {
     /// Per entry: [`GUARANTEED`](Self::GUARANTEED) and which optional strings it has.
-    #[serde(with = "crate::rank::index::flat")]
-    flags: Vec<u8>,
-    texts: String,
-    #[serde(with = "crate::rank::index::flat")]
-    starts: Vec<u32>,
+    flags: Column<u8>,
+    /// The strings' UTF-8 bytes (each read is checked: [`EntryTable::text`]).
+    texts: Column<u8>,
+    starts: Column<u32>,
 }
 
 impl EntryTable {
@@ -138,8 +138,8 @@ impl EntryTable {
 
     /// The table of `entries`, in order.
     pub fn of(entries: &[Entry]) -> EntryTable {
-        let mut t = EntryTable { flags: Vec::with_capacity(entries.len()), texts: String::new(), starts: Vec::with_capacity(4 * entries.len() + 1) };
-        t.starts.push(0);
+        let (mut all_flags, mut texts, mut starts) = (Vec::with_capacity(entries.len()), String::new(), Vec::with_capacity(4 * entries.len() + 1));
+        starts.push(0);
         for e in entries {
             let Entry {
                 name,
@@ -157,16 +157,16 @@ impl EntryTable {
             let mut flags = if *guarantee_load { Self::GUARANTEED } else { 0 };
             for (k, text) in [Some(name), fact_uri.as_ref(), path.as_ref(), force_position.as_ref()].into_iter().enumerate() {
                 if let Some(text) = text {
-                    t.texts.push_str(text);
+                    texts.push_str(text);
                     if k > 0 {
                         flags |= Self::has(k);
                     }
                 }
-                t.starts.push(t.texts.len() as u32);
+                starts.push(texts.len() as u32);
             }
-            t.flags.push(flags);
+            all_flags.push(flags);
         }
-        t
+        EntryTable { flags: all_flags.into(), texts: texts.into_bytes().into(), starts: starts.into() }
     }
 
     /// Number of entries.
@@ -180,14 +180,14 @@ impl EntryTable {
 
     /// Whether the tables agree with each other: four strings an entry, ascending,
     /// ending with the text (a decoded blob is checked once). A start off a character
-    /// boundary is not looked for here: every read slices through `str::get`, which
-    /// reads such a string as absent.
+    /// boundary is not looked for here: every read checks the string it slices, and
+    /// reads one that is not UTF-8 as absent.
     pub fn consistent(&self) -> bool {
         self.len().checked_mul(4).is_some_and(|items| crate::rank::index::offsets_fit(&self.starts, items, self.texts.len()))
     }
 
     fn text(&self, d: usize, k: usize) -> Option<&str> {
-        self.texts.get(crate::rank::index::span(&self.starts, d.checked_mul(4)?.checked_add(k)?)?)
+        std::str::from_utf8(self.texts.get(crate::rank::index::span(&self.starts, d.checked_mul(4)?.checked_add(k)?)?)?).ok()
     }
 
     fn optional(&self, d: usize, k: usize) -> Option<&str> {
@@ -657,16 +657,18 @@ mod tests {
         assert_eq!(t.entry(entries.len()), None);
         assert_eq!(t.name(entries.len()), "");
         let mut bad = t.clone();
-        bad.starts.pop();
+        bad.starts.edit(|v| {
+            v.pop();
+        });
         assert!(!bad.consistent(), "four strings an entry");
         let mut bad = t.clone();
         bad.starts.swap(1, 2);
         assert!(!bad.consistent(), "starts ascend");
         let mut bad = t.clone();
-        bad.texts.push('x');
+        bad.texts.edit(|v| v.push(b'x'));
         assert!(!bad.consistent(), "the last start ends the text");
         let mut bad = t;
-        let at = bad.texts.find('ü').unwrap() as u32 + 1;
+        let at = std::str::from_utf8(&bad.texts).unwrap().find('ü').unwrap() as u32 + 1;
         bad.starts[5] = at;
         // a string off a character boundary is read as absent, never split in a character
         assert!(bad.consistent());

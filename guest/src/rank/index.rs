@@ -105,14 +105,16 @@ fn nth<'a, T>(items: &'a [T], starts: &[u32], i: usize) -> &'a [T] {
     span(starts, i).and_then(|r| items.get(r)).unwrap_or(&[])
 }
 
-/// Item `i` of a flat table of strings ([`span`]; "" when out of range or not on a
-/// character boundary).
-fn nth_str<'a>(blob: &'a str, starts: &[u32], i: usize) -> &'a str {
-    span(starts, i).and_then(|r| blob.get(r)).unwrap_or("")
+/// Item `i` of a flat table of strings held as UTF-8 bytes ([`span`]; "" when out of
+/// range or not UTF-8). Each item is checked as it is read, not the whole table as it is
+/// decoded: a recall reads a few of a cached index's thousands of terms.
+fn nth_str<'a>(blob: &'a [u8], starts: &[u32], i: usize) -> &'a str {
+    std::str::from_utf8(nth(blob, starts, i)).unwrap_or("")
 }
 
-/// Where `key` is in a sorted table of `n` strings (`at(i)` is string `i`).
-fn find_sorted<'a>(n: usize, at: impl Fn(usize) -> &'a str, key: &str) -> Option<usize> {
+/// Where `key` is in a sorted table of `n` strings (`at(i)` is string `i`'s bytes: UTF-8
+/// sorts as its bytes do, so the search checks no string).
+fn find_sorted<'a>(n: usize, at: impl Fn(usize) -> &'a [u8], key: &[u8]) -> Option<usize> {
     let (mut lo, mut hi) = (0usize, n);
     while lo < hi {
         let mid = (lo + hi) / 2;
@@ -163,7 +165,7 @@ pub struct Index {
     pub n_docs: u32,
     /// Unit names, concatenated: doc `d`'s is `name_blob[name_start[d]..name_start[d + 1]]`
     /// (one allocation however many units, as for terms).
-    pub name_blob: String,
+    pub name_blob: Column<u8>,
     pub name_start: Column<u32>,
     /// Per doc: its place in name order (by doc among equal names), so ranking breaks a
     /// score tie with one integer comparison instead of two names, and takes the units
@@ -172,7 +174,7 @@ pub struct Index {
     /// All stems, sorted, concatenated: term id `t` is
     /// `term_blob[term_start[t]..term_start[t + 1]]` (so a stem's id is found by binary
     /// search, and a cached index decodes without one allocation per term).
-    pub term_blob: String,
+    pub term_blob: Column<u8>,
     pub term_start: Column<u32>,
     /// Term id `t` -> postings `posting_list[posting_start[t]..posting_start[t + 1]]`,
     /// ordered by doc (flat, so a cached index decodes with two allocations, not one per term).
@@ -224,7 +226,7 @@ pub struct Index {
 /// `blob[start[r]..start[r + 1]]`, its docs (ascending) `docs[doc_start[r]..doc_start[r + 1]]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Triggers {
-    pub blob: String,
+    pub blob: Column<u8>,
     pub start: Column<u32>,
     pub doc_start: Column<u32>,
     pub docs: Column<u32>,
@@ -232,7 +234,7 @@ pub struct Triggers {
 
 impl Default for Triggers {
     fn default() -> Self {
-        Triggers { blob: String::new(), start: vec![0].into(), doc_start: vec![0].into(), docs: Column::default() }
+        Triggers { blob: Column::default(), start: vec![0].into(), doc_start: vec![0].into(), docs: Column::default() }
     }
 }
 
@@ -251,13 +253,13 @@ impl Triggers {
             all.extend(docs);
             doc_start.push(all.len() as u32);
         }
-        Triggers { blob, start: start.into(), doc_start: doc_start.into(), docs: all.into() }
+        Triggers { blob: blob.into_bytes().into(), start: start.into(), doc_start: doc_start.into(), docs: all.into() }
     }
 
     /// The docs a wake reason triggers (ascending; empty for an unknown reason).
     pub fn docs(&self, reason: &str) -> &[u32] {
         let n = self.start.len().saturating_sub(1);
-        match find_sorted(n, |r| nth_str(&self.blob, &self.start, r), reason) {
+        match find_sorted(n, |r| nth(&self.blob, &self.start, r), reason.as_bytes()) {
             Some(r) => nth(&self.docs, &self.doc_start, r),
             None => &[],
         }
@@ -358,7 +360,7 @@ impl Index {
     /// names them), and a recall neither decodes nor compares the names twice (that
     /// comparison was a fifteenth of a 1,000-unit recall in the component).
     pub fn without_names(mut self) -> Index {
-        self.name_blob = String::new();
+        self.name_blob = Column::default();
         self.name_start = Column::default();
         self
     }
@@ -400,7 +402,7 @@ impl Index {
 
     /// The term id of a stem, if any unit contains it.
     pub fn term_id(&self, stem: &str) -> Option<u32> {
-        find_sorted(self.term_count(), |t| nth_str(&self.term_blob, &self.term_start, t), stem).map(|t| t as u32)
+        find_sorted(self.term_count(), |t| nth(&self.term_blob, &self.term_start, t), stem.as_bytes()).map(|t| t as u32)
     }
 
     /// Number of distinct terms.
@@ -618,10 +620,10 @@ impl Index {
 
         Index {
             n_docs: n as u32,
-            name_blob,
+            name_blob: name_blob.into_bytes().into(),
             name_start: name_start.into(),
             name_rank: name_rank.into(),
-            term_blob,
+            term_blob: term_blob.into_bytes().into(),
             term_start: term_start.into(),
             posting_start: posting_start.into(),
             posting_list: posting_list.into(),
