@@ -415,6 +415,11 @@ impl Index {
         nth_str(&self.term_blob, &self.term_start, id as usize)
     }
 
+    /// The stem of a term id as bytes, not checked as UTF-8 (empty for an unknown id).
+    pub fn term_bytes(&self, id: u32) -> &[u8] {
+        nth(&self.term_blob, &self.term_start, id as usize)
+    }
+
     pub fn build(units: &[UnitDoc<'_>]) -> Index {
         let n = units.len();
         // 1. tokenise every field once; intern surface words and stems

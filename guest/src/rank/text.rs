@@ -112,6 +112,12 @@ pub fn char_len(s: &str) -> usize {
     }
 }
 
+/// The characters of UTF-8 bytes: the bytes that do not continue a character ([`char_len`]
+/// of the text they encode; any count for bytes that are not UTF-8).
+pub fn char_count(b: &[u8]) -> usize {
+    b.iter().filter(|&&x| (x as i8) >= -0x40).count()
+}
+
 fn keep_part(p: &str, in_identifier: bool) -> bool {
     let n = char_len(p);
     if n == 0 || n > 40 {
@@ -241,6 +247,14 @@ const STOPWORDS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn characters_count_alike_from_text_and_from_its_bytes() {
+        for s in ["", "deploy", "café", "naïveté", "日本語のテキスト", "emoji 🚀 rocket", "ß"] {
+            assert_eq!(char_count(s.as_bytes()), char_len(s), "{s:?}");
+            assert_eq!(char_len(s), s.chars().count(), "{s:?}");
+        }
+    }
 
     #[test]
     fn the_focus_clause_is_the_last_question_or_the_last_clause() {
