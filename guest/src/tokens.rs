@@ -337,10 +337,16 @@ impl Token<'_> {
     }
 }
 
-/// Merge every pre-tokenizer piece of `text`, in order ([`merge`]). One loop, not an
-/// iterator: the iterator's `next` was a call per piece in the component.
+/// Merge every pre-tokenizer piece of `text`, in order ([`merge`]).
 #[inline(always)]
 fn merge_pieces(text: &str, emit: &mut impl FnMut(Token<'_>)) {
+    each_piece(text, |piece| merge(piece, emit));
+}
+
+/// Every pre-tokenizer piece of `text`, in order. One loop, not an iterator: the
+/// iterator's `next` was a call per piece in the component.
+#[inline(always)]
+fn each_piece(text: &str, mut f: impl FnMut(&[u8])) {
     let bytes = text.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
@@ -349,8 +355,49 @@ fn merge_pieces(text: &str, emit: &mut impl FnMut(Token<'_>)) {
             None => piece_end(text, at).clamp(at + 1, bytes.len()),
         };
         let Some(piece) = bytes.get(at..end) else { break };
-        merge(piece, emit);
+        f(piece);
         at = end;
+    }
+}
+
+/// The token counts of the pieces a count has merged, by piece ([`count`]): text repeats
+/// its words, and a word that is not one token is merged pair by pair each time it
+/// occurs. Direct-mapped on the piece's hash; an entry names its piece by where it is in
+/// the text being counted, and is used only when those bytes equal the piece.
+struct Merged<'t> {
+    text: &'t [u8],
+    /// (hash, start in `text`, length, tokens); length 0: empty.
+    slots: Vec<(u32, u32, u32, u32)>,
+}
+
+impl<'t> Merged<'t> {
+    /// Slots for a text of `len` bytes: none below 4 KiB (a short text repeats little and
+    /// would pay for the table), up to 4,096.
+    fn new(text: &'t str) -> Merged<'t> {
+        let n = if text.len() < 4096 { 0 } else { (text.len() / 256).next_power_of_two().min(4096) };
+        Merged { text: text.as_bytes(), slots: vec![(0, 0, 0, 0); n] }
+    }
+
+    /// Tokens of `piece` (which starts at `start` in the text, and is not one token),
+    /// merged or remembered.
+    fn tokens(&mut self, piece: &[u8], start: usize) -> usize {
+        let mut merged = 0;
+        if self.slots.is_empty() || piece.len() < 3 {
+            merge_parts(piece, &mut |_| merged += 1);
+            return merged;
+        }
+        let h = hash(piece);
+        let at = h as usize & (self.slots.len() - 1);
+        if let Some(&(sh, s, len, n)) = self.slots.get(at) {
+            if sh == h && len as usize == piece.len() && self.text.get(s as usize..s as usize + len as usize).is_some_and(|b| crate::bytes::equal(b, piece)) {
+                return n as usize;
+            }
+        }
+        merge_parts(piece, &mut |_| merged += 1);
+        if let Some(slot) = self.slots.get_mut(at) {
+            *slot = (h, start as u32, piece.len() as u32, merged as u32);
+        }
+        merged
     }
 }
 
@@ -361,6 +408,11 @@ fn merge(piece: &[u8], emit: &mut impl FnMut(Token<'_>)) {
         emit(Token::Rank(r));
         return;
     }
+    merge_parts(piece, emit)
+}
+
+/// [`merge`] of a piece that is not one token.
+fn merge_parts(piece: &[u8], emit: &mut impl FnMut(Token<'_>)) {
     if piece.len() < 64 {
         merge_small(piece, emit)
     } else {
@@ -478,8 +530,16 @@ pub fn encode(text: &str) -> Vec<u32> {
 /// Number of cl100k_base tokens in `text`; equals
 /// `tiktoken_rs::cl100k_base().encode_ordinary(text).len()`.
 pub fn count(text: &str) -> usize {
+    let mut merged = Merged::new(text);
+    let base = text.as_ptr() as usize;
     let mut n = 0;
-    merge_pieces(text, &mut |_| n += 1);
+    each_piece(text, |piece| {
+        // a piece that is one token (most are) is found by one lookup, not remembered
+        n += match rank_inline(piece) {
+            Some(_) => 1,
+            None => merged.tokens(piece, piece.as_ptr() as usize - base),
+        };
+    });
     n
 }
 
@@ -582,6 +642,37 @@ mod tests {
         same(&"x".repeat(257));
         same(&"🎉".repeat(80));
         same(&"a1!".repeat(200));
+    }
+
+    #[test]
+    fn a_long_text_of_repeated_merged_words_counts_as_tiktoken_does() {
+        // Long enough for `count` to remember merged pieces, with words that are not one
+        // token repeated, near-repeated (one byte apart, same length: the same slot may
+        // hold the other) and colliding in a small table.
+        let words = ["zorblaxian", "zorblaxiam", "Übergrößenträger", "frobnicator", "frobnicatos", "qwxzptl", "日本語テキスト", "a1b2c3", "  \t\t  "];
+        let mut text = String::new();
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        while text.len() < 64 << 10 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            text.push_str(words[(state % words.len() as u64) as usize]);
+            text.push(if state % 5 == 0 { '\n' } else { ' ' });
+            if state % 7 == 0 {
+                text.push_str(&format!("w{}x ", state % 1000));
+            }
+        }
+        same(&text);
+        let reference = reference().encode_ordinary(&text).len();
+        for cut in [4095, 4096, 5000, 20_000] {
+            let t = &text[..text.floor_char_boundary(cut)];
+            assert_eq!(count(t), reference_count(t), "first {cut} bytes");
+        }
+        assert_eq!(count(&text), reference);
+    }
+
+    fn reference_count(text: &str) -> usize {
+        reference().encode_ordinary(text).len()
     }
 
     #[test]
