@@ -657,8 +657,8 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             text.push_str(words[(state % words.len() as u64) as usize]);
-            text.push(if state % 5 == 0 { '\n' } else { ' ' });
-            if state % 7 == 0 {
+            text.push(if state.is_multiple_of(5) { '\n' } else { ' ' });
+            if state.is_multiple_of(7) {
                 text.push_str(&format!("w{}x ", state % 1000));
             }
         }

@@ -260,7 +260,7 @@ pub struct Column<T: Flat + bytemuck::Pod> {
 
 enum Owner<T> {
     Vec(Vec<T>),
-    Blob(#[allow(dead_code)] Blob),
+    Blob(Blob),
 }
 
 impl<T> Default for Owner<T> {

@@ -7,7 +7,8 @@
 //! lexicon (semantic signal), a character-trigram index over the vocabulary
 //! (morphology and typos), and the unit link graph plus task-type triggers
 //! (graph signal). All of it is `serde`-serialisable (postcard), so it can be
-//! computed at manifest publish time and shipped as a precomputed index.
+//! computed at manifest publish time and shipped as a precomputed index; its tables are
+//! [`Column`]s, read in place from the cached blob a recall decodes ([`super::column`]).
 //! Hash maps are used only for lookups during the build, never iterated, so
 //! nothing depends on hash iteration order.
 
