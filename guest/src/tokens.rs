@@ -277,9 +277,12 @@ fn piece_end(s: &str, i: usize) -> usize {
     let punct_start = if c == ' ' { after } else { i };
     if let Some(p) = char_at(s, punct_start) {
         if class(p) == Class::Other {
-            let end = run_end(s, punct_start, Class::Other);
-            let newlines = s.as_bytes()[end..].iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
-            return end + newlines;
+            // (a plain loop: `take_while` is a call per byte in the component)
+            let mut end = run_end(s, punct_start, Class::Other);
+            while matches!(s.as_bytes().get(end), Some(b'\r' | b'\n')) {
+                end += 1;
+            }
+            return end;
         }
     }
     // Only whitespace is left: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
