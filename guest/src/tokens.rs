@@ -564,13 +564,19 @@ pub fn count(text: &str) -> usize {
 struct Short {
     /// (bytes, length, tokens); length 0: empty.
     slots: Vec<(u64, u32, u32)>,
+    /// 64 minus the bits of a slot's index.
+    shift: u32,
 }
 
 impl Short {
-    const SLOTS: usize = 4096;
+    /// The most slots (256 KiB), for a text of 1 MiB or more.
+    const SLOTS: usize = 1 << 14;
 
+    /// One slot per 64 bytes of text (a text's distinct words grow more slowly than it
+    /// does), at most [`Short::SLOTS`]; none under 4 KiB.
     fn new(len: usize) -> Short {
-        Short { slots: if len < 4096 { Vec::new() } else { vec![(0, 0, 0); Self::SLOTS] } }
+        let n = if len < 4096 { 0 } else { (len / 64).next_power_of_two().min(Self::SLOTS) };
+        Short { slots: vec![(0, 0, 0); n], shift: 64 - n.max(2).trailing_zeros() }
     }
 
     /// The piece's bytes as one number (two reads that overlap and cover every byte:
@@ -592,13 +598,13 @@ impl Short {
     }
 
     #[inline(always)]
-    fn at(key: u64, len: usize) -> usize {
-        ((key ^ len as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - 12)) as usize
+    fn at(&self, key: u64, len: usize) -> usize {
+        ((key ^ len as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
     }
 
     #[inline(always)]
     fn get(&self, key: u64, len: usize) -> Option<u32> {
-        match self.slots.get(Self::at(key, len)) {
+        match self.slots.get(self.at(key, len)) {
             Some(&(k, l, tokens)) if k == key && l as usize == len => Some(tokens),
             _ => None,
         }
@@ -606,7 +612,8 @@ impl Short {
 
     #[inline(always)]
     fn put(&mut self, key: u64, len: usize, tokens: u32) {
-        if let Some(slot) = self.slots.get_mut(Self::at(key, len)) {
+        let at = self.at(key, len);
+        if let Some(slot) = self.slots.get_mut(at) {
             *slot = (key, len as u32, tokens);
         }
     }
@@ -746,7 +753,7 @@ mod tests {
         // is full and its slots change hands), near-alike ones (a byte apart, a NUL at
         // the end, the same bytes one shorter), multi-byte letters and digits, each text
         // long enough to use the table and repeated so that later pieces are found there.
-        let alphabet = ["a", "b", "z", "\0", "é", "1", "'", "_", "Q"];
+        let alphabet = ["a", "b", "c", "d", "e", "z", "\0", "é", "ß", "1", "'", "_", "Q", "x"];
         let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = move |m: u64| {
             state ^= state << 13;
@@ -763,7 +770,14 @@ mod tests {
             part.push(if next(9) == 0 { '\n' } else { ' ' });
         }
         let text = part.repeat(2) + "abc abc\0 abc\0\0 abcd abcdefgh abcdefgi bcdefgh ";
-        assert_eq!(Short::new(text.len()).slots.len(), Short::SLOTS);
+        let mut distinct = std::collections::BTreeSet::new();
+        each_piece(&text, |p| {
+            if Short::key(p).is_some() {
+                distinct.insert(p.to_vec());
+            }
+        });
+        let slots = Short::new(text.len()).slots.len();
+        assert!(slots > 0 && slots < distinct.len(), "{slots} slots for {} distinct short pieces", distinct.len());
         assert_eq!(count(&text), reference_count(&text));
         for cut in [4095, 4096, 30_000] {
             let t = &text[..text.floor_char_boundary(cut)];
