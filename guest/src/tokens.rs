@@ -559,8 +559,7 @@ pub fn count(text: &str) -> usize {
 /// The token counts of short pieces (3 to 8 bytes) a count has seen, keyed by the
 /// piece's bytes themselves (packed into a `u64` with its length beside it, so a hit
 /// needs no comparison): a text repeats its words, and the rank table a lookup probes
-/// is 2.4 MB of scattered reads where this is 64 KiB. Direct-mapped; none for a text
-/// under 4 KiB.
+/// is 2.4 MB of scattered reads where this is at most 256 KiB. Direct-mapped.
 struct Short {
     /// (bytes, length, tokens); length 0: empty.
     slots: Vec<(u64, u32, u32)>,
@@ -584,15 +583,9 @@ impl Short {
     #[inline(always)]
     fn key(piece: &[u8]) -> Option<u64> {
         let n = piece.len();
-        let four = |at: usize| -> u64 {
-            match piece.get(at..at + 4) {
-                Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]) as u64,
-                _ => 0,
-            }
-        };
-        match piece {
-            [a, b, c] => Some(u32::from_le_bytes([*a, *b, *c, 0]) as u64),
-            _ if (4..=8).contains(&n) => Some(four(0) | four(n - 4) << 32),
+        match n {
+            3 => Some(tokens_hash::le(piece, 0, 1) | tokens_hash::le(piece, 1, 1) << 8 | tokens_hash::le(piece, 2, 1) << 16),
+            4..=8 => Some(tokens_hash::le(piece, 0, 4) | tokens_hash::le(piece, n - 4, 4) << 32),
             _ => None,
         }
     }
@@ -749,8 +742,8 @@ mod tests {
 
     #[test]
     fn short_pieces_remembered_by_their_bytes_count_as_tiktoken_does() {
-        // Many distinct pieces of 3 to 8 bytes (so the 4,096-slot table of short pieces
-        // is full and its slots change hands), near-alike ones (a byte apart, a NUL at
+        // Many distinct pieces of 3 to 8 bytes (more than the table of short pieces has
+        // slots, so they change hands: asserted below), near-alike ones (a byte apart, a NUL at
         // the end, the same bytes one shorter), multi-byte letters and digits, each text
         // long enough to use the table and repeated so that later pieces are found there.
         let alphabet = ["a", "b", "c", "d", "e", "z", "\0", "é", "ß", "1", "'", "_", "Q", "x"];

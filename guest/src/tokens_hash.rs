@@ -50,7 +50,7 @@ pub fn hash(bytes: &[u8]) -> u32 {
 
 /// `width` (1, 4 or 8) bytes of `bytes` from `at`, little endian; 0 past the end.
 #[inline]
-fn le(bytes: &[u8], at: usize, width: usize) -> u64 {
+pub fn le(bytes: &[u8], at: usize, width: usize) -> u64 {
     match (width, bytes.get(at..at + width)) {
         (8, Some(&[a, b, c, d, e, f, g, h])) => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
         (4, Some(&[a, b, c, d])) => u32::from_le_bytes([a, b, c, d]) as u64,
