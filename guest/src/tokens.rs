@@ -240,7 +240,9 @@ fn contraction(rest: &str) -> Option<usize> {
     }
 }
 
-/// End (byte offset) of the pre-tokenizer piece starting at `i` (`i < s.len()`).
+/// End (byte offset) of the pre-tokenizer piece starting at `i` (`i < s.len()`), reading
+/// characters: the path for the pieces that [`ascii_word_end`] and [`ascii_piece_end`]
+/// leave (a byte that decides is not ASCII). Tests compare both with the pattern.
 fn piece_end(s: &str, i: usize) -> usize {
     let Some(c) = char_at(s, i) else { return s.len() };
     let after = i + c.len_utf8();
@@ -652,8 +654,8 @@ pub fn count(text: &str) -> usize {
     let mut n = 0;
     each_piece(text, |piece| {
         // Every byte is a token, and a pair of bytes one token or two: a third of a
-        // markdown text's pieces (punctuation, line breaks), counted without the lookups
-        // below, whose dispatch on the length is an indirect jump in the component.
+        // markdown text's pieces (punctuation, line breaks), counted without the
+        // remembered-piece and whole-piece lookups below.
         if let [a, rest @ ..] = piece {
             match rest {
                 [] => {
