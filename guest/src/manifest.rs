@@ -523,25 +523,27 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
         match (has_uri, has_path) {
             (false, false) => errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), "entry has neither `fact_uri` nor `path`; exactly one is required (§21.2.2)".into())),
             (true, true) => errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), "entry has both `fact_uri` and `path`; exactly one is allowed (§21.2.2)".into())),
-            (true, false) => {
-                let uri = e.fact_uri.as_deref().unwrap_or_default();
-                match crate::uri::InstructionUri::parse(uri) {
-                    Err(err) => errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), err.to_string())),
-                    Ok(u) => {
-                        if u.deployment != deployment || u.agent != agent_id {
-                            errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), format!("fact_uri {uri:?} is outside this agent's instruction scope instruction:{deployment}/{agent_id}/ (§21.4.4)")));
-                        }
-                        if u.unit != name {
-                            errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), format!("fact_uri unit segment {:?} must equal the entry name {name:?} (§21.4.1)", u.unit)));
-                        }
+            _ => {}
+        }
+        // each location given is checked on its own too, so that every problem is reported at once
+        if has_uri {
+            let uri = e.fact_uri.as_deref().unwrap_or_default();
+            match crate::uri::InstructionUri::parse(uri) {
+                Err(err) => errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), err.to_string())),
+                Ok(u) => {
+                    if u.deployment != deployment || u.agent != agent_id {
+                        errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), format!("fact_uri {uri:?} is outside this agent's instruction scope instruction:{deployment}/{agent_id}/ (§21.4.4)")));
+                    }
+                    if u.unit != name {
+                        errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), format!("fact_uri unit segment {:?} must equal the entry name {name:?} (§21.4.1)", u.unit)));
                     }
                 }
             }
-            (false, true) => {
-                let p = e.path.as_deref().unwrap_or_default();
-                if p.starts_with('/') || p.starts_with('\\') || p.split(['/', '\\']).any(|s| s == "..") || p.contains(':') {
-                    errors.push(problem("manifest_entry_invalid", en, Some("path"), format!("path {p:?} must be relative to the instructions root, without `..` (§21.2.2)")));
-                }
+        }
+        if has_path {
+            let p = e.path.as_deref().unwrap_or_default();
+            if p.starts_with('/') || p.starts_with('\\') || p.split(['/', '\\']).any(|s| s == "..") || p.contains(':') {
+                errors.push(problem("manifest_entry_invalid", en, Some("path"), format!("path {p:?} must be relative to the instructions root, without `..` (§21.2.2)")));
             }
         }
         for t in &e.required_by_task_types {
@@ -745,6 +747,26 @@ mod tests {
         assert!(fields.contains(&(Some("long"), Some("description"))));
         assert!(fields.contains(&(Some("dup"), Some("name"))));
         assert!(fields.contains(&(Some("unknown"), Some("required_by_task_types"))));
+    }
+
+    #[test]
+    fn an_entry_with_both_locations_has_each_checked_too() {
+        // §21.2.2: "exactly one of fact_uri/path" is one problem; a floating alias in the
+        // URI (§21.4.1) and a path leaving the root are two more, reported in the same run.
+        let mut e = entry("both");
+        e["fact_uri"] = "instruction:acme/cto/both/latest".into();
+        e["path"] = "../outside.md".into();
+        let r = validate(&manifest(vec![e]), &ValidateOptions::default());
+        let msgs: Vec<(Option<&str>, &str)> = r.errors.iter().map(|p| (p.field.as_deref(), p.message.as_str())).collect();
+        assert_eq!(r.errors.len(), 3, "{msgs:#?}");
+        assert!(r.errors.iter().all(|p| p.code == "manifest_entry_invalid" && p.entry.as_deref() == Some("both")));
+        assert!(msgs.iter().any(|(f, m)| *f == Some("fact_uri") && m.contains("exactly one")));
+        assert!(msgs.iter().any(|(f, m)| *f == Some("fact_uri") && m.contains("latest")));
+        assert!(msgs.iter().any(|(f, m)| *f == Some("path") && m.contains("..")));
+        // both well-formed: only the one problem
+        let mut fine = entry("both");
+        fine["path"] = "units/both.md".into();
+        assert_eq!(validate(&manifest(vec![fine]), &ValidateOptions::default()).errors.len(), 1);
     }
 
     #[test]
