@@ -831,6 +831,13 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path) -> Result<i32> {
         let intent = p["intent"].as_str().unwrap_or_default();
         let r = engine_ok(rt.rank(&l.storage, &l.document, intent, p["wake_reason"].as_str())?)?;
         let ranked: Vec<Value> = r["ranked"].as_array().into_iter().flatten().map(|u| json!([u["name"], u["score"]])).collect();
+        // every unit is ranked, so a required unit missing from the ranking is a typo in
+        // the probe (or a stale probe set): said, and counted as a miss as before
+        for unit in p["required_units"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            if !ranked.iter().any(|x| x[0].as_str() == Some(unit)) {
+                eprintln!("warning: {}:{}: probe {}: required unit {unit:?} is not a unit of {agent:?}; counted as a miss", probes.display(), i + 1, p["id"]);
+            }
+        }
         results.push(json!({
             "id": p["id"], "agent_id": agent, "intent": intent,
             "required_units": p["required_units"], "expect_none": p["expect_none"].as_bool().unwrap_or(false),

@@ -254,6 +254,16 @@ fn eval_reports_the_documented_keys() {
     }
     assert_eq!(v["hit_at_1"], 1.0, "{v}");
     assert_eq!(v["none_auc"], 1.0, "an unrelated intent scores below every real one: {v}");
+    assert!(lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&probes)]).stderr.is_empty());
+
+    // a required unit the agent does not have (a typo): a warning naming it, a miss
+    let typo = d.join("typo.jsonl");
+    std::fs::write(&typo, json!({"id": "t1", "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedures"]}).to_string()).unwrap();
+    let out = lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typo), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning") && err.contains("\"t1\"") && err.contains("\"rollback-procedures\" is not a unit of \"release-engineer\""), "{err}");
+    assert_eq!(json_of(&out)["hit_at_3"], 0.0);
 }
 
 #[test]
