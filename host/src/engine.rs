@@ -275,6 +275,21 @@ const WARM_MANIFEST: &str = r#"{"agent_id": "lid-warm-up", "deployment": "lid", 
 /// walked at each of its resets, and a recall instantiated in 0.013 ms instead of 0.006.)
 const WARM_REQUEST: &str = r#"{"intent": "how do I review and release a change safely after the tests pass"}"#;
 
+/// How much of the heap the warm-up writes in each recall slot. An agent's first recall
+/// in a slot used to fault in every heap page it wrote that the warm-up's small agent had
+/// not (its prepared corpus is copied there, then the ranking allocates after it): 9
+/// pages for the demo agent, 21–37 for the ten eval agents, about 2–3 µs each on the
+/// 2-core VM this was measured on. A page the warm-up writes stays resident (a slot keeps
+/// up to `LID_KEEP_RESIDENT_MIB`), and a fresh instance's allocator starts at the same
+/// heap top, so the next agent's allocations land on resident pages. On fresh runtimes:
+/// the demo agent's first recall 0.128–0.131 → 0.107–0.119 ms with no page faults
+/// (`bench`'s pooled cold start), the eval agents' 0.18–0.30 → 0.14–0.21 ms with 0–5
+/// (`bench --profile-first`, `LID_PROFILE_AGENT`). Every reset
+/// walks a slot's resident pages, so more is not free: with 512 KiB, instantiating alone
+/// took 0.015 → 0.026 ms; with 128 KiB 0.016 ms, and the demo agent's later recalls
+/// 0.066 → 0.068–0.070 ms (an agent whose recalls write those pages anyway pays nothing).
+const WARM_HEAP: usize = 128 << 10;
+
 const WARM_UNITS: &[(&str, &str)] = &[
     ("warm/review.md", "## Review\nRead the diff, run the tests, and ask for changes when a rule is broken."),
     ("warm/release.md", "## Release\nTag the version, deploy to the canary first, and roll back when it fails."),
@@ -376,13 +391,17 @@ impl Runtime {
         }
         let st = Storage { facts: Arc::new(facts), audit: Arc::new(NoAudit) };
         let ctx = r#"{"now_ms": 0, "entropy": "00000000000000000000", "heartbeat_id": "lid-warm-up", "corpus_key": "lid-warm-up:1"}"#;
-        self.recall_preparing(&st, WARM_MANIFEST, WARM_REQUEST, ctx)?.map_err(|e| anyhow::anyhow!("warm-up recall: {e}"))?;
+        // the manifest lowered into each slot's heap first, with WARM_HEAP of trailing
+        // whitespace (which JSON allows): the host writes those pages, so they stay resident
+        let manifest = format!("{WARM_MANIFEST}{}", " ".repeat(WARM_HEAP));
+        let manifest = manifest.as_str();
+        self.recall_preparing(&st, manifest, WARM_REQUEST, ctx)?.map_err(|e| anyhow::anyhow!("warm-up recall: {e}"))?;
         let mut slots = Vec::with_capacity(n);
         for _ in 0..n {
             slots.push(self.instantiate_on(&self.engine, &self.pre, &st)?);
         }
         for (lid, store) in &mut slots {
-            self.finish(lid.lid_engine_engine().call_recall(store, WARM_MANIFEST, WARM_REQUEST, ctx))?.map_err(|e| anyhow::anyhow!("warm-up recall: {}", e.message))?;
+            self.finish(lid.lid_engine_engine().call_recall(store, manifest, WARM_REQUEST, ctx))?.map_err(|e| anyhow::anyhow!("warm-up recall: {}", e.message))?;
         }
         Ok(())
     }

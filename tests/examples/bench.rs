@@ -19,6 +19,14 @@
 //! * cl100k token counting throughput, native vs component.
 //!
 //! `--quick` (used by `.ci/run`) runs fewer iterations and skips the 10,000-unit corpus.
+//!
+//! Profile modes (one measurement spun for `perf`): `--profile-component DIR`,
+//! `--profile-native DIR`, `--profile-pack DIR`, `--profile-native-pack DIR`, `--profile-tokens`,
+//! `--profile-native-tokens`, `--profile-instantiate`, and `--profile-first` (fresh pooled
+//! runtimes, each timing its first recall and counting its page faults: the demo agent's,
+//! or `LID_PROFILE_AGENT`'s with `LID_PROFILE_INTENT`; `LID_PROFILE_RUNS` of them, 200 by
+//! default; with `LID_PERF_CTL=CTL_FIFO,ACK_FIFO` and `perf record -D -1 --control
+//! fifo:CTL_FIFO,ACK_FIFO`, sampling is on around the first recalls only).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -382,6 +390,30 @@ fn profile_runtime() -> anyhow::Result<Runtime> {
     })
 }
 
+/// `perf record --control` fifos (`LID_PERF_CTL=CTL,ACK`), or nothing.
+struct PerfControl(Option<(std::fs::File, std::io::BufReader<std::fs::File>)>);
+
+impl PerfControl {
+    fn from_env() -> anyhow::Result<PerfControl> {
+        let Some(v) = std::env::var("LID_PERF_CTL").ok() else { return Ok(PerfControl(None)) };
+        let (ctl, ack) = v.split_once(',').ok_or_else(|| anyhow::anyhow!("LID_PERF_CTL is CTL_FIFO,ACK_FIFO"))?;
+        let ctl = std::fs::OpenOptions::new().write(true).open(ctl)?;
+        Ok(PerfControl(Some((ctl, std::io::BufReader::new(std::fs::File::open(ack)?)))))
+    }
+
+    /// Send `cmd` and wait for perf's `ack`.
+    fn send(&mut self, cmd: &str) -> anyhow::Result<()> {
+        use std::io::{BufRead, Write};
+        if let Some((ctl, ack)) = &mut self.0 {
+            ctl.write_all(format!("{cmd}\n").as_bytes())?;
+            ctl.flush()?;
+            let mut line = String::new();
+            ack.read_line(&mut line)?;
+        }
+        Ok(())
+    }
+}
+
 /// The profile modes' intent: `LID_PROFILE_INTENT`, else the mode's default.
 fn profile_intent(default: &str) -> String {
     std::env::var("LID_PROFILE_INTENT").unwrap_or_else(|_| default.to_string())
@@ -445,17 +477,31 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     if std::env::args().any(|a| a == "--profile-first") {
-        // A fresh pooled runtime, then the demo agent's first recall, over and over.
-        let demo = lid_tests::root().join("examples/demo-agent");
-        let a = agent_dir::load(&demo)?;
+        // A fresh pooled runtime, then an agent's first recall, over and over: the demo
+        // agent's, or `LID_PROFILE_AGENT`'s (a directory) with `LID_PROFILE_INTENT`.
+        let dir = std::env::var_os("LID_PROFILE_AGENT").map_or_else(|| lid_tests::root().join("examples/demo-agent"), PathBuf::from);
+        let a = agent_dir::load(&dir)?;
         let ctx = agent_ctx(&a)?;
         let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
-        let req = json!({"intent": "production is broken after the deploy"}).to_string();
-        let mut times = Vec::new();
-        for _ in 0..200 {
-            times.push(first_recall(&profile_runtime()?, |rt| rt.recall_prepared(&st, &a.manifest_json, &req, &ctx))?);
+        // its corpus prepared first, as the service has it before it serves recalls
+        profile_runtime()?.recall_preparing(&st, &a.manifest_json, "{\"intent\": \"warm\"}", &ctx)?.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        let req = json!({"intent": profile_intent("production is broken after the deploy")}).to_string();
+        // `LID_PERF_CTL=CTL,ACK` (two fifos, `perf record -D -1 --control fifo:CTL,ACK`):
+        // sampling is switched on around each first recall only, not the runtime builds.
+        let mut perf = PerfControl::from_env()?;
+        let runs = std::env::var("LID_PROFILE_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(200);
+        let (mut times, mut faults) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let rt = profile_runtime()?;
+            perf.send("enable")?;
+            let f0 = minor_faults();
+            let t = first_recall(&rt, |rt| rt.recall_prepared(&st, &a.manifest_json, &req, &ctx));
+            faults.push(minor_faults() - f0);
+            perf.send("disable")?;
+            times.push(t?);
         }
-        println!("first recall p50 {}", ms(percentile(times, 0.5)));
+        faults.sort_unstable();
+        println!("first recall p50 {} ({} page faults p50)", ms(percentile(times, 0.5)), faults.get(faults.len() / 2).copied().unwrap_or(0));
         return Ok(());
     }
     if std::env::args().any(|a| a == "--profile-instantiate") {
