@@ -151,7 +151,7 @@ fn a_runaway_engine_call_is_interrupted_and_the_server_keeps_serving() {
         x ^= x >> 7;
         x ^= x << 17;
         huge.push(alphabet[(x % alphabet.len() as u64) as usize]);
-        if x % 9 == 0 {
+        if x.is_multiple_of(9) {
             huge.push(' ');
         }
     }
