@@ -284,10 +284,10 @@ const WARM_REQUEST: &str = r#"{"intent": "how do I review and release a change s
 /// heap top, so the next agent's allocations land on resident pages. On fresh runtimes:
 /// the demo agent's first recall 0.128–0.131 → 0.107–0.119 ms with no page faults
 /// (`bench`'s pooled cold start), the eval agents' 0.18–0.30 → 0.14–0.21 ms with 0–5
-/// (`bench --profile-first`, `LID_PROFILE_AGENT`). Every reset
-/// walks a slot's resident pages, so more is not free: with 512 KiB, instantiating alone
-/// took 0.015 → 0.026 ms; with 128 KiB 0.016 ms, and the demo agent's later recalls
-/// 0.066 → 0.068–0.070 ms (an agent whose recalls write those pages anyway pays nothing).
+/// (`bench --profile-first`, `LID_PROFILE_AGENT`). Every reset walks a slot's resident
+/// pages, so more is not free: with 512 KiB, instantiating alone took 0.015 → 0.026 ms;
+/// with 128 KiB 0.016 ms, and the demo agent's later recalls 0.066 → 0.068–0.070 ms (an
+/// agent whose recalls write those pages anyway pays nothing).
 const WARM_HEAP: usize = 128 << 10;
 
 const WARM_UNITS: &[(&str, &str)] = &[
@@ -382,7 +382,8 @@ impl Runtime {
     /// first call maps the component's data image into it and faults in every page it
     /// touches; after this, the first recall of an agent in such a slot pays for much
     /// less of that: 0.11–0.13 ms instead of 0.37–0.42 (the demo agent, `bench`'s cold
-    /// start). Wasmtime gives the module its most recently used slots first.
+    /// start), and with [`WARM_HEAP`] of each slot's heap written, none of its heap pages.
+    /// Wasmtime gives the module its most recently used slots first.
     pub fn warm_recall_slots(&self, n: usize) -> Result<()> {
         let mut facts = crate::agent_dir::MemFacts::default();
         for (path, content) in WARM_UNITS {
