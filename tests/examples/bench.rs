@@ -436,13 +436,6 @@ fn first_recall(rt: &Runtime, recall: impl Fn(&Runtime) -> anyhow::Result<Result
     Ok(t.elapsed())
 }
 
-/// This process's minor page faults so far (`/proc/self/stat`).
-fn minor_faults() -> i64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |x| x.1);
-    after.split_whitespace().nth(7).and_then(|v| v.parse().ok()).unwrap_or(0)
-}
-
 /// What the pooled slots keep resident between calls (and so reset after each one).
 fn print_resident(rt: &Runtime) {
     let (ordinary, large) = rt.pooled_resident_bytes();
@@ -494,9 +487,9 @@ fn main() -> anyhow::Result<()> {
         for _ in 0..runs {
             let rt = profile_runtime()?;
             perf.send("enable")?;
-            let f0 = minor_faults();
+            let f0 = lid_tests::minor_faults();
             let t = first_recall(&rt, |rt| rt.recall_prepared(&st, &a.manifest_json, &req, &ctx));
-            faults.push(minor_faults() - f0);
+            faults.push(lid_tests::minor_faults() - f0);
             perf.send("disable")?;
             times.push(t?);
         }
@@ -591,9 +584,9 @@ fn main() -> anyhow::Result<()> {
         // manifest (the on-demand engine as the CLI does, with it). The corpus was
         // prepared by the on-demand round.
         let recall = |rt: &Runtime| if pooling { rt.recall_prepared(&st, &a.manifest_json, &req, ctx) } else { rt.recall(&st, &a.manifest_json, &req, ctx) };
-        let f0 = minor_faults();
+        let f0 = lid_tests::minor_faults();
         let mut firsts = vec![first_recall(&rt, recall)?];
-        let first_faults = minor_faults() - f0;
+        let first_faults = lid_tests::minor_faults() - f0;
         // One first recall is one sample of a noisy thing: the median (and the worst) of
         // several fresh runtimes' (`--profile-first` spins the pooled one).
         for _ in 1..if quick { 5 } else { 25 } {

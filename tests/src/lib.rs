@@ -19,6 +19,13 @@ pub fn shared() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// This process's minor page faults so far (`/proc/self/stat`; 0 where it cannot be read).
+pub fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |x| x.1);
+    after.split_whitespace().nth(7).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
 /// Load an agent directory natively into the core's in-memory fact store, exactly as
 /// the CLI's `agent_dir` loader exposes it to the component.
 pub fn native_facts(dir: &std::path::Path) -> anyhow::Result<(String, lid_core::store::MemoryFacts)> {

@@ -13,14 +13,8 @@ use std::sync::Arc;
 
 use lid_host::agent_dir;
 use lid_host::engine::{NoAudit, Runtime, RuntimeOptions, Storage};
+use lid_tests::minor_faults;
 use serde_json::json;
-
-/// This process's minor page faults so far.
-fn minor_faults() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
-    let after = stat.rsplit_once(')').expect("stat has a command name").1;
-    after.split_whitespace().nth(7).and_then(|v| v.parse().ok()).expect("minflt field")
-}
 
 #[test]
 fn an_agents_first_recall_in_a_warmed_slot_faults_in_no_heap_pages() {
