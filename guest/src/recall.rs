@@ -772,7 +772,7 @@ impl<'m> Corpus<'m> {
                     // a prepared corpus's index holds no names (`Index::without_names`)
                     s.name = self.name(entry).to_string();
                 }
-                if lift.iter().any(|n| *n == s.name) {
+                if lift.contains(&s.name) {
                     s.score = (s.score + soft_lift()).min(1.0);
                 }
                 s.score = round6(s.score);

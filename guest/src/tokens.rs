@@ -172,7 +172,7 @@ fn non_letters(w: u64) -> u64 {
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // ASCII folded to lower case, high bits cleared: every byte ≤ 0x7f, so adding below
     // never carries into the next byte
-    let x = (w | 0x20 * ONES) & !HIGH;
+    let x = (w | (0x20 * ONES)) & !HIGH;
     let from_a = x + (0x80 - b'a' as u64) * ONES; // high bit: x ≥ 'a'
     let past_z = x + (0x80 - b'z' as u64 - 1) * ONES; // high bit: x > 'z'
     !(from_a & !past_z & !w) & HIGH
@@ -602,6 +602,8 @@ fn merge_large(piece: &[u8], emit: &mut impl FnMut(Token<'_>)) {
         }
         rank(&piece[k..next[mid]]).unwrap_or(u32::MAX)
     };
+    // (`k` is also the pair's start, which `pair_rank` reads)
+    #[allow(clippy::needless_range_loop)]
     for k in 0..n {
         pair[k] = pair_rank(&next, k);
         if pair[k] != u32::MAX {

@@ -15,22 +15,23 @@ pub struct ApiError {
     pub status: u16,
     pub code: String,
     pub message: String,
-    pub details: Value,
+    /// Boxed: an error stays small, so every `Result` carrying one does too.
+    pub details: Box<Value>,
 }
 
 impl From<lid_shared::Refusal> for ApiError {
     fn from(r: lid_shared::Refusal) -> Self {
-        ApiError::new(r.status, &r.code, r.message).with_details(r.details)
+        ApiError::new(r.status, &r.code, r.message).with_details(*r.details)
     }
 }
 
 impl ApiError {
     pub fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
-        ApiError { status, code: code.to_string(), message: message.into(), details: Value::Null }
+        ApiError { status, code: code.to_string(), message: message.into(), details: Box::default() }
     }
 
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = details;
+        self.details = Box::new(details);
         self
     }
 

@@ -92,13 +92,16 @@ pub fn split_fact_uri(uri: &str) -> Option<(String, String, String)> {
     Some((format!("instruction:{d}/{a}/{u}"), u.to_string(), v.to_string()))
 }
 
+/// An agent's snapshot and the [`Stamp`] at which its head was last checked.
+type Checked = (Option<Stamp>, Arc<Snapshot>);
+
 /// The database: a writer and a pool of readers over one file.
 pub struct Db {
     path: PathBuf,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
     /// Per agent: the snapshot and the [`Stamp`] at which its head was last checked.
-    snapshots: RwLock<HashMap<String, (Option<Stamp>, Arc<Snapshot>)>>,
+    snapshots: RwLock<HashMap<String, Checked>>,
     derived: RwLock<HashMap<String, Arc<Vec<u8>>>>,
     /// Writes committed through [`Db::write`] (bumped after each commit).
     local_writes: AtomicU64,

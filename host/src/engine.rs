@@ -174,7 +174,8 @@ pub struct EngineFailure {
     pub code: String,
     pub status: u16,
     pub message: String,
-    pub details: serde_json::Value,
+    /// Boxed: a failure stays small, so every `Result` carrying one does too.
+    pub details: Box<serde_json::Value>,
 }
 
 impl From<WitError> for EngineFailure {
@@ -183,7 +184,7 @@ impl From<WitError> for EngineFailure {
             code: e.code,
             status: e.status,
             message: e.message,
-            details: serde_json::from_str(&e.details).unwrap_or(serde_json::Value::Null),
+            details: Box::new(serde_json::from_str(&e.details).unwrap_or(serde_json::Value::Null)),
         }
     }
 }
@@ -709,7 +710,7 @@ fn cache_path(engine: &Engine, bytes: &[u8], dir: &std::path::Path) -> PathBuf {
 fn load_again(engine: &Engine, loaded: &Component, cached: Option<&std::path::Path>) -> Result<Component> {
     if let Some(path) = cached {
         // SAFETY: as in `load_component`: written by this engine for this component.
-        if let Ok(c) = unsafe { Component::deserialize_file(engine, &path) } {
+        if let Ok(c) = unsafe { Component::deserialize_file(engine, path) } {
             return Ok(c);
         }
     }

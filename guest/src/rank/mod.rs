@@ -1168,7 +1168,8 @@ mod tests {
         let names: Vec<&str> = d.iter().map(|u| u.name).collect();
         let idx = Ranker::build(&d).index().clone();
         assert!(idx.fits(&names) && !idx.fits(&names[1..]));
-        let corruptions: Vec<Box<dyn Fn(&mut Index)>> = vec![
+        type Corruption = Box<dyn Fn(&mut Index)>;
+        let corruptions: Vec<Corruption> = vec![
             Box::new(|i| i.posting_list.iter_mut().for_each(|p| p.doc = u32::MAX)),
             Box::new(|i| i.posting_list.iter_mut().for_each(|p| p.w = f32::NAN)),
             Box::new(|i| i.posting_start.reverse()),

@@ -32,12 +32,12 @@ pub struct Refusal {
     pub code: std::borrow::Cow<'static, str>,
     pub message: String,
     /// JSON the error body carries as `details` (`null` when there is nothing more).
-    pub details: serde_json::Value,
+    pub details: Box<serde_json::Value>,
 }
 
 impl Refusal {
     pub fn new(status: u16, code: impl Into<std::borrow::Cow<'static, str>>, message: impl Into<String>) -> Self {
-        Refusal { status, code: code.into(), message: message.into(), details: serde_json::Value::Null }
+        Refusal { status, code: code.into(), message: message.into(), details: Box::default() }
     }
 
     /// A 400 `invalid_request`.
@@ -68,7 +68,7 @@ impl Refusal {
     }
 
     pub fn with_details(mut self, details: serde_json::Value) -> Self {
-        self.details = details;
+        self.details = Box::new(details);
         self
     }
 }
