@@ -82,6 +82,14 @@ async fn caller(svc: &Service, req: &Request) -> ApiResult<Principal> {
     auth::authenticate(&svc.store, &svc.env_keys, h.as_deref()).await
 }
 
+/// What a route under `/v1/agents/:id` starts from: the service, the agent id in the
+/// path, and the authenticated caller.
+async fn agent_route(req: &Request, ctx: &RouteContext<()>) -> ApiResult<(Service, String, Principal)> {
+    let svc = service(&ctx.env)?;
+    let p = caller(&svc, req).await?;
+    Ok((svc, param(ctx, "id"), p))
+}
+
 /// The body as text (invalid UTF-8 or over the limit refused).
 async fn body_text(req: &mut Request) -> ApiResult<String> {
     let b = req.bytes().await.map_err(ApiError::invalid_json)?;
@@ -118,9 +126,7 @@ async fn not_found(_: Request, _: RouteContext<()>) -> worker::Result<Response> 
 
 async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_read(&svc.store, &id).await?;
         let profile = req.url().ok().and_then(|u| u.query_pairs().find(|(k, _)| k == "profile").map(|(_, v)| v.into_owned()));
         let (body, mv, tokens, sv) = svc.boot_stub(&id, profile.as_deref()).await.map_err(|e| {
@@ -137,9 +143,7 @@ async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Respon
 
 async fn get_manifest(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_read(&svc.store, &id).await?;
         json_response(&svc.get_manifest(&id, p.is_admin()).await?, 200)
     }
@@ -148,9 +152,7 @@ async fn get_manifest(req: Request, ctx: RouteContext<()>) -> worker::Result<Res
 
 async fn put_manifest(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_admin()?;
         let body = json_body(&mut req).await?;
         json_response(&svc.publish(&id, &body, &p).await?, 200)
@@ -160,9 +162,7 @@ async fn put_manifest(mut req: Request, ctx: RouteContext<()>) -> worker::Result
 
 async fn cosign(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         let body = json_body(&mut req).await?;
         json_response(&svc.cosign(&id, &body, &p).await?, 201)
     }
@@ -171,9 +171,7 @@ async fn cosign(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Respo
 
 async fn coverage(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_read(&svc.store, &id).await?;
         json_response(&svc.coverage(&id, p.is_admin()).await?, 200)
     }
@@ -246,9 +244,7 @@ async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Res
 
 async fn handoff(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         let body = json_body(&mut req).await?.to_string();
         json_response(&svc.handoff(&id, &body, &p).await?, 201)
     }
@@ -345,9 +341,7 @@ async fn put_knowledge(mut req: Request, ctx: RouteContext<()>) -> worker::Resul
 
 async fn list_knowledge(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_read(&svc.store, &id).await?;
         json_response(&json!({"agent_id": id, "packs": svc.knowledge_catalog(&id).await?}), 200)
     }
@@ -356,9 +350,7 @@ async fn list_knowledge(req: Request, ctx: RouteContext<()>) -> worker::Result<R
 
 async fn post_federated(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         auth::check_agent_id(&id)?;
         let body = json_body(&mut req).await?;
         json_response(&svc.receive_federated(&id, &body, &p).await?, 202)
@@ -368,9 +360,7 @@ async fn post_federated(mut req: Request, ctx: RouteContext<()>) -> worker::Resu
 
 async fn list_federated(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_admin()?;
         json_response(&svc.federated_facts(&id).await?, 200)
     }
@@ -379,9 +369,7 @@ async fn list_federated(req: Request, ctx: RouteContext<()>) -> worker::Result<R
 
 async fn promote_fact(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         auth::check_agent_id(&id)?;
         let body = json_body(&mut req).await?;
         json_response(&svc.promote(&id, &body, &p).await?, 201)
@@ -391,9 +379,7 @@ async fn promote_fact(mut req: Request, ctx: RouteContext<()>) -> worker::Result
 
 async fn service_events(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
-        let p = caller(&svc, &req).await?;
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_admin()?;
         let kind = req.url().ok().and_then(|u| u.query_pairs().find(|(k, _)| k == "kind").map(|(_, v)| v.into_owned()));
         json_response(&svc.service_events(&id, kind.as_deref()).await?, 200)
