@@ -202,7 +202,8 @@ pub fn migrate(markdown: &str, options: &str) -> Result<String, EngineError> {
 }
 
 /// Retrieval-quality report over ranked probes (§21.6.4 metrics, offline): hit@1/3/10,
-/// MRR, none-probe AUC, per agent, plus a plain-text table under `"table"`.
+/// MRR, none-probe AUC, per agent, plus a plain-text table under `"table"`, and every
+/// positive probe missed at 1 or 3 under `"misses"` (one line each under `"misses_table"`).
 pub fn eval_report(results: &str) -> Result<String, EngineError> {
     let results: Vec<crate::eval::ProbeResult> = parse("probe results", results)?;
     let report = crate::eval::evaluate(&results);
@@ -211,7 +212,9 @@ pub fn eval_report(results: &str) -> Result<String, EngineError> {
     if let Some(obj) = value.as_object_mut() {
         obj.insert("per_agent".into(), json_value(&report.per_agent));
         obj.insert("misses_at_3".into(), json_value(&report.misses_at_3));
+        obj.insert("misses".into(), json_value(&report.misses));
         obj.insert("table".into(), serde_json::Value::String(crate::eval::format_table(&report)));
+        obj.insert("misses_table".into(), serde_json::Value::String(crate::eval::format_misses(&report)));
     }
     Ok(value.to_string())
 }

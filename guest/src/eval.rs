@@ -47,6 +47,9 @@ pub fn parse_probes(jsonl: &str) -> Result<Vec<Probe>, String> {
 pub struct ProbeResult {
     pub id: String,
     pub agent_id: String,
+    /// The probe's intent (shown with its misses).
+    #[serde(default)]
+    pub intent: String,
     #[serde(default)]
     pub required_units: Vec<String>,
     #[serde(default)]
@@ -61,6 +64,7 @@ impl ProbeResult {
         ProbeResult {
             id: probe.id.clone(),
             agent_id: probe.agent_id.clone(),
+            intent: probe.intent.clone(),
             required_units: probe.required_units.clone(),
             expect_none: probe.expect_none,
             ranked,
@@ -82,6 +86,29 @@ impl ProbeResult {
 
     fn all_within(&self, k: usize) -> bool {
         self.required_units.iter().all(|u| self.rank_of(u).map(|r| r <= k).unwrap_or(false))
+    }
+
+    fn hit_at_1(&self) -> bool {
+        self.ranked.first().is_some_and(|t| self.required_units.contains(&t.0))
+    }
+
+    /// The probe as a [`Miss`], when it is one.
+    fn miss(&self) -> Option<Miss> {
+        let (h1, h3) = (self.hit_at_1(), self.all_within(3));
+        if !self.is_positive() || (h1 && h3) {
+            return None;
+        }
+        let (top, top_score) = self.ranked.first().cloned().unwrap_or_default();
+        Some(Miss {
+            id: self.id.clone(),
+            agent_id: self.agent_id.clone(),
+            intent: self.intent.clone(),
+            top,
+            top_score,
+            required: self.required_units.iter().map(|u| (u.clone(), self.rank_of(u))).collect(),
+            hit_at_1: h1,
+            hit_at_3: h3,
+        })
     }
 
     fn first_rank(&self) -> Option<usize> {
@@ -113,7 +140,28 @@ pub struct Report {
     pub per_agent: BTreeMap<String, Metrics>,
     /// Ids of positive probes whose required units were not all in the top 3.
     pub misses_at_3: Vec<String>,
+    /// Every positive probe missed at 1 or at 3, in probe order: what to look at when
+    /// tuning a manifest's descriptions, trigger intents and keywords.
+    #[serde(default)]
+    pub misses: Vec<Miss>,
 }
+
+/// A positive probe whose top unit is not a required one, or whose required units are
+/// not all in the top 3.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Miss {
+    pub id: String,
+    pub agent_id: String,
+    pub intent: String,
+    /// The unit ranked first, and its score (empty and 0 when nothing was ranked).
+    pub top: String,
+    pub top_score: f64,
+    /// Each required unit with its 1-based rank (`None`: not ranked at all).
+    pub required: Vec<(String, Option<usize>)>,
+    pub hit_at_1: bool,
+    pub hit_at_3: bool,
+}
+
 
 fn mean(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
@@ -158,7 +206,7 @@ pub fn metrics(results: &[&ProbeResult]) -> Metrics {
         }
         m.positives += 1;
         pos_top.push(r.top_score());
-        if r.ranked.first().map(|t| r.required_units.contains(&t.0)).unwrap_or(false) {
+        if r.hit_at_1() {
             h1 += 1.0;
         }
         if r.all_within(3) {
@@ -193,7 +241,20 @@ pub fn evaluate(results: &[ProbeResult]) -> Report {
     }
     let per_agent = groups.into_iter().map(|(k, v)| (k, metrics(&v))).collect();
     let misses_at_3 = results.iter().filter(|r| r.is_positive() && !r.all_within(3)).map(|r| r.id.clone()).collect();
-    Report { overall: metrics(&all), per_agent, misses_at_3 }
+    let misses = results.iter().filter_map(ProbeResult::miss).collect();
+    Report { overall: metrics(&all), per_agent, misses_at_3, misses }
+}
+
+/// One line per [`Miss`]: `id agent  top unit (score)  required unit@rank …  | intent`,
+/// `@-` for a required unit not ranked.
+pub fn format_misses(report: &Report) -> String {
+    let mut s = String::new();
+    for m in &report.misses {
+        let at = if m.hit_at_1 { "miss@3" } else { "miss@1" };
+        let req: Vec<String> = m.required.iter().map(|(u, r)| format!("{u}@{}", r.map_or_else(|| "-".to_string(), |r| r.to_string()))).collect();
+        s.push_str(&format!("{at} {:<14} {:<24} top {} ({:.3})  required {}  | {}\n", m.id, m.agent_id, m.top, m.top_score, req.join(" "), m.intent));
+    }
+    s
 }
 
 /// A fixed-width text table of a report.
@@ -234,6 +295,7 @@ mod tests {
         ProbeResult {
             id: id.into(),
             agent_id: agent.into(),
+            intent: format!("intent of {id}"),
             required_units: req.iter().map(|s| s.to_string()).collect(),
             expect_none: none,
             ranked: ranked.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
@@ -272,6 +334,15 @@ mod tests {
         let b = &r.per_agent["b"];
         assert!((b.none_auc.unwrap() - 1.0).abs() < 1e-12);
         assert_eq!(r.misses_at_3, vec!["p3".to_string(), "p4".to_string()]);
+        // missed at 1 (p2, p4) or at 3 (p3, p4); never a hit (p1) or a none probe
+        let m: Vec<(&str, &str, bool, bool)> = r.misses.iter().map(|m| (m.id.as_str(), m.top.as_str(), m.hit_at_1, m.hit_at_3)).collect();
+        assert_eq!(m, vec![("p2", "x", false, true), ("p3", "x", true, false), ("p4", "x", false, false)]);
+        assert_eq!(r.misses[1].required, vec![("x".to_string(), Some(1)), ("z".to_string(), Some(4))]);
+        assert_eq!(r.misses[2].required, vec![("q".to_string(), None)]);
+        let t = format_misses(&r);
+        assert_eq!(t.lines().count(), 3, "{t}");
+        assert!(t.lines().next().is_some_and(|l| l.starts_with("miss@1 p2") && l.contains("top x (0.800)") && l.contains("required y@2") && l.ends_with("| intent of p2")), "{t}");
+        assert!(t.contains("miss@3 p3") && t.contains("required x@1 z@4") && t.contains("required q@-"), "{t}");
     }
 
     #[test]

@@ -101,8 +101,14 @@ pub enum Command {
         /// probes name them by `pack_id`)
         #[arg(long)]
         packs: Option<PathBuf>,
+        /// JSON lines, one probe each: `id`, `agent_id` (or `pack_id`), `intent`,
+        /// `required_units`, optional `wake_reason` and `expect_none`
         #[arg(long)]
         probes: PathBuf,
+        /// Also list every probe missed at 1 or 3: the unit ranked first and where each
+        /// required unit ranked (`--json` always carries them, under `misses`)
+        #[arg(long)]
+        misses: bool,
     },
     /// Count cl100k tokens of a file (or - for stdin).
     Tokens { file: PathBuf },
@@ -518,9 +524,9 @@ fn run(cli: &Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Eval { agents, packs, probes } => match (agents, packs) {
-            (Some(dir), _) => eval(cli, Corpora::Agents(dir), probes),
-            (None, Some(dir)) => eval(cli, Corpora::Packs(dir), probes),
+        Command::Eval { agents, packs, probes, misses } => match (agents, packs) {
+            (Some(dir), _) => eval(cli, Corpora::Agents(dir), probes, *misses),
+            (None, Some(dir)) => eval(cli, Corpora::Packs(dir), probes, *misses),
             (None, None) => bail!("lid eval needs --agents DIR or --packs DIR"),
         },
         Command::Knowledge { command } => crate::knowledge_cli::run(&runtime()?, cli.json, command),
@@ -811,7 +817,7 @@ impl Corpora<'_> {
 
 /// `lid eval`: rank every probe's agent or pack units through the component (ranking
 /// only), then report hit@1/3/10, MRR and none AUC overall and per agent or pack.
-fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path) -> Result<i32> {
+fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<i32> {
     let text = std::fs::read_to_string(probes).with_context(|| format!("cannot read {}", probes.display()))?;
     let rt = runtime()?;
     let mut loaded: BTreeMap<String, Loaded> = BTreeMap::new();
@@ -857,6 +863,9 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path) -> Result<i32> {
         outln!("{}", serde_json::to_string(&report)?);
     } else {
         out!("{}", report["table"].as_str().unwrap_or_default());
+        if misses {
+            out!("{}", report["misses_table"].as_str().unwrap_or_default());
+        }
     }
     Ok(0)
 }
