@@ -282,7 +282,15 @@ pub fn main() -> i32 {
         Err(e) => {
             if cli.json {
                 let body = match e.downcast_ref::<EngineFailure>() {
-                    Some(f) => json!({"error": f}),
+                    Some(f) => {
+                        let mut body = json!({"error": f});
+                        // where the CLI met it (a probe's file, line and id), when it said
+                        let outer: Vec<String> = e.chain().take_while(|c| c.downcast_ref::<EngineFailure>().is_none()).map(|c| c.to_string()).collect();
+                        if !outer.is_empty() {
+                            body["error"]["context"] = json!(outer.join(": "));
+                        }
+                        body
+                    }
                     None => json!({"error": {"code": "cli_error", "message": format!("{e:#}")}}),
                 };
                 outln!("{body}");
@@ -835,7 +843,7 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<
         }
         let Some(l) = loaded.get(&agent) else { continue };
         let intent = p["intent"].as_str().unwrap_or_default();
-        let r = engine_ok(rt.rank(&l.storage, &l.document, intent, p["wake_reason"].as_str())?)?;
+        let r = engine_ok(rt.rank(&l.storage, &l.document, intent, p["wake_reason"].as_str())?).with_context(|| format!("{}:{}: probe {}", probes.display(), i + 1, p["id"]))?;
         let ranked: Vec<Value> = r["ranked"].as_array().into_iter().flatten().map(|u| json!([u["name"], u["score"]])).collect();
         // every unit is ranked, so a required unit missing from the ranking is a typo in
         // the probe (or a stale probe set): said, and counted as a miss as before

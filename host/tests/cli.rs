@@ -265,6 +265,17 @@ fn eval_reports_the_documented_keys() {
     assert!(err.contains("warning") && err.contains("\"t1\"") && err.contains("\"rollback-procedures\" is not a unit of \"release-engineer\""), "{err}");
     assert_eq!(json_of(&out)["hit_at_3"], 0.0);
 
+    // a probe the engine refuses (no intent) is named by its line and id, exit 1
+    let bad = d.join("bad.jsonl");
+    std::fs::write(&bad, format!("{}\n{}\n", json!({"id": "ok1", "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure"]}), json!({"id": "b2", "agent_id": "release-engineer", "required_units": ["rollback-procedure"]}))).unwrap();
+    let refused = lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&bad)]);
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("bad.jsonl:2: probe \"b2\"") && err.contains("intent_required"), "{err}");
+    let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&bad), "--json"]));
+    assert_eq!(v["error"]["code"], "intent_required", "{v}");
+    assert!(v["error"]["context"].as_str().is_some_and(|c| c.ends_with("bad.jsonl:2: probe \"b2\"")), "{v}");
+
     // `--misses` lists each missed probe with the unit ranked first; none when all hit
     let miss = json_of(&out)["misses"].clone();
     assert_eq!(miss.as_array().map(Vec::len), Some(1), "{miss}");
