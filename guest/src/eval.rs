@@ -240,8 +240,8 @@ pub fn evaluate(results: &[ProbeResult]) -> Report {
         groups.entry(r.agent_id.clone()).or_default().push(r);
     }
     let per_agent = groups.into_iter().map(|(k, v)| (k, metrics(&v))).collect();
-    let misses_at_3 = results.iter().filter(|r| r.is_positive() && !r.all_within(3)).map(|r| r.id.clone()).collect();
-    let misses = results.iter().filter_map(ProbeResult::miss).collect();
+    let misses: Vec<Miss> = results.iter().filter_map(ProbeResult::miss).collect();
+    let misses_at_3 = misses.iter().filter(|m| !m.hit_at_3).map(|m| m.id.clone()).collect();
     Report { overall: metrics(&all), per_agent, misses_at_3, misses }
 }
 
