@@ -27,9 +27,45 @@ fn parse_or_default<'a, T: Deserialize<'a> + Default>(what: &'static str, s: &'a
     }
 }
 
-/// Parse a manifest that is expected to be valid; a structurally broken one is an error.
+/// Parse a manifest that is expected to be valid; a structurally broken one is an error,
+/// and so is one whose identity cannot form `instruction:` URIs (§21.4.1: an empty
+/// agent or deployment, a floating version such as `latest`) or that names a unit twice
+/// (§21.2.2: names are unique; it would be recalled and preloaded twice). The other
+/// rules are the publisher's ([`manifest::validate`]); these callers serve what was
+/// published, or a local directory during coexistence (§21.6.1).
 pub fn load_manifest(json: &str) -> Result<Manifest, EngineError> {
-    manifest::parse(json)
+    let m = manifest::parse(json)?;
+    let problem = |code: &str, entry: Option<&str>, field: &str, message: String| manifest::Problem {
+        code: code.into(),
+        entry: entry.map(str::to_string),
+        field: Some(field.into()),
+        message,
+    };
+    let mut problems = Vec::new();
+    for (field, value) in [("deployment", &m.deployment), ("agent_id", &m.agent_id)] {
+        let (d, a) = if field == "deployment" { (value.as_str(), "a") } else { ("d", value.as_str()) };
+        if crate::uri::InstructionUri::new(d, a, "u", "v1").is_err() {
+            problems.push(problem("manifest_invalid", None, field, format!("`{field}` {value:?} cannot form instruction: URIs (§21.4.1): a non-empty string of [A-Za-z0-9._-]")));
+        }
+    }
+    if let Err(e) = crate::uri::check_version(&m.manifest_version) {
+        problems.push(problem("manifest_invalid", None, "manifest_version", e.to_string()));
+    }
+    let mut names: Vec<&str> = m.entries.iter().map(|e| e.name.as_str()).collect();
+    names.sort_unstable();
+    let mut repeated: Vec<&str> = names.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
+    repeated.dedup();
+    for name in repeated {
+        problems.push(problem("manifest_entry_invalid", Some(name), "name", format!("name {name:?} is used by more than one entry; names must be unique (§21.2.2)")));
+    }
+    match problems.first() {
+        None => Ok(m),
+        Some(first) => Err(EngineError::ManifestRejected {
+            code: first.code.clone(),
+            summary: problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; "),
+            problems: serde_json::json!({ "errors": problems }),
+        }),
+    }
 }
 
 pub fn count_tokens(text: &str) -> u32 {
@@ -400,4 +436,49 @@ pub fn read_knowledge_pack(upload: &str) -> Result<String, EngineError> {
 pub fn warm() {
     crate::tokens::warm();
     let _ = crate::tokens::count("warm up the tokenizer");
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{Fact, MemoryFacts, NoAudit};
+
+    /// §21.2.2: a unit name is unique. A manifest that repeats one is refused by every
+    /// call that serves it, naming the entry and the field, instead of recalling and
+    /// preloading the unit twice.
+    #[test]
+    fn a_manifest_that_names_a_unit_twice_is_refused_not_served_twice() {
+        let e = serde_json::json!({"name": "deploy-rules", "description": "Deploy rules.", "required_by_task_types": ["issue_assigned"], "guarantee_load": false,
+            "load_triggers": {"intents": ["deploy to production"], "keywords": [], "task_types": []}, "fact_uri": "instruction:acme/eng/deploy-rules/v1", "path": null});
+        let mut other = e.clone();
+        other["name"] = "other-rules".into();
+        other["fact_uri"] = "instruction:acme/eng/other-rules/v1".into();
+        let manifest = |entries: Vec<serde_json::Value>| serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v1", "entries": entries}).to_string();
+        let mut facts = MemoryFacts::new();
+        for name in ["deploy-rules", "other-rules"] {
+            facts.insert(Fact { uri: format!("instruction:acme/eng/{name}/v1"), content: "Deploy only after review.".into(), version: "v1".into(), ..Fact::default() });
+        }
+        let twice = manifest(vec![e.clone(), other.clone(), e.clone()]);
+        let req = r#"{"intent": "deploy to production", "max_chunks": 10}"#;
+        for err in [super::recall(&twice, req, "", &facts, &NoAudit).unwrap_err(), super::preload(&twice, "issue_assigned", 0, "", &facts, &NoAudit).unwrap_err()] {
+            assert_eq!(err.code(), "manifest_entry_invalid");
+            assert_eq!(err.status(), 400);
+            let body = err.body();
+            assert_eq!(body.details["errors"][0]["entry"], "deploy-rules", "{body:?}");
+            assert_eq!(body.details["errors"][0]["field"], "name");
+        }
+        // A floating version or an empty agent cannot name the manifest's URI.
+        let mut floating: serde_json::Value = serde_json::from_str(&manifest(vec![e.clone(), other.clone()])).unwrap();
+        floating["manifest_version"] = "latest".into();
+        floating["agent_id"] = "".into();
+        let err = super::render_stub(&floating.to_string(), None, &facts).unwrap_err();
+        assert_eq!(err.code(), "manifest_invalid");
+        let body = err.body();
+        let fields: Vec<&str> = body.details["errors"].as_array().unwrap().iter().filter_map(|p| p["field"].as_str()).collect();
+        assert_eq!(fields, ["agent_id", "manifest_version"]);
+        // The same entries, each once, are served.
+        let once = manifest(vec![e, other]);
+        let v: serde_json::Value = serde_json::from_str(&super::recall(&once, req, "", &facts, &NoAudit).unwrap()).unwrap();
+        assert_eq!(v["chunks"].as_array().map(Vec::len), Some(2));
+        assert!(super::preload(&once, "issue_assigned", 0, "", &facts, &NoAudit).is_ok());
+    }
 }

@@ -396,6 +396,80 @@ fn duplicate_key(json: &str) -> Option<String> {
     found
 }
 
+/// The top-level fields of a manifest (`version` is the older spelling of
+/// `manifest_version`). Anything else is refused: a manifest is stored and served as
+/// published, so an extra field would reach agents outside the 1000-token count.
+const MANIFEST_FIELDS: &[&str] = &["agent_id", "deployment", "agent_role", "manifest_version", "version", "entries", "published_at", "heartbeat_contract"];
+/// The fields of a manifest entry (§21.2.2, and lid's `force_position` and `always_applicable`).
+const ENTRY_FIELDS: &[&str] =
+    &["name", "description", "required_by_task_types", "guarantee_load", "load_triggers", "fact_uri", "path", "token_estimate", "force_position", "always_applicable"];
+/// The fields of an entry's `load_triggers` (§21.2.2).
+const TRIGGER_FIELDS: &[&str] = &["intents", "keywords", "task_types"];
+
+fn unknown_field(key: &str, known: &[&str]) -> String {
+    format!("unknown field `{key}`: it would be stored and served to agents outside the 1000-token count (§21.2.1); remove it (fields: {})", known.join(", "))
+}
+
+/// A JSON value's kind, for messages.
+fn kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// An entry read field by field: the entry (a field that does not read keeps its
+/// default) and every field that did not, with why.
+fn entry_fields(obj: &serde_json::Map<String, serde_json::Value>) -> (Entry, Vec<(String, String)>) {
+    fn take<T: serde::de::DeserializeOwned + Default>(obj: &serde_json::Map<String, serde_json::Value>, key: &str, prefix: &str, what: &str, bad: &mut Vec<(String, String)>) -> T {
+        match obj.get(key) {
+            None => T::default(),
+            Some(v) => serde_json::from_value(v.clone()).unwrap_or_else(|_| {
+                bad.push((format!("{prefix}{key}"), format!("`{prefix}{key}` must be {what}, not {}", kind(v))));
+                T::default()
+            }),
+        }
+    }
+    let mut bad = Vec::new();
+    let load_triggers = match obj.get("load_triggers") {
+        None => LoadTriggers::default(),
+        Some(serde_json::Value::Object(t)) => {
+            for k in t.keys().filter(|k| !TRIGGER_FIELDS.contains(&k.as_str())) {
+                bad.push((format!("load_triggers.{k}"), unknown_field(k, TRIGGER_FIELDS)));
+            }
+            LoadTriggers {
+                intents: take(t, "intents", "load_triggers.", "an array of strings", &mut bad),
+                keywords: take(t, "keywords", "load_triggers.", "an array of strings", &mut bad),
+                task_types: take(t, "task_types", "load_triggers.", "an array of strings", &mut bad),
+            }
+        }
+        Some(v) => {
+            bad.push(("load_triggers".into(), format!("`load_triggers` must be an object with `intents`, `keywords` and `task_types`, not {}", kind(v))));
+            LoadTriggers::default()
+        }
+    };
+    let e = Entry {
+        name: take(obj, "name", "", "a string", &mut bad),
+        description: take(obj, "description", "", "a string", &mut bad),
+        required_by_task_types: take(obj, "required_by_task_types", "", "an array of strings", &mut bad),
+        guarantee_load: take(obj, "guarantee_load", "", "true or false", &mut bad),
+        load_triggers,
+        fact_uri: take(obj, "fact_uri", "", "a string or null", &mut bad),
+        path: take(obj, "path", "", "a string or null", &mut bad),
+        token_estimate: take(obj, "token_estimate", "", "a whole number of tokens, 0 or more, or null", &mut bad),
+        force_position: take(obj, "force_position", "", "a string or null", &mut bad),
+        always_applicable: take(obj, "always_applicable", "", "true or false", &mut bad),
+    };
+    for k in obj.keys().filter(|k| !ENTRY_FIELDS.contains(&k.as_str())) {
+        bad.push((k.clone(), unknown_field(k, ENTRY_FIELDS)));
+    }
+    (e, bad)
+}
+
 /// Parse and validate a manifest (§21.2, §21.8.3, §21.9), reporting every problem.
 pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     let mut errors = Vec::new();
@@ -421,11 +495,9 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             }
         }
     };
+    // A key given twice is reported with everything else (the value keeps the last).
     if let Some(key) = duplicate_key(json) {
-        return Report {
-            errors: vec![problem("invalid_json", None, Some(&key), format!("manifest JSON has the key `{key}` twice in one object; give each key once"))],
-            ..empty
-        };
+        errors.push(problem("invalid_json", None, Some(&key), format!("manifest JSON has the key `{key}` twice in one object; give each key once")));
     }
     let Some(obj) = value.as_object() else {
         return Report {
@@ -461,12 +533,21 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             ));
         }
     }
-    for k in ["agent_role", "published_at", "heartbeat_contract"] {
+    if obj.contains_key("manifest_version") && obj.contains_key("version") {
+        errors.push(problem("manifest_invalid", None, Some("version"), "the version is given twice, as `manifest_version` and `version`; keep `manifest_version`".into()));
+    }
+    if let Some(v) = obj.get("agent_role").filter(|v| !v.is_string()) {
+        errors.push(problem("manifest_invalid", None, Some("agent_role"), format!("`agent_role` must be a string, not {}", kind(v))));
+    }
+    for k in ["published_at", "heartbeat_contract"] {
         if let Some(v) = obj.get(k) {
             if !v.is_string() && !v.is_null() {
                 errors.push(problem("manifest_invalid", None, Some(k), format!("`{k}` must be a string")));
             }
         }
+    }
+    for k in obj.keys().filter(|k| !MANIFEST_FIELDS.contains(&k.as_str())) {
+        errors.push(problem("manifest_invalid", None, Some(k), unknown_field(k, MANIFEST_FIELDS)));
     }
 
     let raw_entries = match obj.get("entries") {
@@ -493,25 +574,34 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     let mut seen = std::collections::BTreeSet::new();
     for (i, raw) in raw_entries.iter().enumerate() {
         let label = raw.get("name").and_then(|v| v.as_str()).map(str::to_string).unwrap_or_else(|| format!("entries[{i}]"));
-        let e: Entry = match serde_json::from_value(raw.clone()) {
-            Ok(e) => e,
-            Err(err) => {
-                errors.push(problem("manifest_entry_invalid", Some(&label), None, format!("entry does not have the §21.2.2 shape: {err}")));
-                continue;
-            }
+        let Some(fields) = raw.as_object() else {
+            errors.push(problem("manifest_entry_invalid", Some(&label), None, format!("entries[{i}] must be a JSON object with the §21.2.2 fields, not {}", kind(raw))));
+            continue;
         };
+        // Field by field, so that one mistyped field is named and the others are still
+        // checked, and the entry still counts toward the name, guarantee and token checks.
+        let (e, shape) = entry_fields(fields);
+        let misread = |f: &str| shape.iter().any(|(field, _)| field == f);
+        let (name_misread, description_misread) = (misread("name"), misread("description"));
+        for (field, message) in shape {
+            errors.push(problem("manifest_entry_invalid", Some(&label), Some(&field), message));
+        }
         let name = e.name.as_str();
         let en = Some(label.as_str());
-        if !is_kebab(name) {
+        if name_misread {
+        } else if name.is_empty() {
+            errors.push(problem("manifest_entry_invalid", en, Some("name"), "name is required (§21.2.2)".into()));
+        } else if !is_kebab(name) {
             errors.push(problem("manifest_entry_invalid", en, Some("name"), format!("name {name:?} must be kebab-case (e.g. `security-posture`), at most 64 characters")));
         } else if name == "manifest" {
             errors.push(problem("manifest_entry_invalid", en, Some("name"), "`manifest` is reserved for the manifest's own URI (§21.4.1)".into()));
         }
-        if !seen.insert(name.to_string()) {
+        if !name.is_empty() && !seen.insert(name.to_string()) {
             errors.push(problem("manifest_entry_invalid", en, Some("name"), format!("name {name:?} is used by more than one entry; names must be unique (§21.2.2)")));
         }
         let desc_chars = e.description.chars().count();
-        if e.description.trim().is_empty() {
+        if description_misread {
+        } else if e.description.trim().is_empty() {
             errors.push(problem("manifest_entry_invalid", en, Some("description"), "description is required (§21.2.2)".into()));
         } else if desc_chars > DESCRIPTION_MAX_CHARS {
             errors.push(problem("manifest_entry_invalid", en, Some("description"), format!("description is {desc_chars} characters; the limit is {DESCRIPTION_MAX_CHARS} (§21.2.2)")));
@@ -747,6 +837,78 @@ mod tests {
         assert!(fields.contains(&(Some("long"), Some("description"))));
         assert!(fields.contains(&(Some("dup"), Some("name"))));
         assert!(fields.contains(&(Some("unknown"), Some("required_by_task_types"))));
+    }
+
+    #[test]
+    fn a_misread_field_is_named_and_the_entry_still_counts_everywhere() {
+        // One mistyped field used to stand for the whole entry: no field named, its other
+        // problems unreported, and the entry left out of the name, guarantee and token
+        // checks (a 3,000-token manifest reported as 43 tokens).
+        let mut bad = entry("Bad_Name");
+        bad["guarantee_load"] = "yes".into();
+        bad["description"] = "x".repeat(130).into();
+        bad["token_estimate"] = "12".into();
+        bad["load_triggers"]["intents"] = serde_json::Value::Null;
+        let r = validate(&manifest(vec![bad]), &ValidateOptions::default());
+        let fields: Vec<(&str, Option<&str>)> = r.errors.iter().map(|p| (p.code.as_str(), p.field.as_deref())).collect();
+        for f in ["guarantee_load", "token_estimate", "load_triggers.intents", "name", "description"] {
+            assert!(fields.contains(&("manifest_entry_invalid", Some(f))), "{f}: {:#?}", r.errors);
+        }
+        assert!(r.errors.iter().all(|p| p.entry.as_deref() == Some("Bad_Name")));
+        // Entries with a misread field still count toward the token cap...
+        let long = |i: usize| {
+            let mut e = entry(&format!("unit-{i}"));
+            e["description"] = "Security constraints, escalation thresholds, and hard prohibitions for everything.".into();
+            e["load_triggers"]["intents"] = serde_json::json!(["what am I not allowed to do here", "escalation threshold for incidents"]);
+            e["token_estimate"] = "12".into();
+            e
+        };
+        let r = validate(&manifest((0..40).map(long).collect()), &ValidateOptions::default());
+        assert!(r.token_count > MANIFEST_TOKEN_CAP, "{}", r.token_count);
+        assert_eq!(codes(&r)[0], "manifest_too_large");
+        // ...and toward the guarantee cap and the unique names.
+        let g = |name: &str, estimate: serde_json::Value| {
+            let mut e = entry(name);
+            e["guarantee_load"] = true.into();
+            e["token_estimate"] = estimate;
+            e
+        };
+        let mut entries: Vec<serde_json::Value> = (0..5).map(|i| g(&format!("g{i}"), 10.into())).collect();
+        entries.push(g("g5", "300".into()));
+        entries.push(g("g0", (-1).into()));
+        let c = codes(&validate(&manifest(entries), &ValidateOptions::default())).join(" ");
+        assert!(c.contains("guarantee_cap_exceeded"), "{c}");
+        assert_eq!(c.matches("manifest_entry_invalid").count(), 3, "two misread estimates and a repeated name: {c}");
+    }
+
+    #[test]
+    fn unknown_fields_entries_that_are_not_objects_and_repeated_keys_are_reported_with_the_rest() {
+        // An unknown field would be stored and served uncounted (a 2,700-token manifest
+        // validated as 691 tokens): refused, at every level, naming the field.
+        let mut e = entry("alpha");
+        e["notes"] = "lorem ipsum ".repeat(400).into();
+        e["load_triggers"]["phrases"] = serde_json::json!(["x"]);
+        let mut m: serde_json::Value = serde_json::from_str(&manifest(vec![e, serde_json::json!(["beta", "desc"]), entry("Bad_Name")])).unwrap();
+        m["owner"] = "ops".into();
+        m["agent_role"] = serde_json::Value::Null;
+        m["version"] = "v2".into();
+        let r = validate(&m.to_string(), &ValidateOptions::default());
+        let found: Vec<(&str, Option<&str>, Option<&str>)> = r.errors.iter().map(|p| (p.code.as_str(), p.entry.as_deref(), p.field.as_deref())).collect();
+        for want in [
+            ("manifest_entry_invalid", Some("alpha"), Some("notes")),
+            ("manifest_entry_invalid", Some("alpha"), Some("load_triggers.phrases")),
+            ("manifest_entry_invalid", Some("entries[1]"), None),
+            ("manifest_entry_invalid", Some("Bad_Name"), Some("name")),
+            ("manifest_invalid", None, Some("owner")),
+            ("manifest_invalid", None, Some("agent_role")),
+            ("manifest_invalid", None, Some("version")),
+        ] {
+            assert!(found.contains(&want), "{want:?} in {found:#?}");
+        }
+        // A key given twice is one more problem, not the only one.
+        let twice = manifest(vec![entry("Bad_Name")]).replacen("\"agent_role\":\"CTO\"", "\"agent_role\":\"CTO\",\"agent_role\":\"CEO\"", 1);
+        let c = codes(&validate(&twice, &ValidateOptions::default())).join(" ");
+        assert!(c.contains("invalid_json") && c.contains("manifest_entry_invalid"), "{c}");
     }
 
     #[test]

@@ -915,6 +915,7 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
 /// The §21.3.3 assembly over already-ranked units.
 pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_chunks: usize, budget: u64, min_score: f64) -> RecallResponse {
     let score_of = |i: usize| ranked.iter().find(|s| s.index == i).map(|s| s.score).unwrap_or(0.0);
+    // Units already placed or already named as dropped: each is considered once.
     let mut included = vec![false; corpus.len()];
     let mut missed_hints = Vec::new();
     let mut omitted = Vec::new();
@@ -936,6 +937,8 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
 
     let mut body: Vec<Chunk> = Vec::new();
     let mut seen_hints = std::collections::BTreeSet::new();
+    // Hints take ranked slots; a hinted guaranteed unit does not (it is not ranked).
+    let mut hint_slots = 0;
     for h in hints {
         if !seen_hints.insert(h.as_str()) {
             continue;
@@ -943,17 +946,28 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
         let idx = corpus.position(h);
         match idx {
             Some(i) if corpus.available(i) => {
-                if included[i] || guaranteed.contains(&i) {
+                if included[i] || (guaranteed.contains(&i) && corpus.refs_of(i).2 == Some("prepend")) {
+                    continue;
+                }
+                included[i] = true;
+                if guaranteed.contains(&i) {
+                    // A hinted guaranteed unit comes with the hints, before the ranked
+                    // results, and is not appended again (§21.3.3: guaranteed units "that
+                    // were not already included"). Its tokens are already reserved.
+                    if let Some(c) = corpus.chunk(i, score_of(i), "manifest_hint") {
+                        body.push(c);
+                    }
                     continue;
                 }
                 let t = corpus.tokens_of(i) as u64;
                 if t <= room {
                     room -= t;
-                    included[i] = true;
+                    hint_slots += 1;
                     if let Some(c) = corpus.chunk(i, score_of(i), "manifest_hint") {
                         body.push(c);
                     }
                 } else {
+                    // Named once as dropped; the ranked pass does not take it up again.
                     truncated = true;
                     omitted.push(Omitted { name: h.clone(), tokens: t as u32, reason: "token_budget".into() });
                 }
@@ -961,7 +975,7 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
             _ => missed_hints.push(h.clone()),
         }
     }
-    let mut slots = max_chunks.saturating_sub(body.len());
+    let mut slots = max_chunks.saturating_sub(hint_slots);
     for s in ranked {
         if slots == 0 {
             break;
@@ -989,6 +1003,9 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
     let mut chunks = Vec::new();
     let mut tail = Vec::new();
     for &i in &guaranteed {
+        if included[i] {
+            continue;
+        }
         if let Some(c) = corpus.chunk(i, score_of(i), "guarantee_load") {
             if corpus.refs_of(i).2 == Some("prepend") {
                 chunks.push(c);

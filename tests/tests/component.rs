@@ -113,6 +113,33 @@ fn assembly_follows_section_21_3_3() {
 }
 
 #[test]
+fn a_hinted_guaranteed_unit_comes_with_the_hints_and_a_dropped_hint_is_named_once() {
+    let rt = rt();
+    let a = demo();
+    let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
+    // §21.3.3: hinted units come before the ranked results, and guaranteed units are
+    // appended only when "not already included": a hinted guaranteed unit comes first,
+    // once, and takes no ranked slot.
+    let v = recall(&rt, &st, &a.manifest_json, json!({"intent": "cut a release", "manifest_hint": ["ground-rules", "code-review"], "max_chunks": 3}));
+    let n = names(&v);
+    assert_eq!(n[..2], ["ground-rules".to_string(), "code-review".to_string()], "{v}");
+    assert_eq!(n.iter().filter(|x| *x == "ground-rules").count(), 1, "{v}");
+    let by: Vec<&str> = v["chunks"].as_array().unwrap().iter().map(|c| c["selected_by"].as_str().unwrap()).collect();
+    assert_eq!(by, vec!["manifest_hint", "manifest_hint", "ranked", "ranked"], "{v}");
+    // A hint the budget cannot hold is named once in `omitted`, and the ranked pass does
+    // not take it up again (it would spend a slot on dropping it a second time).
+    let v = recall(&rt, &st, &a.manifest_json, json!({"intent": "cut a release", "manifest_hint": ["triage-incoming"], "token_budget": 150}));
+    let omitted: Vec<&str> = v["omitted"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(omitted.iter().filter(|x| **x == "triage-incoming").count(), 1, "{v}");
+    let mut unique = omitted.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), omitted.len(), "every dropped unit is named once: {v}");
+    assert!(!names(&v).contains(&"triage-incoming".to_string()));
+    assert_eq!(v["truncated"], json!(true));
+}
+
+#[test]
 fn budget_drops_ranked_first_and_never_guaranteed() {
     let rt = rt();
     let a = demo();
