@@ -67,8 +67,13 @@ pub fn kebab(s: &str) -> String {
     cut
 }
 
+/// An ATX heading's level and text (CommonMark: up to three spaces of indentation).
 fn heading_text(line: &str) -> Option<(usize, String)> {
-    let t = line.trim_end();
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let t = line[indent..].trim_end();
     let level = t.chars().take_while(|c| *c == '#').count();
     if (1..=6).contains(&level) && t[level..].starts_with(' ') {
         Some((level, t[level..].trim().trim_end_matches('#').trim().to_string()))
@@ -86,7 +91,7 @@ fn describe(heading: &str, body: &str) -> String {
     let prose = body
         .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty() && heading_text(l).is_none() && !l.starts_with("```") && !l.starts_with('|'))
+        .find(|l| !l.is_empty() && heading_text(l).is_none() && !l.starts_with("```") && !l.starts_with("~~~") && !l.starts_with('|'))
         .map(|l| l.trim_start_matches(['-', '*', ' ']).to_string())
         .unwrap_or_default();
     let prose = strip_markdown(&prose);
@@ -121,14 +126,24 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         }
     };
 
+    // YAML front matter is the file's metadata, not an instruction: left out.
+    let mut warnings = Vec::new();
+    let body = match front_matter_end(markdown) {
+        Some(end) => {
+            warnings.push("the YAML front matter at the top of the file was left out of the units".to_string());
+            &markdown[end..]
+        }
+        None => markdown,
+    };
+
     // Sections: (heading, lines); text before the first split is the preamble.
     let mut sections: Vec<(String, Vec<&str>)> = vec![(String::new(), vec![])];
-    let mut in_fence = false;
+    let mut fence: Option<(u8, usize)> = None;
     let mut title = String::new();
-    for line in markdown.lines() {
-        if line.trim_start().starts_with("```") {
-            in_fence = !in_fence;
-        }
+    for line in body.lines() {
+        let was_fenced = fence.is_some();
+        fence = next_fence(fence, line);
+        let in_fence = was_fenced || fence.is_some();
         let split = if in_fence { None } else { is_split(line) };
         match split {
             Some(h) => sections.push((h, vec![line])),
@@ -145,7 +160,6 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         }
     }
 
-    let mut warnings = Vec::new();
     let mut units: Vec<MigratedUnit> = Vec::new();
     for (i, (heading, lines)) in sections.into_iter().enumerate() {
         let content = lines.join("\n").trim().to_string();
@@ -206,7 +220,49 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         published_at: None,
         heartbeat_contract: None,
     };
+    let draft = crate::manifest::validate(&crate::manifest::canonical_json(&manifest), &Default::default());
+    if draft.token_count > crate::manifest::MANIFEST_TOKEN_CAP {
+        warnings.push(format!(
+            "the draft manifest is {} tokens, over the {}-token cap (§21.2.1): merge sections (or split with a coarser --split-regex) or shorten descriptions before publishing",
+            draft.token_count,
+            crate::manifest::MANIFEST_TOKEN_CAP
+        ));
+    }
     Ok(Migration { units, manifest, warnings })
+}
+
+/// Where a leading YAML front matter block (`---` … `---` or `...`) ends, if the file
+/// starts with one.
+fn front_matter_end(markdown: &str) -> Option<usize> {
+    let mut lines = markdown.split_inclusive('\n');
+    if lines.next()?.trim_end() != "---" {
+        return None;
+    }
+    let mut at = markdown.find('\n')? + 1;
+    for line in lines {
+        at += line.len();
+        if matches!(line.trim_end(), "---" | "...") {
+            return Some(at);
+        }
+    }
+    None
+}
+
+/// The fence state after `line` (CommonMark code fences: three or more backticks or
+/// tildes, indented at most three spaces; closed by a run of the same character at
+/// least as long, with nothing after it). `None` outside a fence.
+fn next_fence(open: Option<(u8, usize)>, line: &str) -> Option<(u8, usize)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    let t = line[indent..].as_bytes();
+    let c = *t.first()?;
+    let run = t.iter().take_while(|&&b| b == c).count();
+    let is_fence = indent <= 3 && matches!(c, b'`' | b'~') && run >= 3;
+    match open {
+        None if is_fence && !(c == b'`' && t[run..].contains(&b'`')) => Some((c, run)),
+        None => None,
+        Some((oc, olen)) if is_fence && c == oc && run >= olen && t[run..].iter().all(u8::is_ascii_whitespace) => None,
+        Some(f) => Some(f),
+    }
 }
 
 #[cfg(test)]
@@ -234,6 +290,35 @@ mod tests {
         let json = serde_json::to_string(&m.manifest).unwrap();
         let r = crate::manifest::validate(&json, &Default::default());
         assert!(r.ok, "{:?}", r.errors);
+    }
+
+    #[test]
+    fn fences_of_either_kind_front_matter_and_indented_headings() {
+        // `## ` inside a ~~~ fence (or a longer ``` fence holding a shorter one) is code,
+        // not a heading; front matter is not a unit; a heading indented up to three
+        // spaces is one (CommonMark).
+        let md = "---\ntitle: Guide\nowner: ops\n---\n## Real\n\nText here for the unit.\n\n~~~\n## tilde fence heading\n~~~\n\n````md\n```\n## inner\n```\n````\n\n   ## Indented\n\nMore text.\n\n    ## code block, not a heading\n";
+        let m = migrate(md, &opts()).unwrap();
+        let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, vec!["real", "indented"], "{m:#?}");
+        assert!(m.units[0].content.contains("~~~\n## tilde fence heading\n~~~"));
+        assert!(m.units[0].content.contains("## inner\n```\n````"));
+        assert!(m.units[1].content.contains("## code block"));
+        assert!(m.units.iter().all(|u| !u.content.contains("owner: ops")));
+        assert!(m.warnings.iter().any(|w| w.contains("front matter")), "{:?}", m.warnings);
+        // A document that only looks like it starts with front matter keeps its text.
+        let m = migrate("---\n## A\n\nbody\n", &opts()).unwrap();
+        assert!(m.units.iter().any(|u| u.name == "a" && u.content.contains("body")), "{m:#?}");
+        assert!(m.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_draft_over_the_token_cap_is_warned_about() {
+        let md: String = (0..80).map(|i| format!("## Section number {i} about a topic\n\nThis section explains topic {i} in a sentence or two for the agent.\n\n")).collect();
+        let m = migrate(&md, &opts()).unwrap();
+        assert_eq!(m.units.len(), 80);
+        assert!(m.warnings.iter().any(|w| w.contains("over the 1000-token cap")), "{:?}", m.warnings);
+        assert!(!migrate(DOC, &opts()).unwrap().warnings.iter().any(|w| w.contains("token cap")));
     }
 
     #[test]

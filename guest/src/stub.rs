@@ -92,9 +92,23 @@ pub fn heartbeat_contract(m: &Manifest) -> String {
         .unwrap_or_else(|| crate::uri::manifest_uri(&m.deployment, &m.agent_id, &m.manifest_version))
 }
 
+/// `s` as a YAML double-quoted scalar: a JSON string, with the characters YAML does not
+/// allow unescaped that JSON leaves as they are (DEL, the C1 controls, U+FFFE and
+/// U+FFFF) written as `\uXXXX`, which both read alike.
 fn q(s: &str) -> String {
-    // A JSON string is a valid YAML double-quoted scalar.
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+    let json = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let unprintable = |c: char| matches!(c, '\u{7f}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}');
+    if !json.contains(unprintable) {
+        return json;
+    }
+    json.chars().fold(String::with_capacity(json.len() + 8), |mut out, c| {
+        if unprintable(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+        out
+    })
 }
 
 fn profile_section(profile: &str) -> &'static str {
@@ -189,4 +203,29 @@ triggers to help you decide when to load.\n",
         embedded_units: embedded,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// YAML 1.2's printable set (§5.1): what may appear unescaped in a document.
+    fn yaml_printable(c: char) -> bool {
+        matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
+    }
+
+    #[test]
+    fn frontmatter_values_are_yaml_even_with_characters_json_leaves_unescaped() {
+        let role = "Eng\u{7f}ine\u{85}er\u{9f}\u{fffe}\u{ffff} \"q\" \\ é ✓";
+        let quoted = super::q(role);
+        assert!(quoted.chars().all(|c| yaml_printable(c) && c != '\u{85}'), "{quoted:?}");
+        assert_eq!(quoted.matches("\\u").count(), 5, "{quoted}");
+        // The escapes read back as the same string (JSON's and YAML's `\uXXXX` agree).
+        assert_eq!(serde_json::from_str::<String>(&quoted).unwrap(), role);
+        assert_eq!(super::q("plain role"), "\"plain role\"");
+        // And a whole stub's frontmatter.
+        let m = crate::manifest::Manifest { agent_id: "eng".into(), deployment: "acme".into(), agent_role: role.into(), manifest_version: "v1".into(), ..Default::default() };
+        let stub = super::render(&m, None, &crate::store::MemoryFacts::new()).unwrap();
+        let frontmatter = stub.text.split("---").nth(1).unwrap();
+        assert!(frontmatter.contains("agent_role:"), "{frontmatter}");
+        assert!(frontmatter.chars().all(|c| yaml_printable(c) && c != '\u{85}'), "{frontmatter:?}");
+    }
 }

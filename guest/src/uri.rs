@@ -149,10 +149,19 @@ fn pieces(v: &str) -> Vec<Piece<'_>> {
     out
 }
 
-/// Total order on version strings: `v2 < v10`, `1.2.0 < 1.10.0`, `1.0.0-rc1 < 1.0.0`.
-/// Strings that compare equal piecewise fall back to byte order, so the order is total
-/// and deterministic.
+/// `v` as a semantic version, with or without a leading `v`.
+fn semantic(v: &str) -> Option<semver::Version> {
+    semver::Version::parse(v.strip_prefix(['v', 'V']).unwrap_or(v)).ok()
+}
+
+/// Total order on version strings (§21.4.2 rule 3): two semantic versions by SemVer
+/// precedence (`1.0.0-alpha.1 < 1.0.0-alpha.beta < 1.0.0`), anything else piece by piece
+/// (`v2 < v10`, `1.2 < 1.10`, `1.0-rc1 < 1.0`). Strings that compare equal fall back to
+/// byte order, so the order is total and deterministic.
 pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    if let (Some(x), Some(y)) = (semantic(a), semantic(b)) {
+        return x.cmp(&y).then_with(|| a.cmp(b));
+    }
     let (pa, pb) = (pieces(a), pieces(b));
     let mut i = 0;
     loop {
@@ -234,6 +243,20 @@ mod tests {
         assert_ne!(compare_versions("v01", "v1"), Ordering::Equal);
         let vs: Vec<String> = ["v3", "v10", "v2", "latest"].iter().map(|s| s.to_string()).collect();
         assert_eq!(latest(&vs).map(String::as_str), Some("v10"));
+    }
+
+    #[test]
+    fn semantic_versions_follow_semver_precedence() {
+        // SemVer 2.0.0 §11: numeric identifiers rank below alphanumeric ones, and a
+        // shorter set of identifiers below a longer one that it begins.
+        let order = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "v1.0.1", "2.0.0-alpha.gamma", "2.0.0"];
+        for w in order.windows(2) {
+            assert_eq!(compare_versions(w[0], w[1]), Ordering::Less, "{} < {}", w[0], w[1]);
+            assert_eq!(compare_versions(w[1], w[0]), Ordering::Greater, "{} > {}", w[1], w[0]);
+        }
+        // build metadata does not change precedence; the order stays total
+        assert_ne!(compare_versions("1.0.0+a", "1.0.0+b"), Ordering::Equal);
+        assert_eq!(compare_versions("1.0.0+b", "1.0.1"), Ordering::Less);
     }
 
     #[test]

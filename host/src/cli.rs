@@ -275,7 +275,10 @@ pub enum KeysCommand {
 
 /// Run the CLI; returns the process exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LID_LOG").unwrap_or_else(|_| "info".into())).with_writer(std::io::stderr).try_init();
     match run(&cli) {
         Ok(code) => code,
@@ -291,15 +294,63 @@ pub fn main() -> i32 {
                         }
                         body
                     }
-                    None => json!({"error": {"code": "cli_error", "message": format!("{e:#}")}}),
+                    None => cli_failure(&e).body(),
                 };
                 outln!("{body}");
-            } else {
+            } else if e.downcast_ref::<EngineFailure>().is_some() {
                 eprintln!("error: {e:#}");
+            } else {
+                let f = cli_failure(&e);
+                eprintln!("error: {}: {}", f.code, f.message);
             }
             1
         }
     }
+}
+
+/// A command-line usage error (an unknown flag, a missing argument, a value that does
+/// not parse): exit 1 like every other bad input, with `--json` as a JSON error
+/// (`usage_error`), so a script tells it apart from a failed gate (`lid coverage` exits 2).
+/// `--help` and `--version` print as clap prints them, with status 0.
+fn usage_error(e: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return 0;
+    }
+    if std::env::args().skip(1).take_while(|a| a != "--").any(|a| a == "--json") {
+        let message = e.render().to_string();
+        outln!("{}", lid_shared::error_body(400, "usage_error", message.trim_end(), &Value::Null));
+    } else {
+        let _ = e.print();
+    }
+    1
+}
+
+/// The error of a command that failed in the CLI itself rather than in the engine: the
+/// service's own error when the command ran the service's code path (`lid publish`,
+/// `lid keys`: its code, status and details), a component that trapped or ran out of
+/// time (`engine_failed`, `engine_interrupted`, without the wasm backtrace), else
+/// `cli_error` (a file that cannot be read or written, a directory in the way).
+fn cli_failure(e: &anyhow::Error) -> crate::apierror::ApiError {
+    use crate::apierror::ApiError;
+    if let Some(api) = e.chain().find_map(|c| c.downcast_ref::<ApiError>()) {
+        return api.clone();
+    }
+    if let Some(r) = e.chain().find_map(|c| c.downcast_ref::<lid_shared::Refusal>()) {
+        return r.clone().into();
+    }
+    if let Some(t) = e.chain().find_map(|c| c.downcast_ref::<crate::engine::Interrupted>()) {
+        return ApiError::new(503, "engine_interrupted", format!("{t}; nothing was written"));
+    }
+    if let Some(trap) = e.chain().find_map(|c| c.downcast_ref::<wasmtime::Trap>()) {
+        return ApiError::new(
+            500,
+            "engine_failed",
+            format!("the engine component stopped ({trap}) and nothing was written; on a very large input this is the engine running out of memory: give it less at a time"),
+        );
+    }
+    ApiError::new(400, "cli_error", format!("{e:#}"))
 }
 
 fn runtime() -> Result<Runtime> {
@@ -509,6 +560,22 @@ fn run(cli: &Cli) -> Result<i32> {
             let rt = runtime()?;
             let m = engine_ok(rt.migrate(&empty_storage(), &md, &opts.to_string())?)?;
             let units_dir = out.join("units");
+            // A draft lands in a directory of its own: unit files this migration would
+            // not write (an earlier draft's, or an agent's) would be mixed into it.
+            let names: std::collections::BTreeSet<String> = m["units"].as_array().into_iter().flatten().filter_map(|u| u["name"].as_str()).map(|n| format!("{n}.md")).collect();
+            let foreign: Vec<String> = match std::fs::read_dir(&units_dir) {
+                Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|f| !names.contains(f)).collect(),
+                Err(_) => vec![],
+            };
+            if !foreign.is_empty() {
+                let mut foreign = foreign;
+                foreign.sort();
+                bail!(
+                    "{} already holds files this migration would not write ({}); choose an empty --out, or remove them, so the draft holds only its own units (nothing was written)",
+                    units_dir.display(),
+                    foreign.join(", ")
+                );
+            }
             std::fs::create_dir_all(&units_dir).with_context(|| format!("cannot create {}", units_dir.display()))?;
             for u in m["units"].as_array().into_iter().flatten() {
                 let name = u["name"].as_str().unwrap_or("unit");

@@ -155,6 +155,29 @@ fn bad_requests_exit_1_with_their_code() {
     std::fs::write(&notjson, "{ not json").unwrap();
     let out = lid(&["validate", s(&notjson)]);
     assert_eq!(out.status.code(), Some(1));
+    // Usage errors exit 1 too (clap's 2 is what `lid coverage` says for a failed gate),
+    // and with --json they are JSON with a code.
+    for args in [&["--json", "recall", s(&demo())][..], &["--json", "recall", s(&demo()), "x", "--max-chunks", "abc"], &["--json", "preload", s(&demo())]] {
+        let out = lid(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let v = json_of(&out);
+        assert_eq!((v["error"]["code"].as_str(), v["error"]["status"].as_u64()), (Some("usage_error"), Some(400)), "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("Usage:"), "{v}");
+    }
+    let text = lid(&["recall", s(&demo())]);
+    assert_eq!(text.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&text.stderr).contains("<INTENT>"));
+    assert_eq!(lid(&["--version"]).status.code(), Some(0));
+    // A command that runs the service's code path reports the service's code, status
+    // and details, not a catch-all.
+    let db = d.join("publish.db");
+    let v = json_of(&lid(&["--json", "publish", s(&demo()), "--db", s(&db), "--skip-coverage-gate"]));
+    assert_eq!(v["error"]["code"], "guarantee_approval_required", "{v}");
+    assert_eq!(v["error"]["status"], 400);
+    assert_eq!(v["error"]["details"]["errors"][0]["entry"], "ground-rules", "{v}");
+    // A file the CLI cannot read is its own error, with a status too.
+    let v = json_of(&lid(&["--json", "tokens", s(&d.join("missing.txt"))]));
+    assert_eq!((v["error"]["code"].as_str(), v["error"]["status"].as_u64()), (Some("cli_error"), Some(400)), "{v}");
 }
 
 #[test]
@@ -189,6 +212,16 @@ fn migrate_writes_units_and_a_draft_that_validates() {
     // And the migrated agent answers recalls.
     let v = json_of(&lid(&["--json", "recall", s(&out_dir), "how do I ship a hotfix", "--audit", s(&d.join("a.jsonl"))]));
     assert_eq!(v["chunks"][0]["name"], "hotfixes", "{v}");
+    // The same migration again into the same directory rewrites its own files; another
+    // file's draft there would mix in units it did not write, so it is refused.
+    let again = lid(&["migrate-instructions", s(&md), "--deployment", "acme", "--agent", "builder", "--out", s(&out_dir)]);
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    let other = d.join("OTHER.md");
+    std::fs::write(&other, "## Releasing\n\nTag the release.\n").unwrap();
+    let mixed = lid(&["--json", "migrate-instructions", s(&other), "--deployment", "acme", "--agent", "builder", "--out", s(&out_dir)]);
+    assert_eq!(mixed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&mixed.stdout).contains("deploying.md"), "{}", String::from_utf8_lossy(&mixed.stdout));
+    assert!(!out_dir.join("units/releasing.md").exists(), "nothing was written");
 }
 
 #[test]

@@ -52,7 +52,7 @@ impl<'a> PublishRequest<'a> {
         let mut manifest = json!({
             "agent_id": agent,
             "deployment": deployment,
-            "agent_role": self.obj.get("agent_role").cloned().unwrap_or(json!("")),
+            "agent_role": self.obj.get("agent_role").filter(|v| !v.is_null()).cloned().unwrap_or(json!("")),
             "manifest_version": self.version,
             "published_at": iso(now_ms),
             "entries": self.obj.get("entries").cloned().unwrap_or(Value::Null),
