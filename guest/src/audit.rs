@@ -46,6 +46,14 @@ pub struct AuditRecord {
     /// covers instructions only).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub content_sha256: String,
+    /// A preload's warnings (`preload_unit_unavailable`, `preload_budget_warning`): §21.1.5
+    /// rule 4 has them written to the audit table, not only returned or logged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<crate::preload::PreloadWarning>,
+    /// The error that aborted a heartbeat's preloads (a `guarantee_load` unit that could
+    /// not be read, §21.1.5 rule 4); its record loads nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<crate::preload::PreloadWarning>,
 }
 
 /// One content item served, by fact URI and content digest.
@@ -94,10 +102,14 @@ pub struct Ids {
 }
 
 impl Ids {
+    /// Both ids at `now_ms`. The event id takes the first 10 bytes of `entropy_hex` and
+    /// the token the next 10, so that the token, which authorises feedback (§21.5.2), is
+    /// opaque (§21.3.2) to whoever sees the event id; the hosts give 20 bytes. With 10
+    /// bytes or fewer the two share them.
     pub fn new(now_ms: u64, entropy_hex: &str) -> Ids {
-        let e = entropy_from_hex(entropy_hex);
-        let u = ulid(now_ms, e);
-        Ids { audit_token: format!("audi_{u}"), event_id: format!("audevent_{u}") }
+        let event = entropy_from_hex(entropy_hex);
+        let token = entropy_hex.get(20..).filter(|rest| rest.len() >= 20).map_or(event, entropy_from_hex);
+        Ids { audit_token: format!("audi_{}", ulid(now_ms, token)), event_id: format!("audevent_{}", ulid(now_ms, event)) }
     }
 }
 
@@ -170,8 +182,12 @@ pub struct AuditMetrics {
     pub k: usize,
     /// Mean over closed events with used chunks of |used ∩ loaded[..k]| / |used|.
     pub recall_at_k: Option<f64>,
-    /// Fraction of closed events with used chunks where some used chunk is in loaded[..k].
+    /// Fraction of heartbeats (of those with closed events naming used chunks) where some
+    /// used chunk is in the loaded[..k] of one of their events (§21.5.3: "fraction of
+    /// heartbeats").
     pub hit_at_k: Option<f64>,
+    /// The heartbeats `hit_at_k` is over.
+    pub heartbeats: usize,
     /// Σ|missed| / Σ(|used| + |missed|).
     pub miss_rate: Option<f64>,
     /// `miss_rate > 0.15` over at least 100 events (§21.5.3).
@@ -186,15 +202,16 @@ fn r4(x: f64) -> f64 {
 pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
     let closed: Vec<&AuditRecord> = records.iter().filter(|r| r.audit_closed.is_some()).collect();
     let with_used: Vec<&&AuditRecord> = closed.iter().filter(|r| !r.used_chunks.is_empty()).collect();
-    let (mut rsum, mut hits) = (0.0, 0usize);
+    let mut rsum = 0.0;
+    // heartbeat id -> whether one of its events loaded a used chunk within k
+    let mut heartbeats = std::collections::BTreeMap::<&str, bool>::new();
     for r in &with_used {
         let top: Vec<&String> = r.loaded_chunks.iter().take(k).collect();
         let found = r.used_chunks.iter().filter(|u| top.contains(u)).count();
         rsum += found as f64 / r.used_chunks.len() as f64;
-        if found > 0 {
-            hits += 1;
-        }
+        *heartbeats.entry(r.heartbeat_id.as_str()).or_default() |= found > 0;
     }
+    let hits = heartbeats.values().filter(|h| **h).count();
     let (missed, used): (usize, usize) = closed.iter().fold((0, 0), |(m, u), r| (m + r.missed_chunks.len(), u + r.used_chunks.len()));
     let miss_rate = if missed + used > 0 { Some(r4(missed as f64 / (missed + used) as f64)) } else { None };
     let n = with_used.len();
@@ -203,7 +220,8 @@ pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
         closed_events: closed.len(),
         k,
         recall_at_k: (n > 0).then(|| r4(rsum / n as f64)),
-        hit_at_k: (n > 0).then(|| r4(hits as f64 / n as f64)),
+        hit_at_k: (n > 0).then(|| r4(hits as f64 / heartbeats.len() as f64)),
+        heartbeats: heartbeats.len(),
         miss_rate,
         alert: closed.len() >= 100 && miss_rate.map(|m| m > 0.15).unwrap_or(false),
     }
@@ -275,6 +293,8 @@ mod tests {
             request: None,
             content_served: vec![],
             content_sha256: String::new(),
+            warnings: vec![],
+            error: None,
         }
     }
 
@@ -306,6 +326,12 @@ mod tests {
         // Same inputs, same ids (the engine has no hidden clock).
         assert_eq!(a, Ids::new(1_700_000_000_000, "00112233445566778899"));
         assert_ne!(a, Ids::new(1_700_000_000_000, "ff112233445566778899"));
+        // With 20 bytes the token is not the event id's ULID: it cannot be derived from it.
+        let wide = Ids::new(1_700_000_000_000, "00112233445566778899aabbccddeeff00112233");
+        assert_eq!(wide.event_id, a.event_id);
+        assert_ne!(wide.audit_token.strip_prefix("audi_"), wide.event_id.strip_prefix("audevent_"));
+        assert_eq!(ulid_time(&wide.audit_token), Some(1_700_000_000_000));
+        assert!(valid_token(&wide.audit_token));
     }
 
     #[test]
@@ -316,6 +342,7 @@ mod tests {
             rec(&["x", "y", "z"], &["q"], &["q"], true),   // recall 0, miss
             rec(&["a"], &[], &[], false),                  // open: ignored
         ];
+        let rs: Vec<AuditRecord> = rs.into_iter().enumerate().map(|(i, r)| AuditRecord { heartbeat_id: format!("h{i}"), ..r }).collect();
         let m = metrics(&rs, 3);
         assert_eq!(m.events, 4);
         assert_eq!(m.closed_events, 3);
@@ -328,6 +355,12 @@ mod tests {
         assert!(metrics(&many, 3).alert);
         let k1 = metrics(&rs[1..2], 1);
         assert_eq!(k1.recall_at_k, Some(0.0));
+        // Hit@k is over heartbeats: a heartbeat whose second recall loaded a used chunk
+        // is one hit, however many of its recalls did not.
+        let one = |hb: &str, loaded: &[&str], used: &[&str]| AuditRecord { heartbeat_id: hb.into(), ..rec(loaded, used, &[], true) };
+        let m = metrics(&[one("h1", &["x"], &["a"]), one("h1", &["a"], &["a"]), one("h1", &["y"], &["a"]), one("h2", &["x"], &["a"])], 3);
+        assert_eq!((m.heartbeats, m.hit_at_k), (2, Some(0.5)));
+        assert_eq!(m.recall_at_k, Some(0.25), "recall@k stays per event");
     }
 
     #[test]

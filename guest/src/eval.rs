@@ -5,8 +5,11 @@
 //! hit@1 (top unit is required), hit@3 / hit@10 (all required units within the
 //! top k), MRR (reciprocal rank of the first required unit) over positive probes,
 //! and none-AUC: the probability that a positive probe's top score beats an
-//! `expect_none` probe's top score (ties count one half). Plain functions; the
-//! ranking itself happens elsewhere.
+//! `expect_none` probe's top score (ties count one half). Beside them, §21.5.4's
+//! probe-set metrics, each probe at its own `k` (default 3): probe-coverage@k (the share
+//! of a probe's required units in its top k) and probe-hit@k (at least one of them
+//! there), computed by [`crate::audit::probe_metrics`]. Plain functions; the ranking
+//! itself happens elsewhere.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +29,9 @@ pub struct Probe {
     pub wake_reason: Option<String>,
     #[serde(default)]
     pub expect_none: bool,
+    /// §21.5.4's `k`: the top k its probe-set metrics count (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<usize>,
 }
 
 /// Parse a JSON-lines probe file; blank lines are skipped. Errors name the line.
@@ -57,6 +63,13 @@ pub struct ProbeResult {
     /// Unit names with scores, best first.
     #[serde(default)]
     pub ranked: Vec<(String, f64)>,
+    /// §21.5.4's `k` for this probe.
+    #[serde(default = "default_k")]
+    pub k: usize,
+}
+
+fn default_k() -> usize {
+    3
 }
 
 impl ProbeResult {
@@ -68,6 +81,7 @@ impl ProbeResult {
             required_units: probe.required_units.clone(),
             expect_none: probe.expect_none,
             ranked,
+            k: probe.k.unwrap_or_else(default_k),
         }
     }
 
@@ -127,6 +141,10 @@ pub struct Metrics {
     pub hit_at_3: f64,
     pub hit_at_10: f64,
     pub mrr: f64,
+    /// §21.5.4 probe-coverage@k over the positive probes (each at its own `k`).
+    pub probe_coverage_at_k: f64,
+    /// §21.5.4 probe-hit@k: the share of positive probes with a required unit in their top k.
+    pub probe_hit_at_k: f64,
     /// `None` when the group lacks positive or nothing-relevant probes.
     pub none_auc: Option<f64>,
     pub mean_top_positive: Option<f64>,
@@ -226,6 +244,14 @@ pub fn metrics(results: &[&ProbeResult]) -> Metrics {
         m.hit_at_10 = h10 / n;
         m.mrr = rr / n;
     }
+    let outcomes: Vec<crate::audit::ProbeOutcome> = results
+        .iter()
+        .filter(|r| r.is_positive())
+        .map(|r| crate::audit::ProbeOutcome { probe_id: r.id.clone(), required_units: r.required_units.clone(), ranked: r.ranked.iter().map(|u| u.0.clone()).collect(), k: r.k })
+        .collect();
+    let probe_set = crate::audit::probe_metrics(&outcomes);
+    m.probe_coverage_at_k = probe_set.coverage_at_k.unwrap_or(0.0);
+    m.probe_hit_at_k = probe_set.hit_at_k.unwrap_or(0.0);
     m.none_auc = auc(&pos_top, &none_top);
     m.mean_top_positive = mean(&pos_top);
     m.mean_top_none = mean(&none_top);
@@ -284,6 +310,8 @@ pub fn format_table(report: &Report) -> String {
         row(k, m);
     }
     row("OVERALL", &report.overall);
+    let o = &report.overall;
+    s.push_str(&format!("probe-set (§21.5.4, each probe's k, default 3): probe-coverage@k {:.3}  probe-hit@k {:.3}\n", o.probe_coverage_at_k, o.probe_hit_at_k));
     s
 }
 
@@ -299,6 +327,7 @@ mod tests {
             required_units: req.iter().map(|s| s.to_string()).collect(),
             expect_none: none,
             ranked: ranked.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+            k: 3,
         }
     }
 
@@ -326,6 +355,13 @@ mod tests {
         // positives' tops 0.9 0.8 0.6 0.3 vs nones 0.8 0.2:
         // vs 0.8: 1 + 0.5 + 0 + 0 = 1.5; vs 0.2: 4  => 5.5 / 8
         assert!((o.none_auc.unwrap() - 5.5 / 8.0).abs() < 1e-12);
+        // §21.5.4 at k = 3: p3 has one of its two units there (coverage 1/2, a hit),
+        // unlike the hit@3, which needs both; p4 none.
+        assert_eq!((o.probe_coverage_at_k, o.probe_hit_at_k), (0.625, 0.75));
+        // Each probe's own k: p3 at k = 4 covers both.
+        let mut wide = rs.clone();
+        wide[2].k = 4;
+        assert_eq!(evaluate(&wide).overall.probe_coverage_at_k, 0.75);
         let a = &r.per_agent["a"];
         assert_eq!(a.positives, 2);
         assert!((a.mrr - 0.75).abs() < 1e-12);

@@ -87,13 +87,42 @@ pub fn preload(m: &Manifest, facts: &dyn Facts, wake_reason: &str, stub_tokens: 
 }
 
 /// [`preload`], then one audit record with `source: task_type_preload` (§21.1.5 rule 3):
-/// the intent is `wake_reason:{reason}` and `loaded_chunks` the preloaded units. A failed
-/// append is reported as a `audit_write_failed` warning; the preloads are still returned.
+/// the intent is `wake_reason:{reason}`, `loaded_chunks` the preloaded units and
+/// `warnings` the preload's warnings. A failed append is reported as a
+/// `audit_write_failed` warning; the preloads are still returned. When a `guarantee_load`
+/// unit is unavailable the heartbeat is aborted with that error, and it is written to
+/// the audit too, in a record that loads nothing (rule 4: "in all cases the warning or
+/// error MUST be written").
 pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, wake_reason: &str, stub_tokens: u32, ctx: &RecallContext) -> Result<Preload, EngineError> {
-    let mut p = preload(m, facts, wake_reason, stub_tokens)?;
     let ids = crate::audit::Ids::new(ctx.now_ms, &ctx.entropy);
-    let record = crate::audit::AuditRecord {
-        id: ids.event_id,
+    let mut p = match preload(m, facts, wake_reason, stub_tokens) {
+        Ok(p) => p,
+        Err(EngineError::PreloadUnitUnavailable { unit }) => {
+            let e = EngineError::PreloadUnitUnavailable { unit: unit.clone() };
+            let error = PreloadWarning { code: e.code().to_string(), unit: Some(unit), message: e.to_string() };
+            let aborted = Preload { wake_reason: wake_reason.to_string(), units: vec![], total_tokens: 0, stub_tokens, warnings: vec![], audit_token: String::new() };
+            // Best effort, as every audit write: the heartbeat is aborted either way.
+            let _ = append(&record(m, &aborted, &ids, ctx, Some(error)), audit);
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    match append(&record(m, &p, &ids, ctx, None), audit) {
+        Ok(()) => p.audit_token = ids.audit_token,
+        Err(e) => p.warnings.push(PreloadWarning { code: "audit_write_failed".into(), unit: None, message: format!("the preload audit record could not be written: {e}") }),
+    }
+    Ok(p)
+}
+
+fn append(record: &crate::audit::AuditRecord, audit: &dyn AuditSink) -> Result<(), String> {
+    serde_json::to_string(record).map_err(|e| e.to_string()).and_then(|j| audit.append(&j))
+}
+
+/// The audit record of a preload (§21.1.5 rule 3), or of one aborted by `error`.
+fn record(m: &Manifest, p: &Preload, ids: &crate::audit::Ids, ctx: &RecallContext, error: Option<PreloadWarning>) -> crate::audit::AuditRecord {
+    let wake_reason = &p.wake_reason;
+    crate::audit::AuditRecord {
+        id: ids.event_id.clone(),
         agent_id: m.agent_id.clone(),
         heartbeat_id: ctx.heartbeat_id.clone(),
         session_start: ctx.session_start_ms.unwrap_or(ctx.now_ms),
@@ -111,10 +140,60 @@ pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, w
         request: None,
         content_served: vec![],
         content_sha256: String::new(),
-    };
-    match serde_json::to_string(&record).map_err(|e| e.to_string()).and_then(|j| audit.append(&j)) {
-        Ok(()) => p.audit_token = ids.audit_token,
-        Err(e) => p.warnings.push(PreloadWarning { code: "audit_write_failed".into(), unit: None, message: format!("the preload audit record could not be written: {e}") }),
+        warnings: p.warnings.clone(),
+        error,
     }
-    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{Fact, MemoryFacts};
+
+    struct Records(std::cell::RefCell<Vec<String>>);
+
+    impl crate::store::AuditSink for Records {
+        fn append(&self, record_json: &str) -> Result<(), String> {
+            self.0.borrow_mut().push(record_json.to_string());
+            Ok(())
+        }
+    }
+
+    /// §21.1.5 rule 4: "in all cases the warning or error MUST be written to the
+    /// `instruction_audit` table (not only local log)": a missing preload's warning is in
+    /// the heartbeat's record, and a missing guaranteed one aborts the heartbeat with an
+    /// error that is recorded too.
+    #[test]
+    fn preload_warnings_and_the_aborting_error_reach_the_audit() {
+        let entry = |name: &str, guaranteed: bool| {
+            serde_json::json!({"name": name, "description": "A unit.", "required_by_task_types": ["issue_assigned"], "guarantee_load": guaranteed,
+                "load_triggers": {"intents": [], "keywords": [], "task_types": []}, "fact_uri": format!("instruction:acme/eng/{name}/v1"), "path": null})
+        };
+        let manifest = |missing_guaranteed: bool| {
+            let m = serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v3", "entries": [entry("present", false), entry("missing", missing_guaranteed)]});
+            crate::manifest::parse(&m.to_string()).unwrap()
+        };
+        let mut facts = MemoryFacts::new();
+        facts.insert(Fact { uri: "instruction:acme/eng/present/v1".into(), content: "Check out the issue first.".into(), version: "v1".into(), ..Fact::default() });
+        let ctx = crate::recall::RecallContext::default();
+
+        let audit = Records(Default::default());
+        let p = super::preload_audited(&manifest(false), &facts, &audit, "issue_assigned", 0, &ctx).unwrap();
+        assert_eq!(p.warnings.len(), 1);
+        let rec: crate::audit::AuditRecord = serde_json::from_str(&audit.0.borrow()[0]).unwrap();
+        assert_eq!(rec.loaded_chunks, ["present"]);
+        assert_eq!(rec.warnings, p.warnings, "the warning is in the audit record");
+        assert_eq!(rec.warnings[0].unit.as_deref(), Some("missing"));
+        assert!(rec.error.is_none());
+
+        let audit = Records(Default::default());
+        let err = super::preload_audited(&manifest(true), &facts, &audit, "issue_assigned", 0, &ctx).unwrap_err();
+        assert_eq!(err.code(), "preload_unit_unavailable");
+        let rows = audit.0.borrow();
+        assert_eq!(rows.len(), 1, "the aborted heartbeat is recorded");
+        let rec: crate::audit::AuditRecord = serde_json::from_str(&rows[0]).unwrap();
+        let error = rec.error.expect("the error is in the record");
+        assert_eq!((error.code.as_str(), error.unit.as_deref()), ("preload_unit_unavailable", Some("missing")));
+        assert!(rec.loaded_chunks.is_empty(), "nothing was delivered");
+        assert_eq!((rec.source.as_str(), rec.intent.as_str(), rec.manifest_version.as_str()), ("task_type_preload", "wake_reason:issue_assigned", "v3"));
+    }
 }

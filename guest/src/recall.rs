@@ -64,7 +64,9 @@ pub struct RecallContext {
     /// Unix ms, for audit ids and `created_at`.
     #[serde(default)]
     pub now_ms: u64,
-    /// 10 random bytes as hex (20 chars) for the ULID random part; zeros if absent.
+    /// 20 random bytes as hex (40 chars): the random parts of the audit event id's ULID
+    /// and of its token's, apart so that one does not give away the other (10 bytes
+    /// serve both); zeros if absent.
     #[serde(default)]
     pub entropy: String,
     #[serde(default)]
@@ -904,6 +906,8 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
         request: serde_json::to_value(req).ok(),
         content_served: resp.content.iter().map(|c| crate::audit::ContentServed { uri: c.uri.clone(), sha256: c.sha256.clone() }).collect(),
         content_sha256: if resp.content.is_empty() { String::new() } else { resp.content_sha256.clone() },
+        warnings: vec![],
+        error: None,
     };
     if let Err(e) = audit.append(&serde_json::to_string(&record).unwrap_or_default()) {
         // §21.3.4: audit is best-effort; the response is still returned.

@@ -59,7 +59,8 @@ pub enum Command {
         hints: Vec<String>,
         #[arg(long)]
         wake_reason: Option<String>,
-        #[arg(long)]
+        /// Leave out ranked units scoring below this (0 to 1)
+        #[arg(long, value_parser = score_arg)]
         min_score: Option<f64>,
         /// Audit log (JSONL); default AGENT_DIR/.lid/audit.jsonl
         #[arg(long)]
@@ -74,8 +75,8 @@ pub enum Command {
     /// The paraphrase coverage gate (§21.8.3).
     Coverage {
         agent_dir: PathBuf,
-        #[arg(long, default_value_t = 3)]
-        k: usize,
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+        k: u32,
     },
     /// Split a markdown instruction file into units and a draft manifest (§21.6.3).
     MigrateInstructions {
@@ -220,8 +221,10 @@ pub enum AuditCommand {
         /// An audit JSONL file (as `lid recall` writes) instead of the database
         #[arg(long)]
         file: Option<PathBuf>,
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
         k: u32,
+        /// The rolling window: records created in the last DAYS days (the database's rows
+        /// and a file's records alike)
         #[arg(long, default_value_t = 7)]
         days: u32,
     },
@@ -271,6 +274,15 @@ pub enum KeysCommand {
         #[arg(long, default_value = "lid.db")]
         db: PathBuf,
     },
+}
+
+/// A `--min-score`: a number from 0 to 1 (NaN would otherwise mean no minimum at all).
+fn score_arg(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        Ok(_) => Err("a score is a number from 0 to 1".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Run the CLI; returns the process exit code.
@@ -423,7 +435,8 @@ pub(crate) fn approvals_json(approvals: &[String]) -> Result<Value> {
 }
 
 fn entropy() -> String {
-    let mut b = [0u8; 10];
+    // 10 bytes for the audit event id, 10 for its token (`lid_core::audit::Ids`)
+    let mut b = [0u8; 20];
     let _ = getrandom::fill(&mut b);
     crate::engine::hex(&b)
 }
@@ -768,18 +781,22 @@ fn run(cli: &Cli) -> Result<i32> {
             Ok(if same { 0 } else { 2 })
         }
         Command::Audit { command: AuditCommand::Report { agent, db, file, k, days } } => {
+            let since = crate::db::now_ms() - *days as i64 * 24 * 3600 * 1000;
             let recs: Vec<Value> = match (file, agent) {
                 (Some(file), _) => {
                     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
                     let mut recs = Vec::new();
                     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                        recs.push(serde_json::from_str::<Value>(line).with_context(|| format!("{}:{}: not a JSON audit record", file.display(), i + 1))?);
+                        let rec = serde_json::from_str::<Value>(line).with_context(|| format!("{}:{}: not a JSON audit record", file.display(), i + 1))?;
+                        // the window, as the database's rows are chosen (`created_at`, Unix ms)
+                        if rec["created_at"].as_i64().is_none_or(|t| t >= since) {
+                            recs.push(rec);
+                        }
                     }
                     recs
                 }
                 (None, Some(agent)) => {
                     let db = crate::db::Db::open(db)?;
-                    let since = crate::db::now_ms() - *days as i64 * 24 * 3600 * 1000;
                     db.audit_rows(agent, since)?.into_iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect()
                 }
                 (None, None) => bail!("name an AGENT (with --db) or give --file AUDIT.jsonl"),
@@ -919,10 +936,15 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<
                 eprintln!("warning: {}:{}: probe {}: required unit {unit:?} is not a unit of {agent:?}; counted as a miss", probes.display(), i + 1, p["id"]);
             }
         }
+        // §21.5.4's `k` for the probe-set metrics: a whole number of 1 or more, else 3
+        let k = match &p["k"] {
+            Value::Null => 3,
+            v => v.as_u64().filter(|k| *k >= 1).with_context(|| format!("{}:{}: probe {}: `k` must be a whole number of 1 or more (§21.5.4), not {v}", probes.display(), i + 1, p["id"]))?,
+        };
         results.push(json!({
-            "id": p["id"], "agent_id": agent, "intent": intent,
+            "id": if p["id"].is_null() { &p["probe_id"] } else { &p["id"] }, "agent_id": agent, "intent": intent,
             "required_units": p["required_units"], "expect_none": p["expect_none"].as_bool().unwrap_or(false),
-            "ranked": ranked,
+            "ranked": ranked, "k": k,
         }));
     }
     let mut report = engine_ok(rt.eval_report(&empty_storage(), &Value::Array(results).to_string())?)?;

@@ -32,6 +32,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_lid.sql", include_str!("../../migrations/0001_lid.sql")),
     ("0002_content_channel.sql", include_str!("../../migrations/0002_content_channel.sql")),
     ("0003_audit_digests.sql", include_str!("../../migrations/0003_audit_digests.sql")),
+    ("0004_audit_warnings.sql", include_str!("../../migrations/0004_audit_warnings.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -661,11 +662,13 @@ fn insert_audit(c: &Connection, r: &AuditRow) -> DbResult<()> {
         json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at
     ])?;
     c.prepare_cached(
-        "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
     .execute(params![
         r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version, json!(r.content_served).to_string(),
-        json!(r.chunk_sha256).to_string(), r.assembly_sha256, r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string)
+        json!(r.chunk_sha256).to_string(), r.assembly_sha256, r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string),
+        json!(r.warnings).to_string(), r.error.as_ref().map(Value::to_string)
     ])?;
     Ok(())
 }
@@ -814,6 +817,8 @@ impl Db {
                     chunk_sha256: vec![],
                     assembly_sha256: String::new(),
                     request: None,
+                    warnings: vec![],
+                    error: None,
                 })
             })?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)

@@ -152,7 +152,7 @@ impl Service {
         let now = now_ms() as u64;
         let c = Context {
             now_ms: now,
-            entropy: random_hex(10),
+            entropy: random_hex(20),
             heartbeat_id,
             session_start_ms: session_start.unwrap_or(now),
             lift_units: &s.lift_units,

@@ -157,12 +157,20 @@ fn bad_requests_exit_1_with_their_code() {
     assert_eq!(out.status.code(), Some(1));
     // Usage errors exit 1 too (clap's 2 is what `lid coverage` says for a failed gate),
     // and with --json they are JSON with a code.
-    for args in [&["--json", "recall", s(&demo())][..], &["--json", "recall", s(&demo()), "x", "--max-chunks", "abc"], &["--json", "preload", s(&demo())]] {
+    for args in [
+        &["--json", "recall", s(&demo())][..],
+        &["--json", "recall", s(&demo()), "x", "--max-chunks", "abc"],
+        &["--json", "preload", s(&demo())],
+        // a NaN minimum would read as no minimum; k = 0 would quietly become 1
+        &["--json", "recall", s(&demo()), "x", "--min-score", "NaN"],
+        &["--json", "coverage", s(&demo()), "--k", "0"],
+        &["--json", "audit", "report", "--file", s(&d.join("a.jsonl")), "--k", "0"],
+    ] {
         let out = lid(args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let v = json_of(&out);
         assert_eq!((v["error"]["code"].as_str(), v["error"]["status"].as_u64()), (Some("usage_error"), Some(400)), "{v}");
-        assert!(v["error"]["message"].as_str().unwrap().contains("Usage:"), "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().starts_with("error: "), "clap's own words: {v}");
     }
     let text = lid(&["recall", s(&demo())]);
     assert_eq!(text.status.code(), Some(1));
@@ -189,6 +197,62 @@ fn preload_follows_the_wake_reason() {
     assert_eq!(list(&v), ["triage-incoming"], "{v}");
     let none = json_of(&lid(&["--json", "preload", s(&demo()), "--wake-reason", "heartbeat_timer"]));
     assert!(list(&none).is_empty(), "{none}");
+}
+
+#[test]
+fn an_audit_file_is_reported_over_the_same_rolling_window_as_the_database() {
+    // §21.5.3: "over a rolling 7-day window": a file's records older than --days are
+    // left out, as the database's rows are.
+    let d = scratch("audit-window");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let rec = |n: u32, at: u64, used: &[&str], missed: &[&str]| {
+        json!({"id": format!("audevent_{n:026}"), "agent_id": "a", "heartbeat_id": format!("h{n}"), "session_start": at, "intent": "x",
+            "loaded_chunks": ["a", "b"], "used_chunks": used, "missed_chunks": missed, "audit_token": format!("audi_{n:026}"), "audit_closed": at, "created_at": at})
+        .to_string()
+    };
+    let file = d.join("audit.jsonl");
+    std::fs::write(&file, [rec(1, now, &["a"], &[]), rec(2, now - 1000, &["b"], &["c"]), rec(3, now - 10 * 86_400_000, &["q"], &["r", "s"])].join("\n")).unwrap();
+    let week = json_of(&lid(&["--json", "audit", "report", "--file", s(&file)]));
+    assert_eq!((week["events"].as_u64(), week["miss_rate"].as_f64()), (Some(2), Some(0.3333)), "{week}");
+    let month = json_of(&lid(&["--json", "audit", "report", "--file", s(&file), "--days", "30"]));
+    assert_eq!((month["events"].as_u64(), month["miss_rate"].as_f64()), (Some(3), Some(0.5)), "{month}");
+    assert_eq!(month["hit_at_k"].as_f64(), Some(0.6667), "{month}");
+}
+
+#[test]
+fn preload_problems_are_written_to_the_audit_log() {
+    // §21.1.5 rule 4: a missing preload unit's warning, and the error when the unit is
+    // guaranteed (the heartbeat is aborted), are written to the audit, not only printed.
+    let d = scratch("preload-audit");
+    std::fs::create_dir_all(d.join("units")).unwrap();
+    for f in std::fs::read_dir(demo().join("units")).unwrap() {
+        let f = f.unwrap();
+        if f.file_name() != "triage-incoming.md" {
+            std::fs::copy(f.path(), d.join("units").join(f.file_name())).unwrap();
+        }
+    }
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(demo().join("manifest.json")).unwrap()).unwrap();
+    std::fs::write(d.join("manifest.json"), m.to_string()).unwrap();
+    let log = d.join(".lid/audit.jsonl");
+    let v = json_of(&lid(&["--json", "preload", s(&d), "--wake-reason", "issue_assigned"]));
+    assert_eq!(v["warnings"][0]["code"], "preload_unit_unavailable", "{v}");
+    let rec: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().last().unwrap()).unwrap();
+    assert_eq!(rec["warnings"][0]["code"], "preload_unit_unavailable", "{rec}");
+    assert_eq!(rec["warnings"][0]["unit"], "triage-incoming");
+    for e in m["entries"].as_array_mut().unwrap() {
+        if e["name"] == "triage-incoming" {
+            e["guarantee_load"] = true.into();
+        }
+    }
+    std::fs::write(d.join("manifest.json"), m.to_string()).unwrap();
+    let out = lid(&["--json", "preload", s(&d), "--wake-reason", "issue_assigned"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["error"]["code"], "preload_unit_unavailable");
+    let rows: Vec<Value> = std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["error"]["code"], "preload_unit_unavailable", "{}", rows[1]);
+    assert_eq!(rows[1]["error"]["unit"], "triage-incoming");
+    assert_eq!(rows[1]["loaded_chunks"], json!([]));
 }
 
 #[test]
@@ -317,6 +381,22 @@ fn eval_reports_the_documented_keys() {
     assert!(text.contains("OVERALL") && text.lines().any(|l| l.starts_with("miss@1 t1") && l.contains("top rollback-procedure (") && l.contains("required rollback-procedures@-") && l.ends_with("| roll back the broken deploy")), "{text}");
     let text = String::from_utf8_lossy(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&probes), "--misses"]).stdout).to_string();
     assert!(text.contains("OVERALL") && !text.contains("miss@"), "{text}");
+
+    // §21.5.4's probe shape (`probe_id`, `k`) and its probe-set metrics: coverage@k and
+    // hit@k at each probe's k, beside the issue's hit@3 (every required unit in the top 3).
+    let set = d.join("probe-set.jsonl");
+    let two = |k: u64| json!({"probe_id": format!("two-at-{k}"), "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure", "writing-status-updates"], "k": k});
+    std::fs::write(&set, format!("{}\n", two(1))).unwrap();
+    let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&set), "--json"]));
+    assert_eq!((v["probe_hit_at_k"].as_f64(), v["probe_coverage_at_k"].as_f64()), (Some(1.0), Some(0.5)), "{v}");
+    assert_eq!(v["hit_at_3"].as_f64(), Some(1.0), "the issue's hit@3 is at 3 whatever the probe's k: {v}");
+    std::fs::write(&set, format!("{}\n", two(20))).unwrap();
+    let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&set), "--json"]));
+    assert_eq!(v["probe_coverage_at_k"].as_f64(), Some(1.0), "every unit is within 20: {v}");
+    std::fs::write(&set, format!("{}\n", json!({"id": "k0", "agent_id": "release-engineer", "intent": "x", "required_units": ["ground-rules"], "k": 0}))).unwrap();
+    let out = lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&set)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("probe-set.jsonl:1: probe \"k0\": `k` must be"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

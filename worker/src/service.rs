@@ -75,7 +75,7 @@ fn current_of(s: &Snapshot) -> (String, String) {
 
 fn context(heartbeat_id: &str, session_start: Option<u64>, lift: &[String]) -> String {
     let now = now_ms() as u64;
-    json!({"now_ms": now, "entropy": random_hex(10), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now), "lift_units": lift}).to_string()
+    json!({"now_ms": now, "entropy": random_hex(20), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now), "lift_units": lift}).to_string()
 }
 
 /// How to give the worker a heartbeat trigger key (the `heartbeat_not_configured` message).
@@ -105,7 +105,8 @@ impl Service {
                 args![r.id, r.agent_id, r.heartbeat_id, r.session_start, r.intent, json!(r.loaded_chunks).to_string(), json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at],
             );
             let meta = self.store.stmt(
-                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 args![
                     r.id,
                     if r.source.is_empty() { "recall_instruction".to_string() } else { r.source.clone() },
@@ -113,7 +114,9 @@ impl Service {
                     json!(r.content_served).to_string(),
                     json!(r.chunk_sha256).to_string(),
                     r.assembly_sha256,
-                    r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string)
+                    r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string),
+                    json!(r.warnings).to_string(),
+                    r.error.as_ref().map(Value::to_string)
                 ],
             );
             stmts.push(ins.map_err(|e| e.message)?);
@@ -227,7 +230,12 @@ impl Service {
         let (stub, version, stub_tokens, _) = self.stub_of(&s, profile).await?;
         let ctx = context(&t.heartbeat_id, t.session_start, &s.lift_units);
         let audit = Buffered::default();
-        let mut p = parse(&lid_core::api::preload(&s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx, &s.facts, &audit)?)?;
+        let preloaded = lid_core::api::preload(&s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx, &s.facts, &audit);
+        if preloaded.is_err() {
+            // An aborted heartbeat's error is audited too (§21.1.5 rule 4), best effort.
+            let _ = self.flush_audit(&audit).await;
+        }
+        let mut p = parse(&preloaded?)?;
         if let Err(e) = self.flush_audit(&audit).await {
             if let Some(w) = p.get_mut("warnings").and_then(Value::as_array_mut) {
                 w.push(json!(format!("audit_write_failed: {e}")));

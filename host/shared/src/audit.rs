@@ -37,6 +37,12 @@ pub struct AuditRow {
     pub assembly_sha256: String,
     #[serde(default, skip_serializing)]
     pub request: Option<Value>,
+    /// A preload's warnings and the error that aborted one (§21.1.5 rule 4), each
+    /// `{code, unit, message}`: stored with the row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
 }
 
 #[cfg(test)]
