@@ -135,7 +135,9 @@ pub fn render(m: &Manifest, profile: Option<&str>, facts: &dyn Facts) -> Result<
             UNPUBLISHED_AT.to_string()
         }
     };
-    let role = if m.agent_role.is_empty() { m.agent_id.as_str() } else { m.agent_role.as_str() };
+    // One line, whatever a local directory's manifest says (validation refuses others).
+    let role = if m.agent_role.is_empty() { m.agent_id.clone() } else { m.agent_role.split_whitespace().collect::<Vec<_>>().join(" ") };
+    let role = role.as_str();
     let schema = serde_json::to_string(&recall_tool_schema()).unwrap_or_default();
 
     let mut fm = String::new();

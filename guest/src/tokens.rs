@@ -40,6 +40,11 @@ fn word(index: usize) -> u32 {
     }
 }
 
+/// No cl100k token is longer than this many bytes (tested against the whole table): a
+/// text of `n` bytes is at least `n / MAX_TOKEN_BYTES` tokens, which bounds a count
+/// without making it.
+pub const MAX_TOKEN_BYTES: usize = 256;
+
 /// The number of ranks (every rank below it is a token).
 #[inline]
 fn ranks() -> usize {
@@ -788,6 +793,12 @@ mod tests {
             let slow = i + text[i..].iter().take_while(|b| b.is_ascii_alphabetic()).count();
             assert_eq!(ascii_letters_end(text, i), slow, "from {i}");
         }
+    }
+
+    #[test]
+    fn no_token_is_longer_than_the_bound() {
+        let longest = (0..ranks()).map(|r| entry(r).len()).max().unwrap_or(0);
+        assert!(longest > 64 && longest <= MAX_TOKEN_BYTES, "{longest}");
     }
 
     #[test]
