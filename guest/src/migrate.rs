@@ -253,7 +253,7 @@ fn front_matter_end(markdown: &str) -> Option<usize> {
 /// least as long, with nothing after it). `None` outside a fence.
 fn next_fence(open: Option<(u8, usize)>, line: &str) -> Option<(u8, usize)> {
     let indent = line.len() - line.trim_start_matches(' ').len();
-    let t = line[indent..].as_bytes();
+    let t = &line.as_bytes()[indent..];
     let c = *t.first()?;
     let run = t.iter().take_while(|&&b| b == c).count();
     let is_fence = indent <= 3 && matches!(c, b'`' | b'~') && run >= 3;
