@@ -79,6 +79,7 @@ pub fn validate_manifest(json: &str, options: &str) -> String {
             return to_json(&manifest::Report {
                 ok: false,
                 token_count: 0,
+                token_count_at_least: false,
                 token_cap: manifest::MANIFEST_TOKEN_CAP,
                 entry_tokens: vec![],
                 errors: vec![manifest::Problem { code: e.code().into(), entry: None, field: None, message: e.to_string() }],

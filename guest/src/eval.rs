@@ -185,7 +185,8 @@ fn mean(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
         None
     } else {
-        Some(v.iter().sum::<f64>() / v.len() as f64)
+        // rounded as the scores are (6 decimals), so the last bits of a sum's order never show
+        Some(((v.iter().sum::<f64>() / v.len() as f64) * 1e6).round() / 1e6)
     }
 }
 

@@ -300,6 +300,10 @@ pub struct EntryTokens {
 pub struct Report {
     pub ok: bool,
     pub token_count: usize,
+    /// `token_count` is a lower bound, not a count: the manifest is too long to be
+    /// within the cap whatever its tokens, and was not counted.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub token_count_at_least: bool,
     pub token_cap: usize,
     pub entry_tokens: Vec<EntryTokens>,
     pub errors: Vec<Problem>,
@@ -328,21 +332,41 @@ fn problem(code: &str, entry: Option<&str>, field: Option<&str>, message: String
     Problem { code: code.to_string(), entry: entry.map(str::to_string), field: field.map(str::to_string), message }
 }
 
-/// Whether `s` is an RFC 3339 time in UTC as lid writes them: `YYYY-MM-DDTHH:MM:SS`, an
-/// optional fraction, then `Z`, with the fields in range (`2026-11-01T09:30:00Z`).
+/// Whether `s` is an RFC 3339 date-time (§5.6: `2026-11-01T09:30:00Z`,
+/// `2026-11-01T10:30:00.5+01:00`), its date a real one (`2026-02-30` is not).
 pub fn is_rfc3339(s: &str) -> bool {
     let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<u32> { s.get(r).filter(|d| d.bytes().all(|c| c.is_ascii_digit())).and_then(|d| d.parse().ok()) };
-    let (Some(_), Some(mo), Some(d), Some(h), Some(mi), Some(sec)) = (num(0..4), num(5..7), num(8..10), num(11..13), num(14..16), num(17..19)) else {
+    let num = |at: usize, len: usize| -> Option<u32> { s.get(at..at + len).filter(|d| d.bytes().all(|c| c.is_ascii_digit())).and_then(|d| d.parse().ok()) };
+    let (Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(sec)) = (num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2)) else {
         return false;
     };
     let seps = b.get(4) == Some(&b'-') && b.get(7) == Some(&b'-') && matches!(b.get(10), Some(b'T' | b't')) && b.get(13) == Some(&b':') && b.get(16) == Some(&b':');
-    let rest = &s[19..];
-    let frac_ok = match rest.strip_prefix('.') {
-        Some(f) => f.len() > 1 && f[..f.len() - 1].bytes().all(|c| c.is_ascii_digit()),
-        None => true,
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days = match mo {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        1..=12 => 31,
+        _ => 0,
     };
-    seps && (1..=12).contains(&mo) && (1..=31).contains(&d) && h < 24 && mi < 60 && sec <= 60 && frac_ok && matches!(rest.as_bytes().last(), Some(b'Z' | b'z')) && (rest.len() == 1 || rest.starts_with('.'))
+    // an optional fraction, then `Z` or an offset `±HH:MM`
+    let mut rest = &s[19.min(s.len())..];
+    if let Some(f) = rest.strip_prefix('.') {
+        let digits = f.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return false;
+        }
+        rest = &f[digits..];
+    }
+    let zone = match rest.as_bytes() {
+        [b'Z' | b'z'] => true,
+        [b'+' | b'-', ..] if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
+            let part = |r: std::ops::Range<usize>| rest.get(r).filter(|p| p.bytes().all(|c| c.is_ascii_digit())).and_then(|p| p.parse::<u32>().ok());
+            matches!((part(1..3), part(4..6)), (Some(oh), Some(om)) if oh < 24 && om < 60)
+        }
+        _ => false,
+    };
+    seps && (1..=days).contains(&d) && h < 24 && mi < 60 && sec <= 60 && zone
 }
 
 /// Whether `s` is kebab-case: lowercase ASCII letters and digits in `-`-separated words.
@@ -495,6 +519,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     let empty = Report {
         ok: false,
         token_count: 0,
+        token_count_at_least: false,
         token_cap: MANIFEST_TOKEN_CAP,
         entry_tokens: vec![],
         errors: vec![],
@@ -557,8 +582,8 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
         errors.push(problem("manifest_invalid", None, Some("agent_role"), format!("`agent_role` must be a string, not {}", kind(v))));
     }
     if let Some(role) = obj.get("agent_role").and_then(|v| v.as_str()) {
-        if role.chars().any(char::is_control) || role.chars().count() > DESCRIPTION_MAX_CHARS {
-            errors.push(problem("manifest_invalid", None, Some("agent_role"), format!("`agent_role` must be one line of at most {DESCRIPTION_MAX_CHARS} characters, without control characters (it is set into the boot stub's first line)")));
+        if role.chars().any(char::is_control) {
+            errors.push(problem("manifest_invalid", None, Some("agent_role"), "`agent_role` must be one line without control characters (line breaks, tabs, DEL…): it is set into the boot stub's first line".into()));
         }
     }
     for k in ["published_at", "heartbeat_contract"] {
@@ -568,9 +593,9 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             }
         }
     }
-    if let Some(t) = obj.get("published_at").and_then(|v| v.as_str()) {
+    if let Some(t) = obj.get("published_at").and_then(|v| v.as_str()).filter(|t| !t.is_empty()) {
         if !is_rfc3339(t) {
-            errors.push(problem("manifest_invalid", None, Some("published_at"), format!("`published_at` {t:?} must be an RFC 3339 UTC time such as \"2026-11-01T09:30:00Z\" (it becomes the stub's `generated_at`)")));
+            errors.push(problem("manifest_invalid", None, Some("published_at"), format!("`published_at` {t:?} must be an RFC 3339 time such as \"2026-11-01T09:30:00Z\" (it becomes the stub's `generated_at`); leave it out and publishing sets it")));
         }
     }
     for k in obj.keys().filter(|k| !MANIFEST_FIELDS.contains(&k.as_str())) {
@@ -730,7 +755,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     let floor = canonical.len() / crate::tokens::MAX_TOKEN_BYTES;
     if floor > MANIFEST_TOKEN_CAP {
         errors.insert(0, problem("manifest_too_large", None, None, format!("manifest is {} bytes as canonical compact JSON, so at least {floor} cl100k tokens (no token is longer than {} bytes); the cap is {MANIFEST_TOKEN_CAP} (§21.2.1)", canonical.len(), crate::tokens::MAX_TOKEN_BYTES)));
-        return Report { ok: false, token_count: floor, token_cap: MANIFEST_TOKEN_CAP, entry_tokens: vec![], errors, warnings, approvals_needed, manifest: Some(manifest) };
+        return Report { ok: false, token_count: floor, token_count_at_least: true, token_cap: MANIFEST_TOKEN_CAP, entry_tokens: vec![], errors, warnings, approvals_needed, manifest: Some(manifest) };
     }
     let token_count = crate::tokens::count(&canonical);
     let entry_tokens: Vec<EntryTokens> = manifest
@@ -747,7 +772,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
         warnings.push(problem("manifest_near_cap", None, None, format!("manifest is {token_count} tokens, within 10% of the {MANIFEST_TOKEN_CAP}-token cap")));
     }
 
-    Report { ok: errors.is_empty(), token_count, token_cap: MANIFEST_TOKEN_CAP, entry_tokens, errors, warnings, approvals_needed, manifest: Some(manifest) }
+    Report { ok: errors.is_empty(), token_count, token_count_at_least: false, token_cap: MANIFEST_TOKEN_CAP, entry_tokens, errors, warnings, approvals_needed, manifest: Some(manifest) }
 }
 
 #[cfg(test)]
@@ -952,9 +977,10 @@ mod tests {
             m[k] = v;
             validate(&m.to_string(), &ValidateOptions::default())
         };
-        assert!(with("published_at", "2026-11-01T09:30:00Z".into()).ok);
-        assert!(with("published_at", "2026-11-01T09:30:00.123Z".into()).ok);
-        for bad in ["next tuesday", "2026-13-01T00:00:00Z", "2026-11-01 09:30:00Z", "2026-11-01T09:30:00", "2026-11-01T09:30:00.Z"] {
+        for good in ["2026-11-01T09:30:00Z", "2026-11-01T09:30:00.123Z", "2026-11-01T09:30:00+00:00", "2026-11-01T10:30:00.5-01:30", "2028-02-29T00:00:00Z", ""] {
+            assert!(with("published_at", good.into()).ok, "{good}");
+        }
+        for bad in ["next tuesday", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-11-01 09:30:00Z", "2026-11-01T09:30:00", "2026-11-01T09:30:00.Z", "2026-11-01T09:30:00+0100", "2026-11-01T09:30:00+24:00"] {
             let r = with("published_at", bad.into());
             assert_eq!((codes(&r), r.errors[0].field.as_deref()), (vec!["manifest_invalid"], Some("published_at")), "{bad}");
         }
@@ -963,6 +989,7 @@ mod tests {
             assert_eq!((codes(&r), r.errors[0].field.as_deref()), (vec!["manifest_invalid"], Some("agent_role")), "{bad:?}");
         }
         assert!(with("agent_role", "Release engineer".into()).ok);
+        assert!(with("agent_role", "x".repeat(300).into()).ok, "no length cap: the spec sets none");
     }
 
     #[test]
@@ -971,8 +998,9 @@ mod tests {
         e["description"] = "x".repeat(3 << 20).into();
         let r = validate(&manifest(vec![e]), &ValidateOptions::default());
         assert_eq!(codes(&r)[0], "manifest_too_large");
-        assert!(r.token_count > MANIFEST_TOKEN_CAP, "{}", r.token_count);
+        assert!(r.token_count > MANIFEST_TOKEN_CAP && r.token_count_at_least, "{}", r.token_count);
         assert!(r.errors.iter().any(|p| p.field.as_deref() == Some("description")), "the other problems are still named");
+        assert!(!validate(&manifest(vec![entry("alpha")]), &ValidateOptions::default()).token_count_at_least);
     }
 
     #[test]

@@ -128,8 +128,12 @@ pub fn render(m: &Manifest, profile: Option<&str>, facts: &dyn Facts) -> Result<
     let manifest_uri = crate::uri::manifest_uri(&m.deployment, &m.agent_id, &m.manifest_version);
     let heartbeat = heartbeat_contract(m);
     let mut warnings = Vec::new();
-    let generated_at = match &m.published_at {
-        Some(t) => t.clone(),
+    let generated_at = match m.published_at.as_deref().filter(|t| !t.is_empty()) {
+        Some(t) if crate::manifest::is_rfc3339(t) => t.to_string(),
+        Some(t) => {
+            warnings.push(format!("published_at {t:?} is not an RFC 3339 time; generated_at is {UNPUBLISHED_AT}"));
+            UNPUBLISHED_AT.to_string()
+        }
         None => {
             warnings.push(format!("manifest has no published_at; generated_at is {UNPUBLISHED_AT}"));
             UNPUBLISHED_AT.to_string()

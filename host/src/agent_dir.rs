@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use sha2::Digest;
 use serde_json::{json, Value};
 
@@ -107,9 +107,9 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
         (dir.to_path_buf(), dir.join("manifest.json"))
     };
     let manifest_json = std::fs::read_to_string(&manifest_path).with_context(|| format!("cannot read {}", manifest_path.display()))?;
-    let manifest: Value = serde_json::from_str(&manifest_json).with_context(|| format!("{} is not valid JSON", manifest_path.display()))?;
+    let manifest: Value = serde_json::from_str(&manifest_json).map_err(|e| crate::apierror::ApiError::new(400, "invalid_json", format!("{} is not valid JSON: {e}", manifest_path.display())))?;
     let Some(entries) = manifest.get("entries").and_then(Value::as_array) else {
-        bail!("{} has no `entries` array", manifest_path.display());
+        return Err(crate::apierror::ApiError::new(400, "manifest_invalid", format!("{} has no `entries` array", manifest_path.display())).into());
     };
     let agent_id = manifest.get("agent_id").and_then(Value::as_str).unwrap_or_default().to_string();
     let authored_at = manifest.get("published_at").and_then(Value::as_str).map(str::to_string);

@@ -463,7 +463,8 @@ fn run(cli: &Cli) -> Result<i32> {
             if cli.json {
                 print_json(&report);
             } else {
-                outln!("{}: {} ({} / {} tokens)", path.display(), if ok { "valid" } else { "INVALID" }, report["token_count"], report["token_cap"]);
+                let at_least = if report["token_count_at_least"] == true { "at least " } else { "" };
+                outln!("{}: {} ({at_least}{} / {} tokens)", path.display(), if ok { "valid" } else { "INVALID" }, report["token_count"], report["token_cap"]);
                 for (label, key) in [("error", "errors"), ("warning", "warnings"), ("needs approval", "approvals_needed")] {
                     for p in report[key].as_array().into_iter().flatten() {
                         let at = match (p["entry"].as_str(), p["field"].as_str()) {
@@ -864,7 +865,7 @@ fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {
         KeysCommand::Revoke { id, db } => {
             let db = crate::db::Db::open(db)?;
             if !crate::auth::revoke_key(&db, id)? {
-                bail!("no live key {id:?} (see `lid keys list`)");
+                return Err(crate::apierror::ApiError::new(404, "key_not_found", format!("no live key {id:?} (see `lid keys list`)")).into());
             }
             if cli.json {
                 print_json(&json!({"revoked": id}));

@@ -79,6 +79,7 @@ pub fn publish_dir(svc: &Service, dir: &Path, skip_coverage_gate: bool, approval
     let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let text = std::fs::read_to_string(&path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
     let m: Value = serde_json::from_str(&text).map_err(|e| ApiError::invalid_json(format!("{}: {e}", path.display())))?;
+    svc.check_manifest_document(&text)?;
     let agent = m["agent_id"].as_str().ok_or_else(|| bad(format!("{} has no agent_id", path.display())))?.to_string();
     let mut units = serde_json::Map::new();
     for e in m["entries"].as_array().into_iter().flatten() {
@@ -91,7 +92,7 @@ pub fn publish_dir(svc: &Service, dir: &Path, skip_coverage_gate: bool, approval
         units.insert(name.to_string(), Value::String(content));
     }
     let body = json!({
-        "version": m["manifest_version"],
+        "version": if m["manifest_version"].is_null() { &m["version"] } else { &m["manifest_version"] },
         "deployment": m["deployment"],
         "agent_role": m["agent_role"],
         "heartbeat_contract": m["heartbeat_contract"],

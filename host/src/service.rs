@@ -516,6 +516,19 @@ impl Service {
         Ok(json!({"agent_id": agent, "version": version, "manifest_sha256": digest, "cosigned_by": who.entity_uri}))
     }
 
+    /// A manifest document as written (`lid publish`'s `manifest.json`), validated as
+    /// `lid validate` validates it, with this service's wake reasons: `lid publish` sends
+    /// the service its fields, so what only the document shows (an unknown field, the
+    /// version given twice, a null role) is refused here, as `lid validate` refuses it.
+    pub fn check_manifest_document(&self, manifest_json: &str) -> Result<(), ApiError> {
+        let vopts = json!({"wake_reasons": self.wake_reasons});
+        let report = parse_json(&self.rt.validate_manifest(&Storage::none(), manifest_json, &vopts.to_string()).map_err(ApiError::engine)?)?;
+        match lid_shared::publish::validation_refusal(&report) {
+            Some(refusal) => Err(refusal.into()),
+            None => Ok(()),
+        }
+    }
+
     /// `PUT /v1/agents/{id}/instruction-manifest` (§21.8.3), and `lid publish`: validate,
     /// run the coverage gate, render the stubs, then in one transaction write the unit
     /// facts and the manifest fact, supersede the previous `instruction_manifests` row,

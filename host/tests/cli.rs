@@ -183,6 +183,24 @@ fn bad_requests_exit_1_with_their_code() {
     assert_eq!(v["error"]["code"], "guarantee_approval_required", "{v}");
     assert_eq!(v["error"]["status"], 400);
     assert_eq!(v["error"]["details"]["errors"][0]["entry"], "ground-rules", "{v}");
+    // `lid publish` refuses what `lid validate` refuses in the document itself, though it
+    // sends the service only the manifest's fields (an unknown one would be dropped).
+    let extra = d.join("extra");
+    std::fs::create_dir_all(extra.join("units")).unwrap();
+    for f in std::fs::read_dir(demo().join("units")).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), extra.join("units").join(f.file_name())).unwrap();
+    }
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(demo().join("manifest.json")).unwrap()).unwrap();
+    m["owner"] = "ops".into();
+    std::fs::write(extra.join("manifest.json"), m.to_string()).unwrap();
+    let v = json_of(&lid(&["--json", "publish", s(&extra), "--db", s(&d.join("extra.db")), "--skip-coverage-gate", "--approve", "guarantee-load"]));
+    assert_eq!((v["error"]["code"].as_str(), v["error"]["details"]["errors"][0]["field"].as_str()), (Some("manifest_invalid"), Some("owner")), "{v}");
+    assert_eq!(lid(&["validate", s(&extra)]).status.code(), Some(1));
+    // A manifest that is not JSON is `invalid_json` wherever the CLI reads it.
+    std::fs::write(extra.join("manifest.json"), "{ not json").unwrap();
+    let v = json_of(&lid(&["--json", "stub", s(&extra)]));
+    assert_eq!(v["error"]["code"], "invalid_json", "{v}");
     // A file the CLI cannot read is its own error, with a status too.
     let v = json_of(&lid(&["--json", "tokens", s(&d.join("missing.txt"))]));
     assert_eq!((v["error"]["code"].as_str(), v["error"]["status"].as_u64()), (Some("cli_error"), Some(400)), "{v}");
