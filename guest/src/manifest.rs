@@ -369,6 +369,12 @@ pub fn is_rfc3339(s: &str) -> bool {
     seps && (1..=days).contains(&d) && h < 24 && mi < 60 && sec <= 60 && zone
 }
 
+/// Whether `p` is a path inside the instructions root: relative, without `..`, no scheme
+/// or drive, no control characters.
+fn is_relative_path(p: &str) -> bool {
+    !(p.starts_with('/') || p.starts_with('\\') || p.split(['/', '\\']).any(|s| s == "..") || p.contains(':') || p.chars().any(char::is_control))
+}
+
 /// Whether `s` is kebab-case: lowercase ASCII letters and digits in `-`-separated words.
 pub fn is_kebab(s: &str) -> bool {
     !s.is_empty()
@@ -593,6 +599,11 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             }
         }
     }
+    if let Some(h) = obj.get("heartbeat_contract").and_then(|v| v.as_str()).filter(|h| !h.is_empty()) {
+        if crate::uri::InstructionUri::parse(h).is_err() && !is_relative_path(h) {
+            errors.push(problem("manifest_invalid", None, Some("heartbeat_contract"), format!("`heartbeat_contract` {h:?} must be the heartbeat procedure's instruction: URI (§21.1.1, §21.4.1) or a path relative to the instructions root")));
+        }
+    }
     if let Some(t) = obj.get("published_at").and_then(|v| v.as_str()).filter(|t| !t.is_empty()) {
         if !is_rfc3339(t) {
             errors.push(problem("manifest_invalid", None, Some("published_at"), format!("`published_at` {t:?} must be an RFC 3339 time such as \"2026-11-01T09:30:00Z\" (it becomes the stub's `generated_at`); leave it out and publishing sets it")));
@@ -684,7 +695,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
         }
         if has_path {
             let p = e.path.as_deref().unwrap_or_default();
-            if p.starts_with('/') || p.starts_with('\\') || p.split(['/', '\\']).any(|s| s == "..") || p.contains(':') {
+            if !is_relative_path(p) {
                 errors.push(problem("manifest_entry_invalid", en, Some("path"), format!("path {p:?} must be relative to the instructions root, without `..` (§21.2.2)")));
             }
         }
@@ -989,6 +1000,12 @@ mod tests {
             assert_eq!((codes(&r), r.errors[0].field.as_deref()), (vec!["manifest_invalid"], Some("agent_role")), "{bad:?}");
         }
         assert!(with("agent_role", "Release engineer".into()).ok);
+        assert!(with("heartbeat_contract", "instruction:acme/cto/heartbeat/v2".into()).ok);
+        assert!(with("heartbeat_contract", "units/heartbeat.md".into()).ok);
+        for bad in ["not a uri at all\n", "instruction:acme/cto/heartbeat/latest", "../heartbeat.md", "https://example.com/hb"] {
+            let r = with("heartbeat_contract", bad.into());
+            assert_eq!((codes(&r), r.errors[0].field.as_deref()), (vec!["manifest_invalid"], Some("heartbeat_contract")), "{bad:?}");
+        }
         assert!(with("agent_role", "x".repeat(300).into()).ok, "no length cap: the spec sets none");
     }
 

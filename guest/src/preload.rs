@@ -59,7 +59,9 @@ pub fn preload(m: &Manifest, facts: &dyn Facts, wake_reason: &str, stub_tokens: 
                 let tokens = r.fact.tokens.unwrap_or_else(|| crate::tokens::count(&r.fact.content) as u32);
                 units.push(PreloadUnit {
                     name: e.name.clone(),
-                    fact_uri: e.fact_uri.clone().map(|_| r.fact.uri.clone()).unwrap_or_default(),
+                    // as recall names it: the fact read, or for content read from `path`
+                    // (§21.6.1) the entry's own URI, whatever the source says
+                    fact_uri: if r.source == "stigmem" { r.fact.uri.clone() } else { e.fact_uri.clone().unwrap_or_default() },
                     content: r.fact.content,
                     tokens,
                     version: r.fact.version,
@@ -195,5 +197,21 @@ mod tests {
         assert_eq!((error.code.as_str(), error.unit.as_deref()), ("preload_unit_unavailable", Some("missing")));
         assert!(rec.loaded_chunks.is_empty(), "nothing was delivered");
         assert_eq!((rec.source.as_str(), rec.intent.as_str(), rec.manifest_version.as_str()), ("task_type_preload", "wake_reason:issue_assigned", "v3"));
+    }
+
+    /// A unit read from its `path` because its fact is missing (§21.6.1) is named by the
+    /// entry's `instruction:` URI, as recall names it, with `source: fallback_path`.
+    #[test]
+    fn a_fallback_unit_is_named_as_recall_names_it() {
+        let m = serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v1", "entries": [
+            {"name": "changelog", "description": "Write the changelog.", "required_by_task_types": ["issue_assigned"], "guarantee_load": false,
+             "load_triggers": {"intents": ["write the changelog"], "keywords": [], "task_types": []}, "fact_uri": "instruction:acme/eng/changelog/v1", "path": "legacy/changelog.md"}]});
+        let mut facts = MemoryFacts::new();
+        facts.insert(Fact { uri: "path:legacy/changelog.md".into(), content: "Write the deploy changelog entry.".into(), ..Fact::default() });
+        let m = crate::manifest::parse(&m.to_string()).unwrap();
+        let p = super::preload(&m, &facts, "issue_assigned", 0).unwrap();
+        assert_eq!((p.units[0].fact_uri.as_str(), p.units[0].source.as_str()), ("instruction:acme/eng/changelog/v1", "fallback_path"));
+        let r = crate::recall::recall(&m, &facts, &crate::store::NoAudit, &crate::recall::RecallRequest { intent: "write the changelog".into(), ..Default::default() }, &Default::default()).unwrap();
+        assert_eq!(r.chunks[0].fact_uri, p.units[0].fact_uri);
     }
 }
