@@ -740,13 +740,22 @@ impl<'m> Corpus<'m> {
 
     /// Names of entries the ranker does not know (their content could not be read).
     pub fn unavailable(&self) -> Vec<String> {
+        self.unavailable_entries().into_iter().map(|i| self.name(i).to_string()).collect()
+    }
+
+    /// The entries [`Corpus::unavailable`] names, by index (none, at no cost, when every
+    /// unit was read).
+    fn unavailable_entries(&self) -> Vec<usize> {
+        if self.ranked_entries.len() >= self.len() {
+            return vec![];
+        }
         let mut known = vec![false; self.len()];
         for &i in &self.ranked_entries {
             if let Some(k) = known.get_mut(i) {
                 *k = true;
             }
         }
-        known.iter().enumerate().filter(|(_, k)| !**k).map(|(i, _)| self.name(i).to_string()).collect()
+        known.iter().enumerate().filter(|(_, k)| !**k).map(|(i, _)| i).collect()
     }
 
     /// Score every available unit for `intent`; `index` is rewritten to the manifest entry index.
@@ -873,6 +882,11 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
     also.extend(req.manifest_hint.iter().filter_map(|h| corpus.position(h)));
     let ranked = corpus.rank_top(intent, req.wake_reason.as_deref(), &weights, &ctx.lift_units, max_chunks.saturating_add(also.len()), &also);
     let mut resp = assemble(corpus, &ranked, &req.manifest_hint, max_chunks, budget, req.min_score.unwrap_or(0.0));
+    // A unit that could not be read is not ranked: said in the response, never silent
+    // (a guaranteed one is already named by the assembly).
+    for i in corpus.unavailable_entries().into_iter().filter(|&i| !corpus.guaranteed(i)) {
+        resp.warnings.push(format!("unit {:?} could not be read (neither its fact nor its path), so it was not ranked", corpus.name(i)));
+    }
     let limits = crate::content::Limits {
         max_content: req.max_content.unwrap_or(crate::content::DEFAULT_MAX_CONTENT).min(MAX_CHUNKS_LIMIT) as usize,
         budget: req.content_budget.unwrap_or(crate::content::DEFAULT_CONTENT_BUDGET) as u64,

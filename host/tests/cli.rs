@@ -257,6 +257,10 @@ fn preload_problems_are_written_to_the_audit_log() {
     let rec: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().last().unwrap()).unwrap();
     assert_eq!(rec["warnings"][0]["code"], "preload_unit_unavailable", "{rec}");
     assert_eq!(rec["warnings"][0]["unit"], "triage-incoming");
+    // A recall says so too, in its response: the unit was not ranked.
+    let v = json_of(&lid(&["--json", "recall", s(&d), "triage a new ticket", "--audit", s(&d.join("recall.jsonl"))]));
+    let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(warnings.iter().any(|w| w.contains("\"triage-incoming\" could not be read")), "{v}");
     for e in m["entries"].as_array_mut().unwrap() {
         if e["name"] == "triage-incoming" {
             e["guarantee_load"] = true.into();
