@@ -88,9 +88,12 @@ fn strip_markdown(s: &str) -> String {
 
 /// One line ≤120 chars: the first sentence of the section's prose, else its heading.
 fn describe(heading: &str, body: &str) -> String {
-    let prose = body
-        .lines()
-        .map(str::trim)
+    let lines: Vec<&str> = body.lines().collect();
+    // a setext heading's text and underline are not the section's prose
+    let skip = if setext_h2(None, lines.first().copied().unwrap_or(""), lines.get(1).copied()) { 2 } else { 0 };
+    let prose = lines[skip.min(lines.len())..]
+        .iter()
+        .map(|l| l.trim())
         .find(|l| !l.is_empty() && heading_text(l).is_none() && !l.starts_with("```") && !l.starts_with("~~~") && !l.starts_with('|'))
         .map(|l| l.trim_start_matches(['-', '*', ' ']).to_string())
         .unwrap_or_default();
@@ -140,11 +143,14 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
     let mut sections: Vec<(String, Vec<&str>)> = vec![(String::new(), vec![])];
     let mut fence: Option<(u8, usize)> = None;
     let mut title = String::new();
-    for line in body.lines() {
+    let lines: Vec<&str> = body.lines().collect();
+    for (i, &line) in lines.iter().enumerate() {
         let was_fenced = fence.is_some();
         fence = next_fence(fence, line);
         let in_fence = was_fenced || fence.is_some();
-        let split = if in_fence { None } else { is_split(line) };
+        // A one-line paragraph underlined with `-` is an H2 too (a setext heading).
+        let setext = re.is_none() && !in_fence && fence.is_none() && setext_h2(i.checked_sub(1).map(|j| lines[j]), line, lines.get(i + 1).copied());
+        let split = if in_fence { None } else if setext { Some(line.trim().to_string()) } else { is_split(line) };
         match split {
             Some(h) => sections.push((h, vec![line])),
             None => {
@@ -231,6 +237,24 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
     Ok(Migration { units, manifest, warnings })
 }
 
+/// Whether `line` is a setext H2's text: a one-line paragraph (`before` blank or none)
+/// whose `next` line is an underline of `-` (CommonMark: indented at most three spaces).
+/// After a blank line, `---` alone is a thematic break, not an underline.
+fn setext_h2(before: Option<&str>, line: &str, next: Option<&str>) -> bool {
+    let underline = next.is_some_and(|n| {
+        let indent = n.len() - n.trim_start_matches(' ').len();
+        let t = n.trim();
+        indent <= 3 && !t.is_empty() && t.bytes().all(|b| b == b'-')
+    });
+    let t = line.trim_start();
+    let paragraph = !t.is_empty()
+        && line.len() - t.len() <= 3
+        && heading_text(line).is_none()
+        && !t.starts_with(['>', '|', '-', '*', '+', '`', '~'])
+        && !t.split_once(". ").is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    underline && paragraph && before.is_none_or(|b| b.trim().is_empty())
+}
+
 /// Where a leading YAML front matter block (`---` … `---` or `...`) ends, if the file
 /// starts with one.
 fn front_matter_end(markdown: &str) -> Option<usize> {
@@ -310,6 +334,17 @@ mod tests {
         let m = migrate("---\n## A\n\nbody\n", &opts()).unwrap();
         assert!(m.units.iter().any(|u| u.name == "a" && u.content.contains("body")), "{m:#?}");
         assert!(m.warnings.is_empty());
+    }
+
+    #[test]
+    fn setext_h2_headings_split_but_thematic_breaks_and_lists_do_not() {
+        let md = "Intro paragraph.\n\nDeploying\n---------\n\nRun the deploy script first.\n\n---\n\nStill deploying.\n\n- a list item\n---\n\nTesting\n  ---\n\nRun the tests before you merge.\n\n```\nNot a heading\n---\n```\n";
+        let m = migrate(md, &opts()).unwrap();
+        let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, vec!["overview", "deploying", "testing"], "{m:#?}");
+        assert!(m.units[1].content.starts_with("Deploying\n---------") && m.units[1].content.contains("Still deploying."));
+        assert_eq!(m.units[1].description, "Run the deploy script first.");
+        assert!(m.units[2].content.contains("Not a heading\n---"));
     }
 
     #[test]
