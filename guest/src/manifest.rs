@@ -33,7 +33,7 @@ pub struct Entry {
     pub required_by_task_types: Vec<String>,
     #[serde(default)]
     pub guarantee_load: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object")]
     pub load_triggers: LoadTriggers,
     #[serde(default)]
     pub fact_uri: Option<String>,
@@ -53,6 +53,35 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// A struct read from a JSON object only. serde's derived reader also takes a
+/// positional array (`["name", "description", …]`), which §21.2.2's keyed entries are not
+/// and which validation refuses: loading refuses it too.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData)).map(Object)
+    }
+}
+
+fn object<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    Object::deserialize(d).map(|o| o.0)
+}
+
+fn objects<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Vec::<Object<T>>::deserialize(d).map(|v| v.into_iter().map(|o| o.0).collect())
+}
+
 /// A whole manifest as lid stores it: the agent's identity plus its entries.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -63,6 +92,7 @@ pub struct Manifest {
     pub agent_role: String,
     #[serde(default = "default_version", alias = "version")]
     pub manifest_version: String,
+    #[serde(deserialize_with = "objects")]
     pub entries: Vec<Entry>,
     /// Publish time (RFC 3339). Boot stubs take `generated_at` from here, never the clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -907,6 +937,18 @@ mod tests {
         assert!(fields.contains(&(Some("long"), Some("description"))));
         assert!(fields.contains(&(Some("dup"), Some("name"))));
         assert!(fields.contains(&(Some("unknown"), Some("required_by_task_types"))));
+    }
+
+    #[test]
+    fn loading_takes_entries_and_triggers_as_objects_only() {
+        let good = manifest(vec![entry("alpha")]);
+        assert!(parse(&good).is_ok());
+        let positional = manifest(vec![serde_json::json!(["alpha", "An alpha unit.", [], false, {"intents": [], "keywords": [], "task_types": []}, "instruction:acme/cto/alpha/v1", null])]);
+        let err = parse(&positional).unwrap_err();
+        assert!(err.to_string().contains("a JSON object"), "{err}");
+        let mut e = entry("alpha");
+        e["load_triggers"] = serde_json::json!([["x"], [], []]);
+        assert!(parse(&manifest(vec![e])).is_err());
     }
 
     #[test]
