@@ -35,29 +35,7 @@ fn parse_or_default<'a, T: Deserialize<'a> + Default>(what: &'static str, s: &'a
 /// published, or a local directory during coexistence (§21.6.1).
 pub fn load_manifest(json: &str) -> Result<Manifest, EngineError> {
     let m = manifest::parse(json)?;
-    let problem = |code: &str, entry: Option<&str>, field: &str, message: String| manifest::Problem {
-        code: code.into(),
-        entry: entry.map(str::to_string),
-        field: Some(field.into()),
-        message,
-    };
-    let mut problems = Vec::new();
-    for (field, value) in [("deployment", &m.deployment), ("agent_id", &m.agent_id)] {
-        let (d, a) = if field == "deployment" { (value.as_str(), "a") } else { ("d", value.as_str()) };
-        if crate::uri::InstructionUri::new(d, a, "u", "v1").is_err() {
-            problems.push(problem("manifest_invalid", None, field, format!("`{field}` {value:?} cannot form instruction: URIs (§21.4.1): a non-empty string of [A-Za-z0-9._-]")));
-        }
-    }
-    if let Err(e) = crate::uri::check_version(&m.manifest_version) {
-        problems.push(problem("manifest_invalid", None, "manifest_version", e.to_string()));
-    }
-    let mut names: Vec<&str> = m.entries.iter().map(|e| e.name.as_str()).collect();
-    names.sort_unstable();
-    let mut repeated: Vec<&str> = names.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
-    repeated.dedup();
-    for name in repeated {
-        problems.push(problem("manifest_entry_invalid", Some(name), "name", format!("name {name:?} is used by more than one entry; names must be unique (§21.2.2)")));
-    }
+    let problems = manifest::serving_problems(&m);
     match problems.first() {
         None => Ok(m),
         Some(first) => Err(EngineError::ManifestRejected {

@@ -362,6 +362,35 @@ fn problem(code: &str, entry: Option<&str>, field: Option<&str>, message: String
     Problem { code: code.to_string(), entry: entry.map(str::to_string), field: field.map(str::to_string), message }
 }
 
+/// `deployment` or `agent_id` that cannot form `instruction:` URIs (§21.4.1).
+fn identity_problem(field: &str, value: &str) -> Option<Problem> {
+    let (d, a) = if field == "deployment" { (value, "a") } else { ("d", value) };
+    crate::uri::InstructionUri::new(d, a, "u", "v1").is_err().then(|| {
+        problem("manifest_invalid", None, Some(field), format!("`{field}` {value:?} must be a non-empty string of [A-Za-z0-9._-] (it becomes part of instruction: URIs, §21.4.1)"))
+    })
+}
+
+fn repeated_name(entry: Option<&str>, name: &str) -> Problem {
+    problem("manifest_entry_invalid", entry, Some("name"), format!("name {name:?} is used by more than one entry; names must be unique (§21.2.2)"))
+}
+
+/// What every call that serves a loaded manifest refuses (recall, preload, the stub), of
+/// the publisher's rules ([`validate`]): an identity that cannot form `instruction:` URIs
+/// (an empty agent or deployment, a floating version such as `latest`) and a unit named
+/// twice (it would be recalled and preloaded twice).
+pub fn serving_problems(m: &Manifest) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = [("deployment", &m.deployment), ("agent_id", &m.agent_id)].into_iter().filter_map(|(f, v)| identity_problem(f, v)).collect();
+    if let Err(e) = crate::uri::check_version(&m.manifest_version) {
+        problems.push(problem("manifest_invalid", None, Some("manifest_version"), e.to_string()));
+    }
+    let mut names: Vec<&str> = m.entries.iter().map(|e| e.name.as_str()).collect();
+    names.sort_unstable();
+    let mut repeated: Vec<&str> = names.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
+    repeated.dedup();
+    problems.extend(repeated.into_iter().map(|n| repeated_name(Some(n), n)));
+    problems
+}
+
 /// Whether `s` is an RFC 3339 date-time (§5.6: `2026-11-01T09:30:00Z`,
 /// `2026-11-01T10:30:00.5+01:00`), its date a real one (`2026-02-30` is not).
 pub fn is_rfc3339(s: &str) -> bool {
@@ -589,16 +618,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     let agent_id = str_field("agent_id").unwrap_or_default();
     let deployment = str_field("deployment").unwrap_or_default();
     let version = str_field("manifest_version").or_else(|| str_field("version")).unwrap_or_else(default_version);
-    for (field, value) in [("agent_id", &agent_id), ("deployment", &deployment)] {
-        if crate::uri::InstructionUri::new(if field == "deployment" { value } else { "d" }, if field == "agent_id" { value } else { "a" }, "u", "v1").is_err() {
-            errors.push(problem(
-                "manifest_invalid",
-                None,
-                Some(field),
-                format!("`{field}` must be a non-empty string of [A-Za-z0-9._-] (it becomes part of instruction: URIs, §21.4.1)"),
-            ));
-        }
-    }
+    errors.extend([("agent_id", &agent_id), ("deployment", &deployment)].into_iter().filter_map(|(f, v)| identity_problem(f, v)));
     if let Err(e) = crate::uri::check_version(&version) {
         errors.push(problem("manifest_invalid", None, Some("manifest_version"), e.to_string()));
     } else if let Some(prev) = opts.previous_version.as_deref().filter(|p| !p.is_empty()) {
@@ -690,7 +710,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             errors.push(problem("manifest_entry_invalid", en, Some("name"), "`manifest` is reserved for the manifest's own URI (§21.4.1)".into()));
         }
         if !name.is_empty() && !seen.insert(name.to_string()) {
-            errors.push(problem("manifest_entry_invalid", en, Some("name"), format!("name {name:?} is used by more than one entry; names must be unique (§21.2.2)")));
+            errors.push(repeated_name(en, name));
         }
         let desc_chars = e.description.chars().count();
         if description_misread {

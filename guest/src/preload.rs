@@ -151,14 +151,7 @@ fn record(m: &Manifest, p: &Preload, ids: &crate::audit::Ids, ctx: &RecallContex
 mod tests {
     use crate::store::{Fact, MemoryFacts};
 
-    struct Records(std::cell::RefCell<Vec<String>>);
-
-    impl crate::store::AuditSink for Records {
-        fn append(&self, record_json: &str) -> Result<(), String> {
-            self.0.borrow_mut().push(record_json.to_string());
-            Ok(())
-        }
-    }
+    use crate::store::Records;
 
     /// §21.1.5 rule 4: "in all cases the warning or error MUST be written to the
     /// `instruction_audit` table (not only local log)": a missing preload's warning is in

@@ -1089,14 +1089,7 @@ mod tests {
         assert!(!bad.consistent(), "one start per entry and one more");
     }
 
-    struct Records(std::cell::RefCell<Vec<String>>);
-
-    impl crate::store::AuditSink for Records {
-        fn append(&self, record_json: &str) -> Result<(), String> {
-            self.0.borrow_mut().push(record_json.to_string());
-            Ok(())
-        }
-    }
+    use crate::store::Records;
 
     /// An agent with one instruction unit, a content fact that claims to be an
     /// instruction (and a manifest entry pointing at it), a quarantined fact, and a pack.

@@ -105,6 +105,19 @@ impl AuditSink for NoAudit {
     }
 }
 
+/// An audit sink that keeps every record, for tests.
+#[cfg(test)]
+#[derive(Default)]
+pub struct Records(pub std::cell::RefCell<Vec<String>>);
+
+#[cfg(test)]
+impl AuditSink for Records {
+    fn append(&self, record_json: &str) -> Result<(), String> {
+        self.0.borrow_mut().push(record_json.to_string());
+        Ok(())
+    }
+}
+
 /// A simple in-memory fact store, used by tests, benches and hosts that load a directory.
 #[derive(Debug, Default)]
 pub struct MemoryFacts {

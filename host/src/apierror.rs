@@ -64,11 +64,20 @@ impl ApiError {
     }
 
     /// A failure of the component itself (trap, interrupt): not the caller's input.
+    /// Logged with the whole error (a trap's wasm backtrace included).
     pub fn engine(e: anyhow::Error) -> Self {
+        tracing::error!(error = %format!("{e:#}"), "engine call failed");
+        Self::engine_ref(&e)
+    }
+
+    /// [`ApiError::engine`] of a borrowed error, not logged (the CLI prints it itself). A
+    /// trap is told by its kind, without the wasm backtrace.
+    pub fn engine_ref(e: &anyhow::Error) -> Self {
         let msg = format!("{e:#}");
-        tracing::error!(error = %msg, "engine call failed");
-        if e.downcast_ref::<crate::engine::Interrupted>().is_some() {
+        if e.chain().any(|c| c.is::<crate::engine::Interrupted>()) {
             Self::new(503, "engine_interrupted", format!("the engine call ran past its time limit and was stopped; the request was not applied ({msg})")).with_details(json!({"retryable": false}))
+        } else if let Some(trap) = e.chain().find_map(|c| c.downcast_ref::<wasmtime::Trap>()) {
+            Self::new(500, "engine_failed", format!("the engine component stopped ({trap}) and nothing was written; on a very large input this is the engine running out of memory: give it less at a time"))
         } else {
             Self::new(500, "engine_failed", format!("the engine component failed; nothing was written ({msg})"))
         }

@@ -352,15 +352,8 @@ fn cli_failure(e: &anyhow::Error) -> crate::apierror::ApiError {
     if let Some(r) = e.chain().find_map(|c| c.downcast_ref::<lid_shared::Refusal>()) {
         return r.clone().into();
     }
-    if let Some(t) = e.chain().find_map(|c| c.downcast_ref::<crate::engine::Interrupted>()) {
-        return ApiError::new(503, "engine_interrupted", format!("{t}; nothing was written"));
-    }
-    if let Some(trap) = e.chain().find_map(|c| c.downcast_ref::<wasmtime::Trap>()) {
-        return ApiError::new(
-            500,
-            "engine_failed",
-            format!("the engine component stopped ({trap}) and nothing was written; on a very large input this is the engine running out of memory: give it less at a time"),
-        );
+    if e.chain().any(|c| c.is::<crate::engine::Interrupted>() || c.is::<wasmtime::Trap>()) {
+        return ApiError::engine_ref(e);
     }
     ApiError::new(400, "cli_error", format!("{e:#}"))
 }
@@ -577,12 +570,11 @@ fn run(cli: &Cli) -> Result<i32> {
             // A draft lands in a directory of its own: unit files this migration would
             // not write (an earlier draft's, or an agent's) would be mixed into it.
             let names: std::collections::BTreeSet<String> = m["units"].as_array().into_iter().flatten().filter_map(|u| u["name"].as_str()).map(|n| format!("{n}.md")).collect();
-            let foreign: Vec<String> = match std::fs::read_dir(&units_dir) {
+            let mut foreign: Vec<String> = match std::fs::read_dir(&units_dir) {
                 Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|f| !names.contains(f)).collect(),
                 Err(_) => vec![],
             };
             if !foreign.is_empty() {
-                let mut foreign = foreign;
                 foreign.sort();
                 bail!(
                     "{} already holds files this migration would not write ({}); choose an empty --out, or remove them, so the draft holds only its own units (nothing was written)",
