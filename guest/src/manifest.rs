@@ -441,6 +441,33 @@ pub fn is_kebab(s: &str) -> bool {
         && s.split('-').all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
 }
 
+/// What is wrong with an entry's `name` (§21.2.2, §21.4.1), if anything.
+fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("name is required (§21.2.2)".into())
+    } else if !is_kebab(name) {
+        Some(format!("name {name:?} must be kebab-case (e.g. `security-posture`), at most 64 characters"))
+    } else if name == "manifest" {
+        Some("`manifest` is reserved for the manifest's own URI (§21.4.1)".into())
+    } else {
+        None
+    }
+}
+
+/// What is wrong with an entry's `description` (§21.2.2), if anything.
+fn description_problem(description: &str) -> Option<String> {
+    let chars = description.chars().count();
+    if description.trim().is_empty() {
+        Some("description is required (§21.2.2)".into())
+    } else if chars > DESCRIPTION_MAX_CHARS {
+        Some(format!("description is {chars} characters; the limit is {DESCRIPTION_MAX_CHARS} (§21.2.2)"))
+    } else if description.contains('\n') || description.contains('\r') {
+        Some("description must be one line (§21.2.2)".into())
+    } else {
+        None
+    }
+}
+
 /// Parse a manifest without validating it (for callers that already validated it).
 pub fn parse(json: &str) -> Result<Manifest, crate::error::EngineError> {
     serde_json::from_str(json).map_err(|e| crate::error::EngineError::json("manifest", e))
@@ -701,25 +728,15 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
         }
         let name = e.name.as_str();
         let en = Some(label.as_str());
-        if name_misread {
-        } else if name.is_empty() {
-            errors.push(problem("manifest_entry_invalid", en, Some("name"), "name is required (§21.2.2)".into()));
-        } else if !is_kebab(name) {
-            errors.push(problem("manifest_entry_invalid", en, Some("name"), format!("name {name:?} must be kebab-case (e.g. `security-posture`), at most 64 characters")));
-        } else if name == "manifest" {
-            errors.push(problem("manifest_entry_invalid", en, Some("name"), "`manifest` is reserved for the manifest's own URI (§21.4.1)".into()));
+        // A misread name or description is already named above.
+        if let Some(message) = name_problem(name).filter(|_| !name_misread) {
+            errors.push(problem("manifest_entry_invalid", en, Some("name"), message));
         }
         if !name.is_empty() && !seen.insert(name.to_string()) {
             errors.push(repeated_name(en, name));
         }
-        let desc_chars = e.description.chars().count();
-        if description_misread {
-        } else if e.description.trim().is_empty() {
-            errors.push(problem("manifest_entry_invalid", en, Some("description"), "description is required (§21.2.2)".into()));
-        } else if desc_chars > DESCRIPTION_MAX_CHARS {
-            errors.push(problem("manifest_entry_invalid", en, Some("description"), format!("description is {desc_chars} characters; the limit is {DESCRIPTION_MAX_CHARS} (§21.2.2)")));
-        } else if e.description.contains('\n') || e.description.contains('\r') {
-            errors.push(problem("manifest_entry_invalid", en, Some("description"), "description must be one line (§21.2.2)".into()));
+        if let Some(message) = description_problem(&e.description).filter(|_| !description_misread) {
+            errors.push(problem("manifest_entry_invalid", en, Some("description"), message));
         }
         let has_uri = e.fact_uri.as_deref().map(|s| !s.is_empty()).unwrap_or(false);
         let has_path = e.path.as_deref().map(|s| !s.is_empty()).unwrap_or(false);
