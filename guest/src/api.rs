@@ -15,11 +15,11 @@ fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|e| format!("{{\"error\":{{\"code\":\"internal\",\"message\":{:?}}}}}", e.to_string()))
 }
 
-fn parse<'a, T: Deserialize<'a>>(what: &'static str, s: &'a str) -> Result<T, EngineError> {
-    serde_json::from_str(s).map_err(|e| EngineError::json(what, e))
+fn parse<T: serde::de::DeserializeOwned>(what: &'static str, s: &str) -> Result<T, EngineError> {
+    serde_json::from_str(s).map_err(|e| EngineError::json::<T>(what, s, e))
 }
 
-fn parse_or_default<'a, T: Deserialize<'a> + Default>(what: &'static str, s: &'a str) -> Result<T, EngineError> {
+fn parse_or_default<T: serde::de::DeserializeOwned + Default>(what: &'static str, s: &str) -> Result<T, EngineError> {
     if s.trim().is_empty() {
         Ok(T::default())
     } else {
@@ -311,6 +311,19 @@ pub fn lint_units(units: &str) -> Result<String, EngineError> {
     Ok(to_json(&crate::lint::lint(&units)))
 }
 
+/// How `version` orders against `than` (§21.4.1–§21.4.2), for a host deciding whether a
+/// write comes after a unit's latest version: an error when `version` is not a concrete
+/// version (empty, a floating alias such as `latest`, no digit), else -1, 0 (the same
+/// version, however spelled: `2`, `v2`, `v2.0`) or 1 by precedence; 1 without `than`.
+pub fn version_order(version: &str, than: Option<&str>) -> Result<i8, EngineError> {
+    crate::uri::check_version(version).map_err(|e| EngineError::InvalidRequest(format!("`version` {version:?}: {e}")))?;
+    Ok(match than.map(|t| crate::uri::version_precedence(version, t)) {
+        Some(std::cmp::Ordering::Less) => -1,
+        Some(std::cmp::Ordering::Equal) => 0,
+        Some(std::cmp::Ordering::Greater) | None => 1,
+    })
+}
+
 /// A knowledge pack to store (`PUT /v1/agents/{id}/knowledge/{pack}`): the pack id,
 /// its `KNOWLEDGE.md` and its context files by key.
 #[derive(Deserialize)]
@@ -420,6 +433,25 @@ pub fn warm() {
 #[cfg(test)]
 mod tests {
     use crate::store::{Fact, MemoryFacts, NoAudit};
+
+    /// A wrong-typed field in well-formed JSON is `invalid_request` naming the field in
+    /// JSON terms; only input that is not JSON is `invalid_json` (with its position).
+    #[test]
+    fn wrong_typed_fields_are_invalid_requests_and_broken_json_is_invalid_json() {
+        let m = serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v1", "entries": []}).to_string();
+        let facts = MemoryFacts::new();
+        let e = super::recall(&m, r#"{"intent":"x","max_chunks":"3"}"#, "", &facts, &NoAudit).unwrap_err();
+        assert_eq!((e.code(), e.status()), ("invalid_request", 400));
+        assert_eq!(e.to_string(), "invalid request: `max_chunks` in the recall request must be a whole number, not a string");
+        let e = super::recall(&m, r#"{"intent":"x","max_chunks":3"#, "", &facts, &NoAudit).unwrap_err();
+        assert_eq!((e.code(), e.status()), ("invalid_json", 400));
+        assert!(e.to_string().contains("line 1 column"), "{e}");
+        let report: serde_json::Value = serde_json::from_str(&super::validate_manifest(&m, r#"{"approvals":"all"}"#)).unwrap();
+        assert_eq!(report["errors"][0]["code"], "invalid_request", "{report}");
+        assert_eq!(report["errors"][0]["message"], "invalid request: `approvals` in the validate options must be an object, not a string");
+        let report: serde_json::Value = serde_json::from_str(&super::validate_manifest(&m, "{approvals}")).unwrap();
+        assert_eq!(report["errors"][0]["code"], "invalid_json", "{report}");
+    }
 
     /// §21.2.2: a unit name is unique. A manifest that repeats one is refused by every
     /// call that serves it, naming the entry and the field, instead of recalling and

@@ -150,7 +150,7 @@ pub struct Submission {
 /// `audit_token_invalid` (missing or malformed token).
 pub fn parse_submission(body: &str) -> Result<Submission, crate::error::EngineError> {
     use crate::error::EngineError;
-    let v: serde_json::Value = serde_json::from_str(body).map_err(|e| EngineError::json("audit submission", e))?;
+    let v: serde_json::Value = serde_json::from_str(body).map_err(|e| EngineError::json::<serde_json::Value>("audit submission", body, e))?;
     let obj = v.as_object().ok_or_else(|| EngineError::InvalidRequest("the audit submission must be a JSON object".into()))?;
     let list = |k: &str| -> Result<Vec<String>, EngineError> {
         match obj.get(k) {

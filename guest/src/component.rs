@@ -173,6 +173,10 @@ impl Guest for Component {
         crate::api::session_to_handoff(&markdown).map_err(wit_err)
     }
 
+    fn version_order(version: String, than: Option<String>) -> Result<i8, WitError> {
+        crate::api::version_order(&version, than.as_deref()).map_err(wit_err)
+    }
+
     fn read_knowledge_pack(upload: String) -> Result<String, WitError> {
         crate::api::read_knowledge_pack(&upload).map_err(wit_err)
     }

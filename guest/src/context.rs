@@ -234,11 +234,16 @@ fn rank_of(layer: &str) -> usize {
     LAYERS.iter().position(|l| *l == layer).unwrap_or(LAYERS.len())
 }
 
+/// How many stored knowledge items a boot selects for its query.
+pub const MAX_STORED_KNOWLEDGE: usize = 5;
+
 /// Knowledge for `query` from the agent's stored content: the recall `content` channel's
-/// selection ([`crate::content::select`]: ready packs and content facts, ranked, within
-/// `budget`), turned back into unfenced items so [`compose`] fences them like the rest.
-fn stored_knowledge(m: &Manifest, facts: &dyn Facts, query: &str, budget: u32) -> Result<Vec<KnowledgeItem>, EngineError> {
-    let limits = crate::content::Limits { max_content: 5, budget: budget as u64, min_score: crate::content::DEFAULT_CONTENT_MIN_SCORE };
+/// selection ([`crate::content::select`]: ready packs and content facts, ranked, the best
+/// [`MAX_STORED_KNOWLEDGE`]), turned back into unfenced items so [`compose`] fences them
+/// like the rest. The selection takes no token budget: the knowledge section fills its
+/// own, so what does not fit is listed in its `dropped` (`section_budget`), not lost here.
+fn stored_knowledge(m: &Manifest, facts: &dyn Facts, query: &str) -> Result<Vec<KnowledgeItem>, EngineError> {
+    let limits = crate::content::Limits { max_content: MAX_STORED_KNOWLEDGE, budget: u64::MAX, min_score: crate::content::DEFAULT_CONTENT_MIN_SCORE };
     let sel = crate::content::select(&m.agent_id, facts, query, &crate::rank::Weights::default(), limits)?;
     let mut out = Vec::new();
     for c in sel.items {
@@ -302,14 +307,11 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
     let mut degraded = !req.unavailable.is_empty();
     let query = req.knowledge_query.clone().or(task).filter(|q| !q.trim().is_empty());
     let stored = match query {
-        Some(q) => {
-            let budget = req.budgets.get("knowledge").copied().unwrap_or(SECTIONS[3].2);
-            stored_knowledge(m, facts, &q, budget).unwrap_or_else(|e| {
-                warnings.push(format!("source_unavailable: stored knowledge ({e}); composed without it"));
-                degraded = true;
-                Vec::new()
-            })
-        }
+        Some(q) => stored_knowledge(m, facts, &q).unwrap_or_else(|e| {
+            warnings.push(format!("source_unavailable: stored knowledge ({e}); composed without it"));
+            degraded = true;
+            Vec::new()
+        }),
         None => Vec::new(),
     };
     if let Some(w) = req.wake_reason.as_deref().filter(|w| !w.is_empty()) {
@@ -526,6 +528,51 @@ mod tests {
         // Layer order in the request does not matter.
         req.layers.reverse();
         assert_eq!(compose(&m, &facts, &NoAudit, &req, &Default::default()).unwrap().bundle_sha256, a.bundle_sha256);
+    }
+
+    /// The agent of [`agent`] with five stored content facts about logins, ~90 tokens each.
+    fn agent_with_stored_knowledge() -> (Manifest, MemoryFacts) {
+        let (m, mut facts) = agent();
+        let mut keys = Vec::new();
+        for n in ["login-a", "login-b", "login-c", "login-d", "login-e"] {
+            let text = format!("# Login notes {n}\n{}", "The login bug: sessions expire when the token rotates. ".repeat(6));
+            facts.insert(Fact { uri: format!("instruction:acme/eng/{n}/v1"), content: text, interpret_as: crate::store::InterpretAs::Content, ..Fact::default() });
+            keys.push(format!("instruction:acme/eng/{n}"));
+        }
+        facts.set_content_sources("eng", crate::content::ContentSources { facts: keys, packs: vec![] });
+        (m, facts)
+    }
+
+    fn knowledge_at(budget: &str) -> Section {
+        let (m, facts) = agent_with_stored_knowledge();
+        let req: ContextRequest = serde_json::from_value(serde_json::json!({"knowledge_query": "login bug", "budgets": budget})).unwrap();
+        let b = compose(&m, &facts, &NoAudit, &req, &Default::default()).unwrap();
+        b.sections.into_iter().nth(3).unwrap()
+    }
+
+    #[test]
+    fn stored_knowledge_that_does_not_fit_is_listed_as_dropped() {
+        let full = knowledge_at("knowledge=2000");
+        assert_eq!(full.items.len(), 5, "{:?}", full.dropped);
+        assert!(full.dropped.is_empty());
+        let all: Vec<String> = full.items.iter().map(|i| i.key.clone()).collect();
+        for budget in ["knowledge=300", "knowledge=0", "knowledge=150"] {
+            let k = knowledge_at(budget);
+            assert!(k.tokens <= k.budget, "{budget}");
+            assert!(k.dropped.iter().all(|d| d.reason == "section_budget" && d.tokens > 0), "{budget}: {:?}", k.dropped);
+            // served + dropped = every item selected at the full budget
+            let mut seen: Vec<String> = k.items.iter().map(|i| i.key.clone()).chain(k.dropped.iter().map(|d| d.key.clone())).collect();
+            seen.sort();
+            let mut want = all.clone();
+            want.sort();
+            assert_eq!(seen, want, "{budget}");
+            // deterministic
+            assert_eq!(serde_json::to_string(&k).unwrap(), serde_json::to_string(&knowledge_at(budget)).unwrap());
+        }
+        assert!(knowledge_at("knowledge=0").items.is_empty());
+        assert_eq!(knowledge_at("knowledge=0").dropped.len(), 5);
+        let small = knowledge_at("knowledge=300");
+        assert!(!small.items.is_empty() && !small.dropped.is_empty(), "{small:?}");
     }
 
     #[test]

@@ -27,10 +27,10 @@ pub enum EngineError {
     /// §21.9 `intent_required`.
     #[error("`intent` is required and must not be empty (§21.3.1)")]
     IntentRequired,
-    /// Input that is not JSON, or not the expected JSON shape.
+    /// Input that is not JSON (a body of the wrong shape is [`EngineError::InvalidRequest`]).
     #[error("invalid JSON in {what}: {reason}")]
     InvalidJson { what: &'static str, reason: String },
-    /// A request field out of range.
+    /// A request field out of range, or of the wrong JSON type.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
     /// The manifest failed validation; `details` lists every problem.
@@ -102,13 +102,57 @@ impl EngineError {
         ErrorBody { code: self.code().to_string(), status: self.status(), message: self.to_string(), details }
     }
 
-    pub(crate) fn json(what: &'static str, e: serde_json::Error) -> Self {
-        EngineError::InvalidJson { what, reason: e.to_string() }
+    /// The error of reading `input` as the JSON of `what`: `invalid_json` (with the line
+    /// and column) when it is not JSON, `invalid_request` naming the field and the JSON
+    /// type it takes when it is JSON of the wrong shape ([`crate::json_input`]).
+    /// `T` is the type read: the message is placed by reading it again from a probe.
+    pub(crate) fn json<T: serde::de::DeserializeOwned>(what: &'static str, input: &str, e: serde_json::Error) -> Self {
+        match crate::json_input::classify(what, input, e, &|probe| serde_json::from_str::<T>(probe).err()) {
+            crate::json_input::Problem::Syntax(e) => EngineError::InvalidJson { what, reason: e.to_string() },
+            crate::json_input::Problem::Shape(message) => EngineError::InvalidRequest(message),
+        }
     }
 }
 
 impl From<crate::store::StoreError> for EngineError {
     fn from(e: crate::store::StoreError) -> Self {
         EngineError::BackendUnavailable(e.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read<T: serde::de::DeserializeOwned>(what: &'static str, input: &str) -> EngineError {
+        EngineError::json::<T>(what, input, serde_json::from_str::<T>(input).err().expect("an error"))
+    }
+
+    #[test]
+    fn not_json_is_invalid_json_with_its_position() {
+        let e = read::<crate::recall::RecallRequest>("recall request", r#"{"intent": "x", "max_chunks": 3"#);
+        assert_eq!((e.code(), e.status()), ("invalid_json", 400));
+        assert!(e.to_string().starts_with("invalid JSON in recall request: EOF while parsing an object at line 1 column"), "{e}");
+    }
+
+    #[test]
+    fn well_formed_json_of_the_wrong_shape_is_an_invalid_request_in_json_terms() {
+        let e = read::<crate::recall::RecallRequest>("recall request", r#"{"intent":"x","max_chunks":"3"}"#);
+        assert_eq!((e.code(), e.status()), ("invalid_request", 400));
+        assert_eq!(e.to_string(), "invalid request: `max_chunks` in the recall request must be a whole number, not a string");
+        let e = read::<crate::manifest::ValidateOptions>("validate options", r#"{"approvals":"all"}"#);
+        assert_eq!(e.code(), "invalid_request");
+        assert_eq!(e.to_string(), "invalid request: `approvals` in the validate options must be an object, not a string");
+        let e = read::<crate::manifest::ValidateOptions>("validate options", r#"{"approvals":{"guarantee_load":"yes"}}"#);
+        assert_eq!(e.to_string(), "invalid request: `approvals.guarantee_load` in the validate options must be true or false, not a string");
+        // a deserializer's own message keeps its advice; an untagged form names no Rust enum
+        let e = read::<crate::context::ContextRequest>("boot context request", r#"{"budgets": "task=lots"}"#);
+        assert_eq!(e.to_string(), "invalid request: `budgets` in the boot context request: budget \"task=lots\": use SECTION=TOKENS, e.g. task=1500");
+        let e = read::<crate::context::ContextRequest>("boot context request", r#"{"budgets": 5}"#);
+        assert_eq!(e.to_string(), "invalid request: `budgets` in the boot context request is in none of the accepted forms");
+        let e = read::<crate::manifest::ValidateOptions>("validate options", r#"{"approvals":{"guarantee_load":"yes"}}"#);
+        let body = e.body();
+        assert_eq!((body.code.as_str(), body.status), ("invalid_request", 400));
+        assert!(!body.message.contains("line") && !body.message.contains("struct") && !body.message.contains("bool"), "{}", body.message);
     }
 }

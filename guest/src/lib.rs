@@ -20,6 +20,7 @@ pub mod error;
 pub mod eval;
 pub mod export;
 pub mod handoff;
+mod json_input;
 pub mod lint;
 pub mod knowledge;
 pub mod manifest;

@@ -261,6 +261,19 @@ impl EntryTable {
     }
 }
 
+/// Why `version` may not replace the published `prev` (§21.4.1: versions increase
+/// monotonically), judged by precedence so `v2` over `2` or `v1.0` over `v1` conflicts.
+fn version_conflict(version: &str, prev: &str) -> Option<String> {
+    use std::cmp::Ordering;
+    match crate::uri::version_precedence(version, prev) {
+        Ordering::Greater => None,
+        Ordering::Equal if version != prev => Some(format!(
+            "version {version:?} is the published {prev:?} spelled differently, not a newer version: versions are immutable and increase monotonically (§21.4.1), publish e.g. the next number"
+        )),
+        _ => Some(format!("version {version:?} is not newer than the published {prev:?}: versions are immutable and increase monotonically (§21.4.1), publish e.g. the next number")),
+    }
+}
+
 fn default_version() -> String {
     "v1".to_string()
 }
@@ -470,7 +483,7 @@ fn description_problem(description: &str) -> Option<String> {
 
 /// Parse a manifest without validating it (for callers that already validated it).
 pub fn parse(json: &str) -> Result<Manifest, crate::error::EngineError> {
-    serde_json::from_str(json).map_err(|e| crate::error::EngineError::json("manifest", e))
+    serde_json::from_str(json).map_err(|e| crate::error::EngineError::json::<Manifest>("manifest", json, e))
 }
 
 /// The first key that appears twice in one JSON object, anywhere in `json`. A
@@ -649,13 +662,8 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     if let Err(e) = crate::uri::check_version(&version) {
         errors.push(problem("manifest_invalid", None, Some("manifest_version"), e.to_string()));
     } else if let Some(prev) = opts.previous_version.as_deref().filter(|p| !p.is_empty()) {
-        if crate::uri::compare_versions(&version, prev) != std::cmp::Ordering::Greater {
-            errors.push(problem(
-                "manifest_version_conflict",
-                None,
-                Some("manifest_version"),
-                format!("version {version:?} is not newer than the published {prev:?}: versions are immutable and increase monotonically (§21.4.1), publish e.g. the next number"),
-            ));
+        if let Some(message) = version_conflict(&version, prev) {
+            errors.push(problem("manifest_version_conflict", None, Some("manifest_version"), message));
         }
     }
     if obj.contains_key("manifest_version") && obj.contains_key("version") {
@@ -1127,6 +1135,24 @@ mod tests {
         assert!(codes(&validate(&json, &opts("v10"))).contains(&"manifest_version_conflict"), "v1 over v10 must conflict");
         let ok = validate(&json, &opts("v0"));
         assert!(ok.ok, "{:?}", ok.errors);
+        // precedence, not spelling: v1 is the same version as 1, V1.0 and 1.0.0
+        for prev in ["1", "V1.0", "1.0.0", "v1.0.1", "2"] {
+            assert!(codes(&validate(&json, &opts(prev))).contains(&"manifest_version_conflict"), "v1 over {prev} must conflict");
+        }
+        for prev in ["1.0.0-rc1", "v1-rc.2", "0.9", "v0.10.3"] {
+            let ok = validate(&json, &opts(prev));
+            assert!(ok.ok, "v1 over {prev}: {:?}", ok.errors);
+        }
+    }
+
+    #[test]
+    fn version_conflicts_name_equivalent_spellings() {
+        assert_eq!(version_conflict("v50", "3.0.0"), None);
+        assert_eq!(version_conflict("3", "3.0.0-rc1"), None);
+        assert!(version_conflict("3.0.0-rc1", "3").unwrap().contains("not newer"));
+        assert!(version_conflict("v2", "2").unwrap().contains("spelled differently"));
+        assert!(version_conflict("2.0.0", "2.0").unwrap().contains("spelled differently"));
+        assert!(version_conflict("v2", "v2").unwrap().contains("not newer"));
     }
 
     #[test]

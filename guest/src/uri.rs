@@ -2,9 +2,11 @@
 //!
 //! `instruction:{deployment}/{agent_id}/{unit_name}/{version}`; the manifest itself is
 //! `instruction:{deployment}/{agent_id}/manifest/{version}`. Versions must be concrete:
-//! floating aliases such as `latest` are rejected. Ordering: `v2 < v10` (numeric
-//! segments compare as numbers), semver where given (`1.2.0 < 1.10.0`, pre-releases
-//! before the release).
+//! floating aliases such as `latest` are rejected. Precedence ([`version_precedence`]):
+//! `v2 < v10` (numeric segments compare as numbers), a leading `v` and missing zero
+//! segments do not count (`2 == v2 == V2.0`), semver where given (`1.2.0 < 1.10.0`,
+//! pre-releases before the release: `3.0.0-rc1 < 3`). [`compare_versions`] adds a byte-order
+//! tiebreak to make that a total order for picking the latest.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -115,7 +117,8 @@ pub fn check_version(v: &str) -> Result<(), UriError> {
 /// One comparable piece of a version string.
 #[derive(Debug, PartialEq, Eq)]
 enum Piece<'a> {
-    Num(u128, &'a str),
+    /// A run of digits, compared as a number of any size.
+    Num(&'a str),
     Text(&'a str),
 }
 
@@ -129,18 +132,11 @@ fn pieces(v: &str) -> Vec<Piece<'_>> {
             while i < bytes.len() && bytes[i].is_ascii_digit() {
                 i += 1;
             }
-            let digits = &v[start..i];
-            // u128 overflows only past 38 digits; saturate to keep ordering total.
-            let n = digits.trim_start_matches('0').parse::<u128>().unwrap_or(if digits.trim_start_matches('0').is_empty() { 0 } else { u128::MAX });
-            out.push(Piece::Num(n, digits));
+            out.push(Piece::Num(&v[start..i]));
         } else if matches!(bytes[i], b'.' | b'_') {
             i += 1;
-        } else if bytes[i] == b'-' {
-            // semver pre-release marker: kept as text so `1.0.0-rc1 < 1.0.0`.
-            out.push(Piece::Text("-"));
-            i += 1;
         } else {
-            while i < bytes.len() && !bytes[i].is_ascii_digit() && !matches!(bytes[i], b'.' | b'_' | b'-') {
+            while i < bytes.len() && !bytes[i].is_ascii_digit() && !matches!(bytes[i], b'.' | b'_') {
                 i += 1;
             }
             out.push(Piece::Text(&v[start..i]));
@@ -149,43 +145,126 @@ fn pieces(v: &str) -> Vec<Piece<'_>> {
     out
 }
 
-/// `v` as a semantic version, with or without a leading `v`.
-fn semantic(v: &str) -> Option<semver::Version> {
-    semver::Version::parse(v.strip_prefix(['v', 'V']).unwrap_or(v)).ok()
+/// Two digit runs as numbers of any size: `007 == 7`, `10 > 9`, no overflow.
+fn cmp_digits(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
-/// Total order on version strings (§21.4.2 rule 3): two semantic versions by SemVer
-/// precedence (`1.0.0-alpha.1 < 1.0.0-alpha.beta < 1.0.0`), anything else piece by piece
-/// (`v2 < v10`, `1.2 < 1.10`, `1.0-rc1 < 1.0`). Strings that compare equal fall back to
-/// byte order, so the order is total and deterministic.
-pub fn compare_versions(a: &str, b: &str) -> Ordering {
-    if let (Some(x), Some(y)) = (semantic(a), semantic(b)) {
-        return x.cmp(&y).then_with(|| a.cmp(b));
-    }
-    let (pa, pb) = (pieces(a), pieces(b));
-    let mut i = 0;
+/// What follows a version's release numbers; the variants are in precedence order.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum TailKind {
+    /// `-rc.1`: a pre-release sorts below its release (SemVer §11.3).
+    Pre,
+    /// Nothing, or only `+build` metadata (which never changes precedence).
+    Release,
+    /// Any other text (`2b`, `r10`): after the release, as before.
+    Other,
+}
+
+/// A version split for precedence: `v1.2-rc.1` is release `[1, 2]`, pre-release `rc.1`.
+struct Parts<'a> {
+    release: Vec<&'a str>,
+    kind: TailKind,
+    tail: &'a str,
+}
+
+/// Split `v` after ignoring one leading `v`/`V` (§21.4.1 spells versions `v1`, `v3`).
+fn parts(v: &str) -> Parts<'_> {
+    let s = v.strip_prefix(['v', 'V']).unwrap_or(v);
+    let mut release = Vec::new();
+    let mut rest = s;
     loop {
-        match (pa.get(i), pb.get(i)) {
-            (None, None) => return a.cmp(b),
-            // A pre-release tail sorts before the bare release.
-            (Some(Piece::Text("-")), None) => return Ordering::Less,
-            (None, Some(Piece::Text("-"))) => return Ordering::Greater,
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 {
+            release.push(&rest[..digits]);
+            rest = &rest[digits..];
+        } else if let Some(r) = rest.strip_prefix(['.', '_']) {
+            rest = r;
+        } else {
+            break;
+        }
+    }
+    let (kind, tail) = if let Some(pre) = rest.strip_prefix('-') {
+        (TailKind::Pre, pre.split('+').next().unwrap_or(pre))
+    } else if rest.is_empty() || rest.starts_with('+') {
+        (TailKind::Release, "")
+    } else {
+        (TailKind::Other, rest)
+    };
+    Parts { release, kind, tail }
+}
+
+/// Release numbers with missing pieces read as 0: `3 == 3.0.0`, `1.2 < 1.10`.
+fn cmp_release(a: &[&str], b: &[&str]) -> Ordering {
+    (0..a.len().max(b.len()))
+        .map(|i| cmp_digits(a.get(i).unwrap_or(&"0"), b.get(i).unwrap_or(&"0")))
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// Pre-release identifiers by SemVer §11.4: numeric ones as numbers and below
+/// alphanumeric ones, which compare in ASCII order; a shorter prefix sorts first.
+fn cmp_prerelease(a: &str, b: &str) -> Ordering {
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    let ident = |x: &str, y: &str| match (numeric(x), numeric(y)) {
+        (true, true) => cmp_digits(x, y),
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        (false, false) => x.cmp(y),
+    };
+    let (mut xs, mut ys) = (a.split('.'), b.split('.'));
+    loop {
+        match (xs.next(), ys.next()) {
+            (None, None) => return Ordering::Equal,
             (None, Some(_)) => return Ordering::Less,
             (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) => {
-                let o = match (x, y) {
-                    (Piece::Num(m, _), Piece::Num(n, _)) => m.cmp(n),
-                    (Piece::Num(..), Piece::Text(_)) => Ordering::Greater,
-                    (Piece::Text(_), Piece::Num(..)) => Ordering::Less,
-                    (Piece::Text(s), Piece::Text(t)) => s.to_ascii_lowercase().cmp(&t.to_ascii_lowercase()),
-                };
-                if o != Ordering::Equal {
-                    return o;
-                }
-            }
+            (Some(x), Some(y)) => match ident(x, y) {
+                Ordering::Equal => {}
+                o => return o,
+            },
         }
-        i += 1;
     }
+}
+
+/// Any other tail piece by piece: numbers as numbers and above text, text ignoring case.
+fn cmp_other(a: &str, b: &str) -> Ordering {
+    let piece = |x: &Piece, y: &Piece| match (x, y) {
+        (Piece::Num(m), Piece::Num(n)) => cmp_digits(m, n),
+        (Piece::Num(_), Piece::Text(_)) => Ordering::Greater,
+        (Piece::Text(_), Piece::Num(_)) => Ordering::Less,
+        (Piece::Text(s), Piece::Text(t)) => s.to_ascii_lowercase().cmp(&t.to_ascii_lowercase()),
+    };
+    let (pa, pb) = (pieces(a), pieces(b));
+    pa.iter()
+        .zip(&pb)
+        .map(|(x, y)| piece(x, y))
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| pa.len().cmp(&pb.len()))
+}
+
+/// Version precedence (§21.4.1 "monotonically incrementing", §21.4.2 rule 3): is `a`
+/// older, the same version, or newer than `b`? One leading `v`/`V` is ignored and missing
+/// numeric pieces count as 0, so `2`, `v2` and `V2.0` are `Equal`; a pre-release sorts below
+/// its release (`3.0.0-rc1 < 3`); two semantic versions follow SemVer precedence (build
+/// metadata ignored); anything else compares piece by piece (`v2 < v10`, `r9 < r10`).
+/// A total preorder: use it for every "is it newer" decision, as
+/// `version_precedence(new, old) == Ordering::Greater`.
+pub fn version_precedence(a: &str, b: &str) -> Ordering {
+    let (x, y) = (parts(a), parts(b));
+    cmp_release(&x.release, &y.release).then_with(|| x.kind.cmp(&y.kind)).then_with(|| match x.kind {
+        TailKind::Pre => cmp_prerelease(x.tail, y.tail),
+        TailKind::Release => Ordering::Equal,
+        TailKind::Other => cmp_other(x.tail, y.tail),
+    })
+}
+
+/// Total order on version strings (§21.4.2 rule 3), for picking the latest: by
+/// [`version_precedence`], then equivalent spellings (`v2`, `2`, `v02`, `1.0.0+a`) by
+/// byte order, so the pick is deterministic. Not for "is it newer" decisions: `v2` is
+/// not newer than `2`.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    version_precedence(a, b).then_with(|| a.cmp(b))
 }
 
 /// The highest version in `versions` (§21.4.2 rule 3), ignoring invalid ones.
@@ -257,6 +336,63 @@ mod tests {
         // build metadata does not change precedence; the order stays total
         assert_ne!(compare_versions("1.0.0+a", "1.0.0+b"), Ordering::Equal);
         assert_eq!(compare_versions("1.0.0+b", "1.0.1"), Ordering::Less);
+    }
+
+    #[test]
+    fn mixed_spellings_compare_by_number() {
+        // the `v` is not a piece that sorts below a number: v50 is newer than 3.0.0
+        assert_eq!(version_precedence("v50", "3.0.0"), Ordering::Greater);
+        assert_eq!(version_precedence("50", "3.0.0"), Ordering::Greater);
+        assert_eq!(version_precedence("3.0.0", "v50"), Ordering::Less);
+        assert_eq!(version_precedence("V3", "v2.9"), Ordering::Greater);
+        assert_eq!(version_precedence("v2", "v10"), Ordering::Less);
+        assert_eq!(version_precedence("r9", "r10"), Ordering::Less);
+    }
+
+    #[test]
+    fn missing_pieces_are_zero_and_prereleases_precede_their_release() {
+        assert_eq!(version_precedence("3", "3.0.0"), Ordering::Equal);
+        assert_eq!(version_precedence("v1", "v1.0"), Ordering::Equal);
+        assert_eq!(version_precedence("3.0.0-rc1", "3"), Ordering::Less);
+        assert_eq!(version_precedence("3", "3.0.0-rc1"), Ordering::Greater);
+        assert_eq!(version_precedence("v3-rc.2", "3.0.0-rc.10"), Ordering::Less);
+        assert_eq!(version_precedence("3.0.1-rc1", "3"), Ordering::Greater);
+    }
+
+    #[test]
+    fn equivalent_spellings_have_equal_precedence() {
+        for (a, b) in [("2", "v2"), ("v2", "V2.0"), ("2", "V2.0"), ("2.0", "2.0.0"), ("v01", "v1"), ("1.0.0+a", "1.0.0+b")] {
+            assert_eq!(version_precedence(a, b), Ordering::Equal, "{a} vs {b}");
+            assert_eq!(version_precedence(b, a), Ordering::Equal, "{b} vs {a}");
+            // still a total order for picking the latest: the tiebreak is byte order
+            assert_eq!(compare_versions(a, b), a.cmp(b), "{a} vs {b}");
+        }
+        let vs: Vec<String> = ["2", "v2", "V2.0"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(latest(&vs).map(String::as_str), Some("v2"));
+        let vs: Vec<String> = ["3.0.0", "v50", "3.0.0-rc1"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(latest(&vs).map(String::as_str), Some("v50"));
+    }
+
+    #[test]
+    fn precedence_agrees_with_semver_and_is_transitive() {
+        let vs = [
+            "1", "v1", "1.0", "1.0.0", "1.0.0-rc.1", "1-rc.1", "1.0.0-rc1", "v1-rc2", "1.0.0-rc10", "1.0.0-alpha",
+            "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.1", "v1.2", "1.10", "2", "v2b", "2-x", "10", "r10", "r9", "0", "v0.9",
+        ];
+        for a in vs {
+            for b in vs {
+                let ab = version_precedence(a, b);
+                assert_eq!(ab, version_precedence(b, a).reverse(), "{a} vs {b}");
+                if let (Ok(x), Ok(y)) = (semver::Version::parse(a.trim_start_matches('v')), semver::Version::parse(b.trim_start_matches('v'))) {
+                    assert_eq!(ab, x.cmp_precedence(&y), "{a} vs {b} must follow SemVer");
+                }
+                for c in vs {
+                    if ab.is_le() && version_precedence(b, c).is_le() {
+                        assert!(version_precedence(a, c).is_le(), "{a} <= {b} <= {c}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

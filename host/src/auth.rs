@@ -72,10 +72,9 @@ pub fn authenticate_at(db: &Db, header: Option<&str>, stamp: Option<crate::db::S
     let Some(h) = header else {
         return Err(ApiError::new(401, "api_key_required", "send an API key as `Authorization: Bearer <key>` (create one with `lid keys create`)"));
     };
-    let secret = h.strip_prefix("Bearer ").map(str::trim).unwrap_or("");
-    if secret.is_empty() {
+    let Some(secret) = lid_shared::access::bearer_secret(h) else {
         return Err(ApiError::new(401, "api_key_required", "the Authorization header must be `Bearer <key>`"));
-    }
+    };
     let hash = sha256_hex(secret.as_bytes());
     // A key read at the current stamp is still what the table says: nothing committed
     // since, in this process or another (a revoke from `lid keys revoke` moves the stamp).

@@ -638,6 +638,21 @@ pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64) -> DbResult<Result<F
     Ok(Ok(FactWrite::Inserted))
 }
 
+/// A unit's latest fact (the one no later version has superseded).
+pub fn latest_in(c: &rusqlite::Connection, unit_key: &str) -> DbResult<Option<lid_shared::units::Latest>> {
+    Ok(c.query_row(
+        "SELECT uri, version, interpret_as FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        params![unit_key],
+        |r| Ok(lid_shared::units::Latest { uri: r.get(0)?, version: r.get(1)?, interpret_as: r.get(2)? }),
+    )
+    .optional()?)
+}
+
+/// Whether a fact is stored at exactly `uri`.
+pub fn fact_exists(c: &rusqlite::Connection, uri: &str) -> DbResult<bool> {
+    Ok(c.query_row("SELECT 1 FROM instruction_facts WHERE uri = ?1", params![uri], |_| Ok(())).optional()?.is_some())
+}
+
 /// Insert a service event (coverage bypass, capability failure, …).
 pub fn insert_event(tx: &Transaction, agent: Option<&str>, kind: &str, detail: &Value, now: i64) -> DbResult<String> {
     let id = format!("evt_{}", random_hex(12));

@@ -693,6 +693,13 @@ impl Runtime {
         let st = Storage::none();
         Ok(self.call_heavy(&st, |l, s| l.lid_engine_engine().call_read_knowledge_pack(s, upload))?.map_err(Into::into))
     }
+
+    /// How `version` orders against `than` (-1, 0, 1 by §21.4.2 precedence), or the
+    /// engine's `invalid_request` when `version` is not a concrete version.
+    pub fn version_order(&self, version: &str, than: Option<&str>) -> Result<Result<i8, EngineFailure>> {
+        let st = Storage::none();
+        Ok(self.call(&st, |l, s| l.lid_engine_engine().call_version_order(s, version, than))?.map_err(Into::into))
+    }
 }
 
 /// Where the compilation of `bytes` for `engine` is cached under `dir`: named by the

@@ -51,7 +51,42 @@ pub fn router(svc: Shared) -> Router {
         .merge(crate::mcp::router(svc.clone()))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(json_errors))
         .with_state(svc)
+}
+
+/// Every error answers with lid's JSON error body (README "Error codes"): the refusals
+/// axum and the MCP transport write themselves (a wrong method, a body over
+/// [`BODY_LIMIT`], a query string or path that does not parse, a wrong content type) come
+/// as plain text or with no body, and are rewritten here with a code for their status.
+async fn json_errors(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let method = req.method().clone();
+    let res = next.run(req).await;
+    let status = res.status();
+    let is_json = res.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let text = axum::body::to_bytes(body, 4096).await.map(|b| String::from_utf8_lossy(&b).trim().to_string()).unwrap_or_default();
+    let (code, message) = match status {
+        StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", format!("this route does not take {method}; GET /openapi.json lists each route's methods")),
+        StatusCode::PAYLOAD_TOO_LARGE => ("request_too_large", format!("the request body is over {} MiB; send less (a knowledge pack can be split into packs)", BODY_LIMIT >> 20)),
+        // the MCP transport answers a body that is not JSON with 415
+        StatusCode::UNSUPPORTED_MEDIA_TYPE if text.starts_with("fail to deserialize") => {
+            return ApiError::invalid_json(text.trim_start_matches("fail to deserialize request body").trim()).into_response();
+        }
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported_media_type", format!("{text}; send `Content-Type: application/json`")),
+        StatusCode::NOT_ACCEPTABLE => ("not_acceptable", format!("{text}; accept `application/json` (and `text/event-stream` on /mcp)")),
+        s if s.is_server_error() => ("internal_error", format!("the request failed and nothing was applied: {text}")),
+        _ => ("invalid_request", if text.is_empty() { "the request could not be read".to_string() } else { format!("{text}: check the query string and path against GET /openapi.json") }),
+    };
+    let mut out = ApiError::new(status.as_u16(), code, message).into_response();
+    // keep what the refusal said beyond its body (`Allow` on a 405, the MCP headers)
+    for (name, value) in parts.headers.iter().filter(|(n, _)| *n != header::CONTENT_TYPE && *n != header::CONTENT_LENGTH) {
+        out.headers_mut().insert(name.clone(), value.clone());
+    }
+    out
 }
 
 /// Authenticate the caller, then run `f` on the blocking pool (engine calls and SQLite

@@ -155,7 +155,15 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     }
     let mut demo_lines = Vec::new();
     if args.demo {
-        demo_lines = demo(&svc, demo_secret.as_deref())?;
+        // Sign the demo trigger with the secret the service checks: the one it made up
+        // (printed), or the operator's own from the environment (never printed).
+        let own = std::env::var(&args.heartbeat_secret_env).ok().filter(|s| !s.is_empty() && args.heartbeat_public_key.is_none());
+        let signing = match (&demo_secret, &own) {
+            (Some(s), _) => Some((s.as_str(), true)),
+            (None, Some(s)) => Some((s.as_str(), false)),
+            (None, None) => None,
+        };
+        demo_lines = demo(&svc, signing)?;
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
@@ -180,7 +188,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
 
 /// `--demo`: publish the example agent (once), create keys, sign a trigger; returns the
 /// lines to print (with `{base}` for the URL).
-fn demo(svc: &Service, secret: Option<&str>) -> Result<Vec<String>> {
+fn demo(svc: &Service, signing: Option<(&str, bool)>) -> Result<Vec<String>> {
     let dir = demo_dir();
     let m: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
     let agent = m["agent_id"].as_str().unwrap_or("release-engineer").to_string();
@@ -196,13 +204,15 @@ fn demo(svc: &Service, secret: Option<&str>) -> Result<Vec<String>> {
         format!("admin key:  {}", admin.1),
         format!("agent key:  {}", agent_key.1),
     ];
-    let trigger = match secret {
-        Some(s) => {
+    let trigger = match signing {
+        Some((s, print)) => {
             let t = sign_trigger(s, &agent, "issue_assigned", &format!("run_demo_{}", crate::db::random_hex(4)), 24 * 3600)?;
-            lines.push(format!("heartbeat secret (HS256, set LID_HEARTBEAT_SECRET to keep it): {s}"));
+            if print {
+                lines.push(format!("heartbeat secret (HS256, set LID_HEARTBEAT_SECRET to keep it): {s}"));
+            }
             t
         }
-        None => "<a trigger signed with your LID_HEARTBEAT_SECRET>".into(),
+        None => "<a trigger signed with your Ed25519 key (--heartbeat-public-key)>".into(),
     };
     let k = &agent_key.1;
     lines.push("try:".into());

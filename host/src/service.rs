@@ -14,13 +14,14 @@ use serde_json::{json, Value};
 
 use crate::apierror::ApiError;
 use crate::auth::Principal;
-use crate::db::{insert_event, insert_fact, iso, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
+use crate::db::{fact_exists, insert_event, insert_fact, iso, latest_in, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
 use crate::engine::{NoAudit, Runtime, Storage};
 use crate::trigger::TriggerKey;
 use lid_shared::coverage::CoverageRow;
 use lid_shared::federation::{federated_fields, promotion_claims};
 use lid_shared::packs::pack_entry;
 use lid_shared::publish::PublishRequest;
+use lid_shared::units::Kind;
 
 pub use lid_shared::heartbeat::PROFILES;
 /// Audit tokens expire after 24 h (§21.5.2).
@@ -107,6 +108,19 @@ struct Submission {
 }
 
 /// A snapshot's (deployment, manifest version).
+/// `facts` as the engine reads them from `base` once written (each fact, and its unit's
+/// version list with the new version): what a write is checked against before it commits.
+fn staged_facts(base: &SnapshotFacts, facts: &[NewFact]) -> BTreeMap<String, Vec<u8>> {
+    let mut overlay = BTreeMap::new();
+    for f in facts {
+        overlay.insert(f.uri.clone(), f.engine_json(None));
+        let mut versions: Vec<String> = overlay.get(&f.unit_key).or_else(|| base.raw(&f.unit_key)).and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+        versions.push(f.version.clone());
+        overlay.insert(f.unit_key.clone(), serde_json::to_vec(&versions).unwrap_or_default());
+    }
+    overlay
+}
+
 fn current_of(s: &crate::db::Snapshot) -> (String, String) {
     let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
     (m["deployment"].as_str().unwrap_or_default().to_string(), s.version.clone())
@@ -415,47 +429,74 @@ impl Service {
 
     /// `PUT /v1/agents/{id}/units/{name}`: a new immutable version of one unit's content.
     /// Instruction-typed content needs `instruction:write` (Spec-13); a denial is audited.
+    /// The version must come after the unit's latest (§21.4.1), content never replaces an
+    /// instruction (Spec-13), and an always-applicable unit that would push the boot stub
+    /// over its 500 tokens is refused (§21.1.2): nothing is written then.
     pub fn write_unit(&self, agent: &str, name: &str, body: &Value, who: &Principal) -> Result<Value, ApiError> {
-        let interpret_as = body.get("interpret_as").and_then(Value::as_str).unwrap_or("instruction");
-        if !["instruction", "content"].contains(&interpret_as) {
-            return Err(ApiError::bad_request("invalid_request", "`interpret_as` must be \"instruction\" or \"content\""));
-        }
-        let check = if interpret_as == "instruction" { who.require_instruction_write(agent) } else { who.require_self(agent) };
+        let req = lid_shared::units::UnitWrite::read(name, body)?;
+        let interpret_as = req.kind.as_str();
+        let check = if req.kind == Kind::Instruction { who.require_instruction_write(agent) } else { who.require_self(agent) };
         if let Err(e) = check {
             let detail = json!({"unit": name, "interpret_as": interpret_as, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
             let _ = self.db.write(|tx| insert_event(tx, Some(agent), "capability_denied", &detail, now_ms()).map(|_| ()));
             return Err(e.into());
         }
-        let content = body.get("content").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request("invalid_request", "send the unit text as {\"content\": \"…\"}"))?;
-        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
-        let (deployment, _) = match (self.current(agent)?, body.get("deployment").and_then(Value::as_str)) {
-            (Some(c), _) => c,
-            (None, Some(d)) => (d.to_string(), String::new()),
-            (None, None) => return Err(ApiError::bad_request("invalid_request", format!("agent {agent:?} has no manifest yet: pass `deployment` with the first unit"))),
-        };
+        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})])?;
+        let snapshot = self.db.snapshot(agent).map_err(ApiError::backend)?;
+        let deployment = self.deployment_of(agent, body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
-        let version = match body.get("version").and_then(Value::as_str) {
-            Some(v) => v.to_string(),
-            None => self.next_version(&unit_key)?,
-        };
+        let entry = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
+        let latest = self.latest_fact(&unit_key)?;
+        lid_shared::units::check_kind(name, req.kind, latest.as_ref(), entry.is_some())?;
+        let version = self.plan_version(req.version, latest.as_ref())?;
         let uri = format!("{unit_key}/{version}");
-        if crate::db::split_fact_uri(&uri).is_none() || crate::auth::check_agent_id(name).is_err() || version.eq_ignore_ascii_case("latest") {
+        if crate::db::split_fact_uri(&uri).is_none() {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
         }
-        let fact = self.new_fact(agent, name, &uri, &unit_key, &version, content, interpret_as, &who.entity_uri, json!({"written_by_key": who.key_id}))?;
+        let fact = self.new_fact(agent, name, &uri, &unit_key, &version, req.content, interpret_as, &who.entity_uri, json!({"written_by_key": who.key_id}))?;
+        // An always-applicable unit is embedded in the stub: the new text must still fit.
+        if let (Some(s), true) = (snapshot.as_deref(), lid_shared::units::changes_stub(req.kind, entry.as_ref())) {
+            let st = Storage { facts: Arc::new(s.facts.overlay(staged_facts(&s.facts, std::slice::from_ref(&fact)))), audit: Arc::new(NoAudit) };
+            for p in PROFILES {
+                engine(self.rt.render_stub(&st, &s.manifest_json, Some(p)))?;
+            }
+        }
         let now = now_ms();
         let w = self.db.write(|tx| {
+            if latest_in(tx, &unit_key)? != latest && !fact_exists(tx, &uri)? {
+                return Err(lid_shared::units::written_concurrently(&uri).into());
+            }
             let r = insert_fact(tx, &fact, now)?;
             if r == Ok(FactWrite::Inserted) {
                 // The stub embeds always-applicable units: a new version invalidates it.
-                tx.execute("DELETE FROM boot_stubs WHERE agent_id = ?1", params![agent])?;
+                tx.execute("DELETE FROM boot_stubs WHERE agent_id = ?1", params![agent]).map_err(DbError::from)?;
                 insert_event(tx, Some(agent), "instruction_write", &json!({"uri": uri, "interpret_as": interpret_as, "entity_uri": who.entity_uri}), now)?;
             }
-            Ok::<_, DbError>(r)
+            Ok::<_, ApiError>(r)
         })?;
         match w {
             Ok(w) => Ok(json!({"uri": uri, "version": version, "sha256": fact.sha256(), "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": w == FactWrite::Unchanged, "admission_warnings": admission_warnings})),
             Err(_) => Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version"))),
+        }
+    }
+
+    /// The unit's latest fact in the ledger.
+    fn latest_fact(&self, unit_key: &str) -> Result<Option<lid_shared::units::Latest>, ApiError> {
+        Ok(self.db.read(|c| latest_in(c, unit_key))?)
+    }
+
+    /// The version a write takes: the one asked for, which must come after the unit's
+    /// latest (§21.4.1; the latest itself is left to the ledger's same-content check), or
+    /// the next `vN`.
+    fn plan_version(&self, requested: Option<&str>, latest: Option<&lid_shared::units::Latest>) -> Result<String, ApiError> {
+        let version = match requested {
+            Some(v) => v.to_string(),
+            None => lid_shared::units::next_version(latest.map(|l| l.version.as_str()))?,
+        };
+        let order = engine(self.rt.version_order(&version, latest.map(|l| l.version.as_str())))?;
+        match latest {
+            Some(l) if order <= 0 && l.version != version => Err(lid_shared::units::not_newer(&format!("{}/{version}", l.uri.rsplit_once('/').map_or("", |x| x.0)), l).into()),
+            _ => Ok(version),
         }
     }
 
@@ -549,6 +590,9 @@ impl Service {
         }
         let now = now_ms();
         let manifest = req.manifest(agent, &deployment, now);
+        if let Some(doc) = req.as_sent(&manifest) {
+            self.check_manifest_document(&doc.to_string())?;
+        }
         let manifest_json = manifest.to_string();
         let approvals = req.approvals.clone();
 
@@ -568,7 +612,6 @@ impl Service {
             None => Arc::new(SnapshotFacts::empty(self.db.clone())),
         };
         let mut staged: Vec<NewFact> = Vec::new();
-        let mut overlay = BTreeMap::new();
         let mut admission_warnings = Vec::new();
         if let Some(units) = obj.get("units").and_then(Value::as_object) {
             if !units.is_empty() && !who.instruction_write {
@@ -595,14 +638,10 @@ impl Service {
                     }
                     continue;
                 }
-                overlay.insert(uri.to_string(), fact.engine_json(None));
-                let mut versions: Vec<String> = base.raw(&unit_key).and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
-                versions.push(v.clone());
-                overlay.insert(unit_key.clone(), serde_json::to_vec(&versions).unwrap_or_default());
                 staged.push(fact);
             }
         }
-        let facts = Arc::new(base.overlay(overlay));
+        let facts = Arc::new(base.overlay(staged_facts(&base, &staged)));
         let st = Storage { facts: facts.clone(), audit: Arc::new(NoAudit) };
 
         // 3. The coverage gate (§21.8.3, Approach A).
@@ -723,19 +762,6 @@ impl Service {
         }
         let _ = self.db.write(|tx| insert_event(tx, Some(agent), "capability_denied", &detail, now_ms()).map(|_| ()));
         e
-    }
-
-    /// The next `vN` of a unit (v1 when it has none).
-    fn next_version(&self, unit_key: &str) -> Result<String, ApiError> {
-        let latest: Option<String> = self.db.read(|c| {
-            Ok(c.query_row("SELECT version FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", params![unit_key], |r| r.get(0))
-                .optional()?)
-        })?;
-        match latest.as_deref().map(|v| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())) {
-            None => Ok("v1".to_string()),
-            Some(Some(n)) => Ok(format!("v{}", n + 1)),
-            Some(None) => Err(ApiError::bad_request("invalid_request", format!("the latest version {latest:?} is not of the form vN: pass `version` explicitly"))),
-        }
     }
 
     /// `PUT /v1/agents/{id}/knowledge/{pack}`: store a knowledge pack as content facts
@@ -906,14 +932,12 @@ impl Service {
     /// or instruction), as a new version of unit `name` (default: the fact's own name).
     /// The quarantined row becomes `promoted`; who promoted it is recorded (Spec-13, Audit).
     pub fn promote(&self, agent: &str, body: &Value, who: &Principal) -> Result<Value, ApiError> {
-        let uri = body.get("uri").and_then(Value::as_str).unwrap_or_default().to_string();
         if let Err(e) = who.require_admin().and_then(|_| who.require_instruction_write(agent)) {
-            return Err(self.denied(agent, who, "promote", e, json!({"uri": uri})));
+            return Err(self.denied(agent, who, "promote", e, json!({"uri": body.get("uri")})));
         }
-        let interpret_as = body.get("interpret_as").and_then(Value::as_str).unwrap_or("content");
-        if !["instruction", "content"].contains(&interpret_as) {
-            return Err(ApiError::bad_request("invalid_request", "`interpret_as` must be \"instruction\" or \"content\""));
-        }
+        let (kind, requested) = lid_shared::units::promotion(body)?;
+        let uri = requested.uri.to_string();
+        let interpret_as = kind.as_str();
         let row: Option<(String, String, Option<String>, String)> = self.db.read(|c| {
             Ok(c.query_row("SELECT content, unit_name, origin, quarantine FROM instruction_facts WHERE uri = ?1 AND agent_id = ?2 AND quarantine IS NOT NULL", params![uri, agent], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
@@ -926,16 +950,17 @@ impl Service {
         if state == "promoted" {
             return Err(ApiError::new(409, "fact_already_promoted", format!("{uri} was already promoted; quarantined facts are promoted once")));
         }
-        let name = body.get("name").and_then(Value::as_str).unwrap_or(&qname).to_string();
+        let name = requested.name.unwrap_or(&qname).to_string();
+        lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
         let deployment = self.deployment_of(agent, body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
-        let version = match body.get("version").and_then(Value::as_str) {
-            Some(v) => v.to_string(),
-            None => self.next_version(&unit_key)?,
-        };
+        let in_manifest = self.db.snapshot(agent).map_err(ApiError::backend)?.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
+        let latest = self.latest_fact(&unit_key)?;
+        lid_shared::units::check_kind(&name, kind, latest.as_ref(), in_manifest)?;
+        let version = self.plan_version(requested.version, latest.as_ref())?;
         let live = format!("{unit_key}/{version}");
-        if crate::db::split_fact_uri(&live).is_none() || crate::auth::check_agent_id(&name).is_err() || version.eq_ignore_ascii_case("latest") {
+        if crate::db::split_fact_uri(&live).is_none() {
             return Err(ApiError::bad_request("invalid_request", format!("{live:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2)")));
         }
         let origin = origin.unwrap_or_default();
@@ -943,6 +968,9 @@ impl Service {
         let fact = self.new_fact(agent, &name, &live, &unit_key, &version, &content, interpret_as, &origin, provenance)?;
         let now = now_ms();
         self.db.write(|tx| {
+            if latest_in(tx, &unit_key)? != latest {
+                return Err(lid_shared::units::written_concurrently(&live).into());
+            }
             if insert_fact(tx, &fact, now)? != Ok(FactWrite::Inserted) {
                 return Err(ApiError::new(409, "fact_version_conflict", format!("{live} already exists; pass another `version`")));
             }

@@ -182,6 +182,30 @@ fn invalid_manifests_report_every_problem_with_codes() {
 
 /// Four units share one trigger intent: each paraphrase has 3 top-3 slots for 4 units, so
 /// 5 paraphrases leave at least 5 misses among 4 units: one of them must fall below 80%.
+#[test]
+fn a_publish_refuses_what_lid_validate_refuses_in_the_document() {
+    let (agent, key) = setup_agent("doc");
+    let path = format!("/v1/agents/{agent}/instruction-manifest");
+    for (field, value, code) in [
+        ("bogus", json!(1), "manifest_invalid"),
+        ("published_at", json!("yesterday"), "manifest_invalid"),
+        ("manifest_version", json!("v9"), "manifest_invalid"),
+        ("skip_coverage_gate", json!("yes"), "invalid_request"),
+        ("approvals", json!("all"), "invalid_request"),
+    ] {
+        let mut body = demo_publish_body(&agent, "v2");
+        body[field] = value;
+        let r = c().put(&path, admin(), &body);
+        assert_eq!((r.status, r.code().as_str()), (400, code), "{field}: {}", r.body);
+    }
+    assert_eq!(c().get(&path, Some(&key)).json()["manifest_version"], "v1", "nothing was published");
+    // a published_at that is RFC 3339 is accepted and replaced by the service's own stamp
+    let mut body = demo_publish_body(&agent, "v2");
+    body["published_at"] = json!("2020-01-01T00:00:00Z");
+    assert_eq!(c().put(&path, admin(), &body).status, 200);
+    assert_ne!(c().get(&path, Some(&key)).json()["published_at"], "2020-01-01T00:00:00Z");
+}
+
 fn weak_body(agent: &str, version: &str, guaranteed: bool) -> Value {
     let mut body = demo_publish_body(agent, version);
     // Room under the 1000-token cap for the twins.
@@ -485,6 +509,55 @@ fn unit_writes_need_instruction_write() {
     let (peer, _) = setup_agent("writepeer");
     let r = c().put(&format!("/v1/agents/{peer}/units/code-review"), Some(&writer), &json!({"content": "x"}));
     assert_eq!((r.status, r.code().as_str()), (403, "instruction_scope_denied"));
+}
+
+#[test]
+fn unit_versions_increase_and_content_never_replaces_an_instruction() {
+    let (agent, key) = setup_agent("chain");
+    let unit = |name: &str| format!("/v1/agents/{agent}/units/{name}");
+    // Content written over an instruction unit would take it out of recall, the stub and
+    // the preloads without instruction:write (Spec-13): refused, for the agent and admins.
+    for who in [Some(key.as_str()), admin()] {
+        let r = c().put(&unit("ground-rules"), who, &json!({"interpret_as": "content", "content": "# Ground rules\nAnything goes."}));
+        assert_eq!((r.status, r.code().as_str()), (409, "unit_kind_conflict"), "{}", r.body);
+    }
+    let stub = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
+    assert!(stub.body.contains("## Always applicable") && !stub.body.contains("Anything goes"), "{}", stub.body);
+    // `manifest` is the manifest's own URI (§21.4.1); names are kebab-case.
+    for name in ["manifest", "Bad_Name", "a--b"] {
+        let r = c().put(&unit(name), admin(), &json!({"content": "x"}));
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{name}: {}", r.body);
+    }
+    // A mistyped field is refused, never read as the instruction channel's default.
+    for body in [json!({"interpret_as": null, "content": "x"}), json!({"content": "x", "version": 5}), json!({"content": "x", "version": ""}), json!({"content": "x", "notes": 1})] {
+        let r = c().put(&unit("code-review"), Some(&key), &body);
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{body}: {}", r.body);
+    }
+    // Versions increase monotonically (§21.4.1): an older or equal one is refused, and a
+    // write without one takes the next after the latest.
+    let body = |text: &str, v: Option<&str>| {
+        let mut b = json!({"content": format!("## Code review\n\n{text}\n")});
+        if let Some(v) = v {
+            b["version"] = json!(v);
+        }
+        b
+    };
+    assert_eq!(c().put(&unit("code-review"), admin(), &body("Ten.", Some("v10"))).status, 201);
+    for older in ["v9", "10", "V10.0", "v2"] {
+        let r = c().put(&unit("code-review"), admin(), &body("Older.", Some(older)));
+        assert_eq!((r.status, r.code().as_str()), (409, "fact_version_conflict"), "{older}: {}", r.body);
+    }
+    let r = c().put(&unit("code-review"), admin(), &body("Eleven.", None));
+    assert_eq!((r.status, r.json()["version"].as_str()), (201, Some("v11")), "{}", r.body);
+    let chunk = recall(&agent, &key, "how should I review a pull request")["chunks"].as_array().unwrap().iter().find(|c| c["name"] == "code-review").cloned().expect("recalled");
+    assert_eq!((chunk["version"].as_str(), chunk["valid_until"].is_null()), (Some("v11"), true), "{chunk}");
+    // An always-applicable unit is embedded in the stub: a text that would push the stub
+    // over its 500 tokens is refused (§21.1.2) and the agent still boots.
+    let long = format!("## Ground rules\n\n{}\n", "- Never merge a change that has not been reviewed by a second engineer on the team.\n".repeat(60));
+    let r = c().put(&unit("ground-rules"), admin(), &json!({"content": long}));
+    assert_eq!((r.status, r.code().as_str()), (422, "boot_stub_too_large"), "{}", r.body);
+    let again = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
+    assert_eq!((again.status, again.body == stub.body), (200, true));
 }
 
 #[test]

@@ -336,3 +336,60 @@ fn a_key_revoked_from_the_cli_stops_at_once_and_concurrent_recalls_are_all_audit
     // The admin key, unchanged, still works.
     assert_eq!(c.post(&path, Some(&admin), &json!({"intent": "cut a release"})).status, 200);
 }
+
+/// Every refusal is lid's JSON error (README "Error codes"), including those axum and the
+/// MCP transport write themselves: a wrong method, a body over 8 MiB, a query string or
+/// path that does not parse, a body on /mcp that is not JSON. The bearer scheme is
+/// case-insensitive (RFC 7235).
+#[test]
+fn refusals_are_json_errors_with_codes() {
+    let (server, admin) = fresh("errshape", &[]);
+    let c = server.client();
+    let agent = "shape";
+    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    let code = |r: &lid_tests::http::Resp| (r.status, r.code());
+    let r = c.req("DELETE", &format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), None);
+    assert_eq!(code(&r), (405, "method_not_allowed".to_string()), "{}", r.body);
+    assert!(r.header("allow").is_some_and(|v| v.contains("PUT")), "{:?}", r.headers);
+    let big = format!("{{\"intent\":\"{}\"}}", "a".repeat(9 << 20));
+    let r = c.req("POST", &format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), Some(&big));
+    assert_eq!(code(&r), (413, "request_too_large".to_string()), "{}", r.body);
+    let r = c.get(&format!("/v1/agents/{agent}/boot-stub?profile=a&profile=generic"), Some(&admin));
+    assert_eq!(code(&r), (400, "invalid_request".to_string()), "{}", r.body);
+    assert!(r.json()["error"]["message"].as_str().unwrap_or_default().contains("profile"), "{}", r.body);
+    let r = c.get("/v1/agents/%ff/boot-stub", Some(&admin));
+    assert_eq!(code(&r), (400, "invalid_request".to_string()), "{}", r.body);
+    let r = c.req_with("POST", "/mcp", Some(&admin), Some("{not json"), &[("Accept", "application/json, text/event-stream")]);
+    assert_eq!(code(&r), (400, "invalid_json".to_string()), "{}", r.body);
+    let r = c.req_with("POST", &format!("/v1/agents/{agent}/recall-instruction"), None, Some(r#"{"intent":"roll back the deploy"}"#), &[("Authorization", &format!("bearer {admin}"))]);
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// `lid serve --demo` prints a heartbeat trigger signed with the secret the service checks,
+/// also when the operator supplies that secret (which is then not printed).
+#[test]
+fn the_demo_prints_a_working_trigger_for_the_operators_secret() {
+    use std::io::BufRead;
+    let dir = temp_dir("demotrigger");
+    let mut child = std::process::Command::new(lid_tests::http::lid_bin())
+        .args(["serve", "--demo", "--exit-with-stdin", "--addr", "127.0.0.1:0", "--db", dir.join("lid.db").to_str().unwrap()])
+        .env("LID_HEARTBEAT_SECRET", SECRET)
+        .env("LID_CACHE_DIR", dir.join("cache"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines: Vec<String> = std::io::BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok).take_while(|l| !l.contains("/v1/instruction/audit")).collect();
+    let text = lines.join("\n");
+    assert!(!text.contains(SECRET), "the operator's secret is never printed: {text}");
+    let base = lines[0].split_whitespace().find(|w| w.starts_with("http://")).unwrap().to_string();
+    let agent_key = lines.iter().find_map(|l| l.strip_prefix("agent key:")).unwrap().trim().to_string();
+    let hb = lines.iter().find(|l| l.contains("/heartbeat")).unwrap();
+    let trigger = hb.split("\\\"trigger\\\":\\\"").nth(1).or_else(|| hb.split("\"trigger\":\"").nth(1)).and_then(|t| t.split('"').next()).unwrap_or_default().trim_end_matches('\\').to_string();
+    assert!(trigger.split('.').count() == 3, "a JWT in {hb}");
+    let r = lid_tests::http::Client::new(&base).post("/v1/agents/release-engineer/heartbeat", Some(&agent_key), &json!({"trigger": trigger}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let _ = child.kill();
+    let _ = child.wait();
+}

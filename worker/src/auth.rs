@@ -46,10 +46,9 @@ fn secret_hash(header: Option<&str>) -> ApiResult<String> {
     let Some(h) = header else {
         return Err(ApiError::new(401, "api_key_required", "send an API key as `Authorization: Bearer <key>` (create one with POST /v1/keys)"));
     };
-    let secret = h.strip_prefix("Bearer ").map(str::trim).unwrap_or("");
-    if secret.is_empty() {
+    let Some(secret) = lid_shared::access::bearer_secret(h) else {
         return Err(ApiError::new(401, "api_key_required", "the Authorization header must be `Bearer <key>`"));
-    }
+    };
     Ok(sha256_hex(secret.as_bytes()))
 }
 

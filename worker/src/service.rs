@@ -420,13 +420,13 @@ impl Service {
     }
 
     /// `PUT /v1/agents/{id}/units/{name}`: a new immutable unit version (Spec-13 gate;
-    /// denials recorded in `service_events`). KV first, then the ledger row.
+    /// denials recorded in `service_events`), after the unit's latest version (§21.4.1),
+    /// never content over an instruction (Spec-13), and never an always-applicable unit
+    /// that would push the stub past 500 tokens (§21.1.2). KV first, then the ledger row.
     pub async fn write_unit(&self, agent: &str, name: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
-        let interpret_as = body.get("interpret_as").and_then(Value::as_str).unwrap_or("instruction");
-        if !["instruction", "content"].contains(&interpret_as) {
-            return Err(ApiError::bad_request("invalid_request", "`interpret_as` must be \"instruction\" or \"content\""));
-        }
-        let check = if interpret_as == "instruction" { who.require_instruction_write(agent) } else { who.require_self(agent) };
+        let req = lid_shared::units::UnitWrite::read(name, body)?;
+        let interpret_as = req.kind.as_str();
+        let check = if req.kind == Kind::Instruction { who.require_instruction_write(agent) } else { who.require_self(agent) };
         if let Err(e) = check {
             let detail = json!({"unit": name, "interpret_as": interpret_as, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
             if let Ok(st) = event(&self.store, Some(agent), "capability_denied", &detail, now_ms()) {
@@ -434,26 +434,28 @@ impl Service {
             }
             return Err(e.into());
         }
-        let content = body.get("content").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request("invalid_request", "send the unit text as {\"content\": \"…\"}"))?;
-        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})]).await?;
+        let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})]).await?;
         let current = self.store.snapshot(agent).await.map_err(|e| if e.code == "recall_backend_unavailable" { e } else { ApiError::backend(e.message) })?;
-        let deployment = match (current.as_deref().map(current_of), body.get("deployment").and_then(Value::as_str)) {
-            (Some((d, _)), _) => d,
-            (None, Some(d)) => d.to_string(),
-            (None, None) => return Err(ApiError::bad_request("invalid_request", format!("agent {agent:?} has no manifest yet: pass `deployment` with the first unit"))),
-        };
+        let deployment = self.deployment_of(agent, body).await?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
+        let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
         let latest = current_version(&self.store, &unit_key).await?;
-        let version = match body.get("version").and_then(Value::as_str) {
-            Some(v) => v.to_string(),
-            None => next_version(latest.as_ref().map(|l| l.1.as_str()))?,
-        };
+        lid_shared::units::check_kind(name, req.kind, latest.as_ref().map(|l| &l.0), entry.is_some())?;
+        let version = plan_version(req.version, latest.as_ref().map(|l| &l.0))?;
         let uri = format!("{unit_key}/{version}");
-        if split_fact_uri(&uri).is_none() || lid_core::uri::InstructionUri::parse(&uri).is_err() || check_agent_id(name).is_err() || version.eq_ignore_ascii_case("latest") {
+        if split_fact_uri(&uri).is_none() || lid_core::uri::InstructionUri::parse(&uri).is_err() {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
         }
-        let ia = if interpret_as == "content" { InterpretAs::Content } else { InterpretAs::Instruction };
-        let fact = Self::new_fact(&uri, &version, content, ia, &who.entity_uri, 0.9);
+        let ia = if req.kind == Kind::Content { InterpretAs::Content } else { InterpretAs::Instruction };
+        let fact = Self::new_fact(&uri, &version, req.content, ia, &who.entity_uri, 0.9);
+        // An always-applicable unit is embedded in the stub: the new text must still fit.
+        if let (Some(s), true) = (current.as_deref(), lid_shared::units::changes_stub(req.kind, entry.as_ref())) {
+            let mut facts = s.facts.clone();
+            facts.insert(&unit_key, fact.clone());
+            for p in PROFILES {
+                lid_core::api::render_stub(&s.manifest_json, Some(p), &facts)?;
+            }
+        }
         let sha = fact.sha256.clone().unwrap_or_default();
         let out = |unchanged: bool| json!({"uri": uri, "version": version, "sha256": sha, "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": unchanged, "admission_warnings": admission_warnings});
         match sha_of(&self.store, &uri).await? {
@@ -463,7 +465,7 @@ impl Service {
         }
         let now = now_ms();
         self.store.put_fact(&fact).await?;
-        let mut stmts = ledger_insert(&self.store, &fact, &unit_key, agent, name, latest.as_ref().map(|l| l.2.as_str()), &json!({"written_by_key": who.key_id}), now)?;
+        let mut stmts = ledger_insert(&self.store, &fact, &unit_key, agent, name, latest.as_ref().map(|l| l.1.as_str()), &json!({"written_by_key": who.key_id}), now)?;
         // The stub embeds always-applicable units: a new version invalidates it.
         stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
         stmts.push(event(&self.store, Some(agent), "instruction_write", &json!({"uri": uri, "interpret_as": interpret_as, "entity_uri": who.entity_uri}), now)?);
@@ -519,6 +521,12 @@ impl Service {
         }
         let now = now_ms();
         let manifest = req.manifest(agent, &deployment, now);
+        if let Some(doc) = req.as_sent(&manifest) {
+            let sent = parse(&lid_core::api::validate_manifest(&doc.to_string(), &json!({"wake_reasons": self.wake_reasons}).to_string()))?;
+            if let Some(refusal) = lid_shared::publish::validation_refusal(&sent) {
+                return Err(refusal.into());
+            }
+        }
         let manifest_json = manifest.to_string();
         let approvals = req.approvals.clone();
 
@@ -671,18 +679,25 @@ pub fn no_facts() -> WorkerFacts {
 pub use lid_shared::federation::{federated_fields, promotion_claims};
 
 
-/// The next `vN` after `latest` (v1 when there is none).
-fn next_version(latest: Option<&str>) -> ApiResult<String> {
-    match latest.map(|v| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())) {
-        None => Ok("v1".to_string()),
-        Some(Some(n)) => Ok(format!("v{}", n + 1)),
-        Some(None) => Err(ApiError::bad_request("invalid_request", format!("the latest version {latest:?} is not of the form vN: pass `version` explicitly"))),
+/// The version a write takes: the one asked for, which must come after the unit's latest
+/// (§21.4.1, by the engine's precedence; the latest itself is left to the same-content
+/// check), or the next `vN`.
+fn plan_version(requested: Option<&str>, latest: Option<&lid_shared::units::Latest>) -> ApiResult<String> {
+    let version = match requested {
+        Some(v) => v.to_string(),
+        None => lid_shared::units::next_version(latest.map(|l| l.version.as_str()))?,
+    };
+    let order = lid_core::api::version_order(&version, latest.map(|l| l.version.as_str()))?;
+    match latest {
+        Some(l) if order <= 0 && l.version != version => Err(lid_shared::units::not_newer(&format!("{}/{version}", l.uri.rsplit_once('/').map_or("", |x| x.0)), l).into()),
+        _ => Ok(version),
     }
 }
 
 use lid_shared::coverage::CoverageRow;
 use lid_shared::packs::pack_entry;
 use lid_shared::publish::PublishRequest;
+use lid_shared::units::Kind;
 
 impl Service {
     /// The agent's deployment: the current manifest's, else `deployment` from the body.
@@ -885,14 +900,11 @@ impl Service {
     /// a quarantined fact (new live fact to KV first, then one D1 batch whose first
     /// statement fails the CHECK constraint unless the row is still quarantined).
     pub async fn promote(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
-        let uri = body.get("uri").and_then(Value::as_str).unwrap_or_default().to_string();
         if let Err(e) = who.require_admin().and_then(|_| who.require_instruction_write(agent)) {
-            return Err(self.denied(agent, who, "promote", e, json!({"uri": uri})).await);
+            return Err(self.denied(agent, who, "promote", e, json!({"uri": body.get("uri")})).await);
         }
-        let interpret_as = body.get("interpret_as").and_then(Value::as_str).unwrap_or("content");
-        if !["instruction", "content"].contains(&interpret_as) {
-            return Err(ApiError::bad_request("invalid_request", "`interpret_as` must be \"instruction\" or \"content\""));
-        }
+        let (kind, requested) = lid_shared::units::promotion(body)?;
+        let (uri, interpret_as) = (requested.uri.to_string(), kind.as_str());
         #[derive(Deserialize)]
         struct Row {
             content: String,
@@ -911,30 +923,30 @@ impl Service {
         if row.quarantine == "promoted" {
             return Err(already());
         }
-        let name = body.get("name").and_then(Value::as_str).unwrap_or(&row.unit_name).to_string();
+        let name = requested.name.unwrap_or(&row.unit_name).to_string();
+        lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": row.content, "interpret_as": interpret_as})]).await?;
         let deployment = self.deployment_of(agent, body).await?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
+        let in_manifest = self.store.snapshot(agent).await?.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
         let latest = current_version(&self.store, &unit_key).await?;
-        let version = match body.get("version").and_then(Value::as_str) {
-            Some(v) => v.to_string(),
-            None => next_version(latest.as_ref().map(|l| l.1.as_str()))?,
-        };
+        lid_shared::units::check_kind(&name, kind, latest.as_ref().map(|l| &l.0), in_manifest)?;
+        let version = plan_version(requested.version, latest.as_ref().map(|l| &l.0))?;
         let live = format!("{unit_key}/{version}");
-        if split_fact_uri(&live).is_none() || lid_core::uri::InstructionUri::parse(&live).is_err() || check_agent_id(&name).is_err() || version.eq_ignore_ascii_case("latest") {
+        if split_fact_uri(&live).is_none() || lid_core::uri::InstructionUri::parse(&live).is_err() {
             return Err(ApiError::bad_request("invalid_request", format!("{live:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2)")));
         }
         if sha_of(&self.store, &live).await?.is_some() {
             return Err(ApiError::new(409, "fact_version_conflict", format!("{live} already exists; pass another `version`")));
         }
         let origin = row.origin.unwrap_or_default();
-        let ia = if interpret_as == "instruction" { InterpretAs::Instruction } else { InterpretAs::Content };
+        let ia = if kind == Kind::Instruction { InterpretAs::Instruction } else { InterpretAs::Content };
         let fact = Self::new_fact(&live, &version, &row.content, ia, &origin, 0.9);
         let provenance = json!({"promoted_from": uri, "promoted_by": who.entity_uri, "key_id": who.key_id, "origin": origin});
         let now = now_ms();
         self.store.put_fact(&fact).await?;
         let mut stmts = vec![self.store.stmt("UPDATE instruction_facts SET quarantine = CASE WHEN quarantine = 'quarantined' THEN 'promoted' ELSE 'not-quarantined' END WHERE uri = ?1", args![uri])?];
-        stmts.extend(ledger_insert(&self.store, &fact, &unit_key, agent, &name, latest.as_ref().map(|l| l.2.as_str()), &provenance, now)?);
+        stmts.extend(ledger_insert(&self.store, &fact, &unit_key, agent, &name, latest.as_ref().map(|l| l.1.as_str()), &provenance, now)?);
         if ia == InterpretAs::Instruction {
             stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
         }

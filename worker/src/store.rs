@@ -465,17 +465,18 @@ pub fn ledger_insert(store: &Store, f: &Fact, unit_key: &str, agent: &str, unit_
 }
 
 /// The live version of a unit in the ledger: (uri, version, sha256).
-pub async fn current_version(store: &Store, unit_key: &str) -> ApiResult<Option<(String, String, String)>> {
+pub async fn current_version(store: &Store, unit_key: &str) -> ApiResult<Option<(lid_shared::units::Latest, String)>> {
     #[derive(Deserialize)]
     struct R {
         uri: String,
         version: String,
+        interpret_as: String,
         sha256: String,
     }
     let r: Option<R> = store
-        .first("SELECT uri, version, sha256 FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", args![unit_key])
+        .first("SELECT uri, version, interpret_as, sha256 FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", args![unit_key])
         .await?;
-    Ok(r.map(|r| (r.uri, r.version, r.sha256)))
+    Ok(r.map(|r| (lid_shared::units::Latest { uri: r.uri, version: r.version, interpret_as: r.interpret_as }, r.sha256)))
 }
 
 /// The sha256 of the fact at exactly `uri`, if the ledger has it.

@@ -53,6 +53,14 @@ pub struct Principal {
     pub entity_uri: String,
 }
 
+/// The key in an `Authorization: Bearer <key>` header (the scheme case-insensitive, as
+/// RFC 7235 has it), or `None` when the header holds no bearer key.
+pub fn bearer_secret(header: &str) -> Option<&str> {
+    let (scheme, rest) = header.trim_start().split_once(' ')?;
+    let secret = rest.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !secret.is_empty()).then_some(secret)
+}
+
 /// 403 `instruction_scope_denied` (§21.4.5).
 pub fn scope_denied(agent: &str) -> Refusal {
     Refusal::new(
@@ -204,6 +212,16 @@ impl NewKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bearer_keys_with_any_case_of_the_scheme() {
+        assert_eq!(bearer_secret("Bearer k1"), Some("k1"));
+        assert_eq!(bearer_secret("bearer  k1 "), Some("k1"));
+        assert_eq!(bearer_secret("BEARER k1"), Some("k1"));
+        for none in ["Bearer", "Bearer ", "Basic k1", "k1", ""] {
+            assert_eq!(bearer_secret(none), None, "{none:?}");
+        }
+    }
 
     #[test]
     fn minting_keys() {

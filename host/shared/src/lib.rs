@@ -12,7 +12,8 @@
 //! - [`coverage`]: the coverage route's report (§21.8.6, S11);
 //! - [`audit`]: one `instruction_audit` row as the engine writes it (§21.5.1, §21.7);
 //! - [`time`]: Unix ms as the ISO 8601 the APIs print;
-//! - [`packs`]: an uploaded knowledge pack's catalog entry (the agent knowledge runtime spec).
+//! - [`packs`]: an uploaded knowledge pack's catalog entry (the agent knowledge runtime spec);
+//! - [`units`]: unit writes and promotions: the request, the next version, the chain's rules (§21.4.1, Spec-13).
 
 pub mod access;
 pub mod audit;
@@ -23,6 +24,7 @@ pub mod ids;
 pub mod packs;
 pub mod publish;
 pub mod time;
+pub mod units;
 
 /// A request refused by a check here: an HTTP status, a §21.9 (or documented lid) code and
 /// an actionable message.

@@ -8,6 +8,12 @@ use serde_json::{json, Value};
 use crate::time::iso;
 use crate::Refusal;
 
+/// The manifest document's fields (§21.2.1).
+const MANIFEST_FIELDS: [&str; 8] = ["agent_id", "deployment", "agent_role", "manifest_version", "version", "published_at", "entries", "heartbeat_contract"];
+
+/// What a publish request adds to the manifest document.
+const REQUEST_FIELDS: [&str; 3] = ["units", "approvals", "skip_coverage_gate"];
+
 /// A `PUT .../instruction-manifest` body (or `lid publish`'s), read: the JSON object, the
 /// version, the approvals and whether the coverage gate is skipped; then
 /// [`PublishRequest::deployment`] once the agent's current manifest is known.
@@ -19,11 +25,33 @@ pub struct PublishRequest<'a> {
 }
 
 impl<'a> PublishRequest<'a> {
-    /// Read `body` for the route's `agent`.
+    /// Read `body` for the route's `agent`: the §21.2.1 manifest fields and the request's
+    /// own (`units`, `approvals`, `skip_coverage_gate`), each of its type; an unknown
+    /// field or the version given twice is refused, as `lid validate` refuses them.
     pub fn read(agent: &str, body: &'a Value) -> Result<Self, Refusal> {
         let Some(obj) = body.as_object() else {
-            return Err(Refusal::invalid_json("expected a JSON object with `version` and `entries`"));
+            return Err(Refusal::invalid_request("send the manifest as a JSON object with `manifest_version` and `entries`"));
         };
+        if let Some(unknown) = obj.keys().find(|k| !MANIFEST_FIELDS.contains(&k.as_str()) && !REQUEST_FIELDS.contains(&k.as_str())) {
+            return Err(Refusal::new(400, "manifest_invalid", format!("unknown field `{unknown}`: a manifest has {} (§21.2.1), and a publish may add {}", MANIFEST_FIELDS.join(", "), REQUEST_FIELDS.join(", "))));
+        }
+        if obj.contains_key("version") && obj.contains_key("manifest_version") {
+            return Err(Refusal::new(400, "manifest_invalid", "the version is given twice, as `manifest_version` and `version`; keep `manifest_version`"));
+        }
+        for (field, want, ok) in [
+            ("agent_id", "a string", Value::is_string as fn(&Value) -> bool),
+            ("deployment", "a string", Value::is_string),
+            ("manifest_version", "a string such as \"v2\"", Value::is_string),
+            ("version", "a string such as \"v2\"", Value::is_string),
+            ("published_at", "an RFC 3339 time (the service stamps its own)", Value::is_string),
+            ("skip_coverage_gate", "true or false", Value::is_boolean),
+            ("approvals", "an object such as {\"guarantee_load\": true}", Value::is_object),
+            ("units", "an object of unit name to markdown text", Value::is_object),
+        ] {
+            if let Some(v) = obj.get(field).filter(|v| !ok(v)) {
+                return Err(Refusal::invalid_request(format!("`{field}` must be {want}, not {v}")));
+            }
+        }
         if let Some(a) = obj.get("agent_id").and_then(Value::as_str) {
             if a != agent {
                 return Err(Refusal::invalid_request(format!("the body is for agent {a:?} but the route is for {agent:?}")));
@@ -31,11 +59,21 @@ impl<'a> PublishRequest<'a> {
         }
         let version = obj.get("version").or_else(|| obj.get("manifest_version")).and_then(Value::as_str).unwrap_or_default().to_string();
         if version.is_empty() {
-            return Err(Refusal::invalid_request("the manifest needs a `version` (e.g. \"v2\")"));
+            return Err(Refusal::invalid_request("the manifest needs a `manifest_version` (e.g. \"v2\")"));
         }
         let approvals = obj.get("approvals").cloned().unwrap_or(json!({}));
         let skip = obj.get("skip_coverage_gate").and_then(Value::as_bool).unwrap_or(false);
         Ok(PublishRequest { obj, version, approvals, skip })
+    }
+
+    /// `manifest` with the `published_at` the body carries, when it carries one: the
+    /// service stamps its own publish time, but the host validates this document too, so
+    /// that a time that is not RFC 3339 is refused as `lid validate` refuses it.
+    pub fn as_sent(&self, manifest: &Value) -> Option<Value> {
+        let p = self.obj.get("published_at").and_then(Value::as_str).filter(|p| !p.is_empty())?;
+        let mut doc = manifest.clone();
+        doc["published_at"] = json!(p);
+        Some(doc)
     }
 
     /// The deployment: the body's, else that of the agent's current manifest.
@@ -189,15 +227,28 @@ mod tests {
         let r = PublishRequest::read("eng", &with_hb).unwrap();
         assert_eq!((r.deployment(Some("old")).unwrap().as_str(), r.skip, r.manifest("eng", "d", 0)["heartbeat_contract"]["x"].as_i64()), ("d", false, Some(1)));
         for (bad, code, needle) in [
-            (json!([1]), "invalid_json", "JSON object"),
+            (json!([1]), "invalid_request", "JSON object"),
             (json!({"agent_id": "other", "version": "v1"}), "invalid_request", "for agent \"other\""),
-            (json!({"entries": []}), "invalid_request", "needs a `version`"),
+            (json!({"entries": []}), "invalid_request", "needs a `manifest_version`"),
+            (json!({"manifest_version": "v1", "bogus": 1}), "manifest_invalid", "`bogus`"),
+            (json!({"manifest_version": "v9", "version": "v2"}), "manifest_invalid", "given twice"),
+            (json!({"manifest_version": 5}), "invalid_request", "`manifest_version` must be a string"),
+            (json!({"manifest_version": "v1", "skip_coverage_gate": "yes"}), "invalid_request", "`skip_coverage_gate` must be true or false"),
+            (json!({"manifest_version": "v1", "approvals": "all"}), "invalid_request", "`approvals` must be an object"),
+            (json!({"manifest_version": "v1", "deployment": 5}), "invalid_request", "`deployment` must be a string"),
+            (json!({"manifest_version": "v1", "units": []}), "invalid_request", "`units` must be an object"),
         ] {
             let e = PublishRequest::read("eng", &bad).err().unwrap();
             assert_eq!((e.status, e.code.as_ref()), (400, code), "{bad}");
             assert!(e.message.contains(needle), "{}", e.message);
         }
         assert_eq!(version_conflict("eng", "v1").status, 409);
+        // a published_at is validated as sent, then replaced by the service's stamp
+        let sent = json!({"manifest_version": "v1", "published_at": "yesterday"});
+        let r = PublishRequest::read("eng", &sent).unwrap();
+        let m = r.manifest("eng", "d", 0);
+        assert_eq!((m["published_at"].as_str(), r.as_sent(&m).map(|d| d["published_at"].clone())), (Some("1970-01-01T00:00:00Z"), Some(json!("yesterday"))));
+        assert!(PublishRequest::read("eng", &with_hb).unwrap().as_sent(&m).is_none());
     }
 
     #[test]

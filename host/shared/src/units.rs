@@ -1,0 +1,254 @@
+//! Unit writes and promotions (`PUT /v1/agents/{id}/units/{name}`, `POST
+//! …/facts/promote`): the request read and checked field by field, the version a write
+//! without one takes, and the two rules that keep a unit's version chain sound
+//! (§21.4.1: versions increase monotonically, `manifest` is the manifest's own URI;
+//! Spec-13: content never replaces an instruction). No I/O: each host reads the unit's
+//! latest fact and its current manifest, and compares versions with the engine.
+
+use serde_json::Value;
+
+use crate::Refusal;
+
+/// The unit name §21.4.1 reserves for the manifest's own URI.
+pub const RESERVED_NAME: &str = "manifest";
+
+/// The fields a unit write may carry.
+const FIELDS: [&str; 4] = ["content", "interpret_as", "version", "deployment"];
+
+/// How a fact is to be read (Spec-13): as instructions, or as data for the content channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Instruction,
+    Content,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Instruction => "instruction",
+            Kind::Content => "content",
+        }
+    }
+
+    /// `interpret_as` as sent: absent means `default`; anything but the two names is refused
+    /// (a mistyped value must not fall back to the privileged channel).
+    pub fn read(v: Option<&Value>, default: Kind) -> Result<Kind, Refusal> {
+        match v {
+            None => Ok(default),
+            Some(Value::String(s)) if s == "instruction" => Ok(Kind::Instruction),
+            Some(Value::String(s)) if s == "content" => Ok(Kind::Content),
+            Some(other) => Err(Refusal::invalid_request(format!("`interpret_as` must be \"instruction\" or \"content\", not {other}"))),
+        }
+    }
+}
+
+/// A unit name: kebab-case (lowercase letters and digits in `-`-separated words, at most
+/// 64 characters, as manifest entry names are), and not the reserved `manifest`.
+pub fn check_name(name: &str) -> Result<(), Refusal> {
+    let kebab = !name.is_empty() && name.len() <= 64 && name.split('-').all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+    if !kebab {
+        return Err(Refusal::invalid_request(format!("unit name {name:?} must be kebab-case (e.g. `release-checklist`), at most 64 characters, as manifest entry names are (§21.2.2)")));
+    }
+    if name == RESERVED_NAME {
+        return Err(Refusal::invalid_request("`manifest` is reserved for the manifest's own URI (§21.4.1): publish manifests with PUT …/instruction-manifest"));
+    }
+    Ok(())
+}
+
+/// A string field, if present; any other JSON type is refused.
+fn string_field<'a>(body: &'a serde_json::Map<String, Value>, field: &str) -> Result<Option<&'a str>, Refusal> {
+    match body.get(field) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(Refusal::invalid_request(format!("`{field}` must be a string, not {other}"))),
+    }
+}
+
+/// A `PUT …/units/{name}` body, read.
+#[derive(Debug)]
+pub struct UnitWrite<'a> {
+    pub content: &'a str,
+    pub kind: Kind,
+    /// The version asked for; `None` takes [`next_version`].
+    pub version: Option<&'a str>,
+    /// The deployment, for an agent with no manifest yet.
+    pub deployment: Option<&'a str>,
+}
+
+impl<'a> UnitWrite<'a> {
+    /// Read and check `body` for unit `name`: every field known and of its type.
+    pub fn read(name: &str, body: &'a Value) -> Result<Self, Refusal> {
+        check_name(name)?;
+        let Some(obj) = body.as_object() else {
+            return Err(Refusal::invalid_request("send the unit as a JSON object: {\"content\": \"…\", \"interpret_as\": \"instruction\"|\"content\", \"version\": \"v2\"}"));
+        };
+        if let Some(unknown) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+            return Err(Refusal::invalid_request(format!("unknown field `{unknown}` in a unit write; the fields are {}", FIELDS.join(", "))));
+        }
+        let kind = Kind::read(obj.get("interpret_as"), Kind::Instruction)?;
+        let content = string_field(obj, "content")?.ok_or_else(|| Refusal::invalid_request("send the unit text as {\"content\": \"…\"}"))?;
+        let version = string_field(obj, "version")?;
+        if version == Some("") {
+            return Err(Refusal::invalid_request("`version` is empty: leave it out to take the next version, or give one such as \"v2\""));
+        }
+        Ok(UnitWrite { content, kind, version, deployment: string_field(obj, "deployment")? })
+    }
+}
+
+/// The fields a promotion may carry.
+const PROMOTION_FIELDS: [&str; 5] = ["uri", "interpret_as", "name", "version", "deployment"];
+
+/// A `POST …/facts/promote` body, read: which quarantined fact, and the unit name and
+/// version it is to take (each optional).
+#[derive(Debug)]
+pub struct Promotion<'a> {
+    pub uri: &'a str,
+    pub name: Option<&'a str>,
+    pub version: Option<&'a str>,
+}
+
+/// Read a promotion: `uri` required, every field known and of its type; `interpret_as`
+/// defaults to content (Spec-13: promoted knowledge is data unless said otherwise).
+pub fn promotion(body: &Value) -> Result<(Kind, Promotion<'_>), Refusal> {
+    let Some(obj) = body.as_object() else {
+        return Err(Refusal::invalid_request("send {\"uri\": \"quarantine:…\"} (and optionally `interpret_as`, `name`, `version`)"));
+    };
+    if let Some(unknown) = obj.keys().find(|k| !PROMOTION_FIELDS.contains(&k.as_str())) {
+        return Err(Refusal::invalid_request(format!("unknown field `{unknown}` in a promotion; the fields are {}", PROMOTION_FIELDS.join(", "))));
+    }
+    let uri = string_field(obj, "uri")?.filter(|u| !u.is_empty()).ok_or_else(|| Refusal::invalid_request("`uri` is required: the quarantined fact's URI, as GET …/federated-facts lists it"))?;
+    let kind = Kind::read(obj.get("interpret_as"), Kind::Content)?;
+    let version = string_field(obj, "version")?;
+    if version == Some("") {
+        return Err(Refusal::invalid_request("`version` is empty: leave it out to take the next version, or give one such as \"v2\""));
+    }
+    string_field(obj, "deployment")?;
+    Ok((kind, Promotion { uri, name: string_field(obj, "name")?, version }))
+}
+
+/// The version after `latest` for a write that names none: `v1` first, then `vN+1`.
+pub fn next_version(latest: Option<&str>) -> Result<String, Refusal> {
+    match latest.map(|v| v.strip_prefix(['v', 'V']).and_then(|n| n.parse::<u64>().ok())) {
+        None => Ok("v1".to_string()),
+        Some(Some(n)) => Ok(format!("v{}", n.saturating_add(1))),
+        Some(None) => Err(Refusal::invalid_request(format!("the unit's latest version {:?} is not of the form vN: pass `version` explicitly", latest.unwrap_or_default()))),
+    }
+}
+
+/// The entry of unit `name` in a manifest document, if it names the unit.
+pub fn manifest_entry(manifest_json: &str, name: &str) -> Option<Value> {
+    let m: Value = serde_json::from_str(manifest_json).ok()?;
+    m["entries"].as_array()?.iter().find(|e| e["name"].as_str() == Some(name)).cloned()
+}
+
+/// Whether a write of `kind` to `entry`'s unit changes the boot stub: an instruction for
+/// an always-applicable unit, which the stub embeds (§21.1.1).
+pub fn changes_stub(kind: Kind, entry: Option<&Value>) -> bool {
+    kind == Kind::Instruction && entry.is_some_and(|e| e["always_applicable"] == Value::Bool(true))
+}
+
+/// A unit's latest fact, as the host's ledger holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Latest {
+    pub uri: String,
+    pub version: String,
+    pub interpret_as: String,
+}
+
+/// Spec-13: a content write never supersedes an instruction. A unit whose latest fact is
+/// an instruction, or that the current manifest names, keeps its chain of instructions
+/// (writing content there would take the instruction out of recall, the stub and the
+/// preloads without `instruction:write`).
+pub fn check_kind(name: &str, kind: Kind, latest: Option<&Latest>, in_manifest: bool) -> Result<(), Refusal> {
+    if kind != Kind::Content {
+        return Ok(());
+    }
+    let why = if in_manifest {
+        "the agent's manifest names it"
+    } else if latest.is_some_and(|l| l.interpret_as == "instruction") {
+        "its latest version is an instruction"
+    } else {
+        return Ok(());
+    };
+    Err(Refusal::new(409, "unit_kind_conflict", format!("unit {name:?} holds instructions ({why}): content cannot replace it (Spec-13); write the content under another name")))
+}
+
+/// 409 `fact_version_conflict`: `version` does not come after the unit's latest.
+pub fn not_newer(uri: &str, latest: &Latest) -> Refusal {
+    Refusal::new(
+        409,
+        "fact_version_conflict",
+        format!("{uri}: version is not newer than the unit's latest {:?}; versions increase monotonically (§21.4.1): leave `version` out to take the next one", latest.version),
+    )
+}
+
+/// 409 `fact_version_conflict`: the unit gained a version while this write was planned.
+pub fn written_concurrently(uri: &str) -> Refusal {
+    Refusal::new(409, "fact_version_conflict", format!("{uri}: the unit gained a new version while this write was being made; retry")).with_details(serde_json::json!({"retryable": true}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_are_kebab_case_and_not_the_manifest() {
+        for ok in ["ground-rules", "a", "v2-notes", &"x".repeat(64)] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Bad_Name", "-a", "a-", "a--b", "tab_cr", "ün", &"x".repeat(65), "manifest"] {
+            assert_eq!(check_name(bad).map_err(|r| r.code), Err("invalid_request".into()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_write_is_read_field_by_field() {
+        let body = json!({"content": "# x", "interpret_as": "content", "version": "v3"});
+        let w = UnitWrite::read("notes", &body).unwrap();
+        assert_eq!((w.content, w.kind, w.version, w.deployment), ("# x", Kind::Content, Some("v3"), None));
+        assert_eq!(UnitWrite::read("notes", &json!({"content": "x"})).unwrap().kind, Kind::Instruction);
+        // a mistyped interpret_as never falls back to the instruction channel
+        for bad in [json!({"content": "x", "interpret_as": null}), json!({"content": "x", "interpret_as": 5}), json!({"content": "x", "interpret_as": "Content"})] {
+            let e = UnitWrite::read("notes", &bad).unwrap_err();
+            assert!(e.message.contains("interpret_as"), "{bad}: {}", e.message);
+        }
+        for (bad, field) in [(json!({"content": "x", "version": 5}), "version"), (json!({"content": "x", "version": ""}), "version"), (json!({"content": 1}), "content"), (json!({"content": "x", "extra": 1}), "extra"), (json!({"content": "x", "deployment": 7}), "deployment")] {
+            let e = UnitWrite::read("notes", &bad).unwrap_err();
+            assert_eq!(e.code, "invalid_request");
+            assert!(e.message.contains(field), "{bad}: {}", e.message);
+        }
+        assert!(UnitWrite::read("notes", &json!(["x"])).is_err());
+    }
+
+    #[test]
+    fn a_promotion_names_its_fact() {
+        let body = json!({"uri": "quarantine:d/a/x/v1"});
+        let (kind, p) = promotion(&body).unwrap();
+        assert_eq!((kind, p.uri, p.name, p.version), (Kind::Content, "quarantine:d/a/x/v1", None, None));
+        for (bad, field) in [(json!({}), "uri"), (json!({"uri": ""}), "uri"), (json!({"uri": 5}), "uri"), (json!({"uri": "q", "interpret_as": 1}), "interpret_as"), (json!({"uri": "q", "trust": 1}), "trust")] {
+            let e = promotion(&bad).unwrap_err();
+            assert_eq!(e.code, "invalid_request");
+            assert!(e.message.contains(field), "{bad}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn versions_follow_the_latest() {
+        assert_eq!(next_version(None).unwrap(), "v1");
+        assert_eq!(next_version(Some("v9")).unwrap(), "v10");
+        assert_eq!(next_version(Some("V2")).unwrap(), "v3");
+        assert!(next_version(Some("1.2.0")).is_err());
+    }
+
+    #[test]
+    fn content_never_replaces_an_instruction() {
+        let latest = |ia: &str| Latest { uri: "instruction:d/a/u/v1".into(), version: "v1".into(), interpret_as: ia.into() };
+        assert_eq!(check_kind("u", Kind::Content, Some(&latest("instruction")), false).unwrap_err().code, "unit_kind_conflict");
+        assert_eq!(check_kind("u", Kind::Content, None, true).unwrap_err().code, "unit_kind_conflict");
+        assert!(check_kind("u", Kind::Content, Some(&latest("content")), false).is_ok());
+        assert!(check_kind("u", Kind::Content, None, false).is_ok());
+        // an instruction write (which needs instruction:write) may take over a content chain
+        assert!(check_kind("u", Kind::Instruction, Some(&latest("content")), true).is_ok());
+    }
+}
