@@ -271,8 +271,8 @@ async fn submit_audit(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> R
 async fn create_key(State(svc): State<Shared>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
     let v = as_caller(svc, &h, move |svc, p| {
         p.require_admin()?;
-        let req: auth::NewKey = serde_json::from_value(json_body(&body)?).map_err(ApiError::invalid_json)?;
-        let (info, secret) = auth::create_key(&svc.db, &req)?;
+        let req: auth::NewKey = serde_json::from_value(json_body(&body)?).map_err(|e| ApiError::bad_request("invalid_request", format!("a key request is {{\"role\", \"agent_id\"?, \"capabilities\"?, \"entity_uri\"?, \"label\"?}}: {e}")))?;
+        let (info, secret) = auth::create_key(&svc.db, &req.issued_by(&p)?)?;
         Ok(json!({"key": secret, "info": info}))
     })
     .await?;

@@ -642,6 +642,9 @@ impl Service {
             }
         }
         let facts = Arc::new(base.overlay(staged_facts(&base, &staged)));
+        if let Some(refusal) = lid_shared::publish::unstored_units(&entries, |uri| facts.raw(uri).is_some()) {
+            return Err(refusal.into());
+        }
         let st = Storage { facts: facts.clone(), audit: Arc::new(NoAudit) };
 
         // 3. The coverage gate (§21.8.3, Approach A).

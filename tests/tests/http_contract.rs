@@ -265,6 +265,10 @@ fn bypass_with_guaranteed_units_needs_two_admins() {
     assert_eq!(own.status, 201);
     let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
     assert_eq!(r.code(), "cosignature_required");
+    // Nor does a key the same admin minted under another person's identity: an admin key
+    // created over HTTP holds its creator's identity.
+    let r = c().post("/v1/keys", admin(), &json!({"role": "admin", "entity_uri": "user:someone-else"}));
+    assert_eq!((r.status, r.code().as_str()), (403, "entity_uri_denied"), "{}", r.body);
     // A second, distinct admin does.
     let other = c().post(&format!("/v1/agents/{agent}/instruction-manifest/cosignatures"), Some(&target().admin2), &json!({"version": "v1", "manifest_sha256": digest}));
     assert_eq!(other.status, 201, "{}", other.body);
@@ -558,6 +562,49 @@ fn unit_versions_increase_and_content_never_replaces_an_instruction() {
     assert_eq!((r.status, r.code().as_str()), (422, "boot_stub_too_large"), "{}", r.body);
     let again = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
     assert_eq!((again.status, again.body == stub.body), (200, true));
+}
+
+#[test]
+fn requests_of_the_wrong_shape_are_refused_and_change_nothing() {
+    let (agent, key) = setup_agent("shape");
+    let recall_path = format!("/v1/agents/{agent}/recall-instruction");
+    // well-formed JSON of the wrong shape names the field in JSON terms (not invalid_json)
+    let r = c().post(&recall_path, Some(&key), &json!({"intent": "roll back", "max_chunks": "3"}));
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
+    assert!(r.body.contains("`max_chunks`") && r.body.contains("whole number") && !r.body.contains("u32"), "{}", r.body);
+    // counts outside the recall tool's schema (max_chunks 1..=50, token_budget >= 1)
+    for body in [json!({"intent": "roll back", "max_chunks": 0}), json!({"intent": "roll back", "max_chunks": 51}), json!({"intent": "roll back", "token_budget": 0})] {
+        let r = c().post(&recall_path, Some(&key), &body);
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{body}: {}", r.body);
+    }
+    // a malformed org manifest is refused whole: the supervision in force stays
+    let boss = agent_id("shapeboss");
+    assert_eq!(c().put("/v1/org-manifest", admin(), &json!({"agents": [{"agent_id": boss, "supervises": [agent]}]})).status, 200);
+    let boss_key = new_key("agent", Some(&boss), None);
+    for org in [json!({"agents": "x"}), json!({"agents": [{"agent_id": boss, "supervises": agent}]}), json!({"agents": [], "extra": 1})] {
+        let r = c().put("/v1/org-manifest", admin(), &org);
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{org}: {}", r.body);
+    }
+    assert_eq!(recall_with(&agent, &boss_key, &json!({"intent": "roll back"}))["chunks"].as_array().map(Vec::len).unwrap_or(0) > 0, true);
+    // a supervisor may read, not act: the refusal says so
+    let r = c().put(&format!("/v1/agents/{agent}/units/notes"), Some(&boss_key), &json!({"interpret_as": "content", "content": "x"}));
+    assert_eq!((r.status, r.code().as_str()), (403, "instruction_scope_denied"), "{}", r.body);
+    assert!(r.body.contains("may read") && !r.body.contains("a declared supervisor's key"), "{}", r.body);
+    // a promotion names its fact
+    let r = c().post(&format!("/v1/agents/{agent}/facts/promote"), admin(), &json!({}));
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
+    // a manifest entry whose unit is not stored is named (not a coverage failure)
+    let mut body = demo_publish_body(&agent, "v2");
+    body["units"].as_object_mut().unwrap().remove("code-review");
+    for e in body["entries"].as_array_mut().unwrap() {
+        if e["name"] == "code-review" {
+            e["fact_uri"] = json!(format!("instruction:demo/{agent}/code-review/v7"));
+        }
+    }
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
+    assert_eq!((r.status, r.code().as_str()), (400, "manifest_entry_invalid"), "{}", r.body);
+    assert_eq!(r.json()["error"]["details"]["errors"][0]["entry"], "code-review", "{}", r.body);
+    assert_eq!(c().get(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&key)).json()["manifest_version"], "v1");
 }
 
 #[test]

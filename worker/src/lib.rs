@@ -281,8 +281,8 @@ async fn create_key(mut req: Request, ctx: RouteContext<()>) -> worker::Result<R
         let svc = service(&ctx.env)?;
         let p = caller(&svc, &req).await?;
         p.require_admin()?;
-        let req: auth::NewKey = serde_json::from_value(json_body(&mut req).await?).map_err(ApiError::invalid_json)?;
-        let (info, secret) = auth::create_key(&svc.store, &req).await?;
+        let req: auth::NewKey = serde_json::from_value(json_body(&mut req).await?).map_err(|e| ApiError::bad_request("invalid_request", format!("a key request is {{\"role\", \"agent_id\"?, \"capabilities\"?, \"entity_uri\"?, \"label\"?}}: {e}")))?;
+        let (info, secret) = auth::create_key(&svc.store, &req.issued_by(&p)?).await?;
         json_response(&json!({"key": secret, "info": info}), 201)
     }
     .await)

@@ -577,6 +577,9 @@ impl Service {
         }
         let staged_facts: Vec<Fact> = staged.iter().map(|s| s.0.clone()).collect();
         let (facts, _complete) = self.store.facts_for(&manifest_json, &ledger, &staged_facts).await?;
+        if let Some(refusal) = lid_shared::publish::unstored_units(&entries, |uri| ledger.iter().any(|r| r.uri == uri) || staged_facts.iter().any(|f| f.uri == uri)) {
+            return Err(refusal.into());
+        }
 
         // 3. The coverage gate (§21.8.3, Approach A).
         let cov = parse(&lid_core::api::coverage(&manifest_json, "{}", &facts)?)?;

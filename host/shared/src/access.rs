@@ -61,6 +61,17 @@ pub fn bearer_secret(header: &str) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !secret.is_empty()).then_some(secret)
 }
 
+/// 403 `instruction_scope_denied` for acting as `agent` (writing its units, packs or
+/// handoffs, submitting its audit): only the agent itself or an admin may (§21.4.5); a
+/// supervisor may read, not act.
+pub fn act_denied(agent: &str) -> Refusal {
+    Refusal::new(
+        403,
+        "instruction_scope_denied",
+        format!("this API key may not act for agent {agent:?} (§21.4.5): use the agent's own key or an admin key; a declared supervisor may read the agent's instructions, not write them or submit its audit"),
+    )
+}
+
 /// 403 `instruction_scope_denied` (§21.4.5).
 pub fn scope_denied(agent: &str) -> Refusal {
     Refusal::new(
@@ -105,7 +116,7 @@ impl Principal {
         if self.is_admin() || self.is_agent(agent) {
             Ok(())
         } else {
-            Err(scope_denied(agent))
+            Err(act_denied(agent))
         }
     }
 
@@ -113,7 +124,7 @@ impl Principal {
         if self.is_admin() {
             Ok(())
         } else {
-            Err(Refusal::new(403, "admin_required", "only an admin API key may do this (§21.4.4: deployment administrators write instructions)"))
+            Err(Refusal::new(403, "admin_required", "only an admin API key may do this: use an admin key (lid keys create --role admin)"))
         }
     }
 
@@ -121,7 +132,7 @@ impl Principal {
     /// admin or by the agent's own key. General write authority is not enough.
     pub fn require_instruction_write(&self, agent: &str) -> Result<(), Refusal> {
         if !(self.is_admin() || self.is_agent(agent)) {
-            return Err(scope_denied(agent));
+            return Err(act_denied(agent));
         }
         if !self.has(CAP_INSTRUCTION_WRITE) {
             return Err(Refusal::new(
@@ -163,6 +174,33 @@ pub struct NewKey {
 }
 
 impl NewKey {
+    /// This request as `creator` (an admin, over HTTP) may make it: an admin key holds the
+    /// creator's own identity (`entity_uri` left out or the same), so that one admin cannot
+    /// mint a second administrator and co-sign for two (S7: "two distinct administrators");
+    /// keys of other administrators come from the operator (`lid keys create` on the
+    /// database, the worker's `LID_ADMIN_KEYS`). An `entity_uri` is one line of at most 256
+    /// characters.
+    pub fn issued_by(mut self, creator: &Principal) -> Result<NewKey, Refusal> {
+        if let Some(e) = self.entity_uri.as_deref().filter(|e| e.chars().count() > 256 || e.chars().any(char::is_control)) {
+            return Err(Refusal::invalid_request(format!("`entity_uri` must be one line of at most 256 characters, not {e:?}")));
+        }
+        if self.role == "admin" {
+            match self.entity_uri.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+                None => self.entity_uri = Some(creator.entity_uri.clone()),
+                Some(e) if e == creator.entity_uri => {}
+                Some(e) => {
+                    return Err(Refusal::new(
+                        403,
+                        "entity_uri_denied",
+                        format!("an admin key created over HTTP holds its creator's identity ({:?}), not {e:?}: another administrator's key is created by the operator (`lid keys create`, or the worker's LID_ADMIN_KEYS), so that two co-signatures are two people (S7)", creator.entity_uri),
+                    ))
+                }
+            }
+        }
+        Ok(self)
+    }
+
+
     /// The key this request creates, checked (role, binding, capabilities), and its
     /// secret `lid_{role}_{secret_hex}` (shown once; only its SHA-256 is stored). The id is
     /// `key_{id_hex}`; the hosts draw both hex strings from their system randomness.
@@ -221,6 +259,17 @@ mod tests {
         for none in ["Bearer", "Bearer ", "Basic k1", "k1", ""] {
             assert_eq!(bearer_secret(none), None, "{none:?}");
         }
+    }
+
+    #[test]
+    fn an_admin_mints_admin_keys_only_in_its_own_name() {
+        let carol = Principal { key_id: "k".into(), role: Role::Admin, agent_id: None, capabilities: vec![CAP_ADMIN.into()], entity_uri: "user:carol".into() };
+        let req = |v: serde_json::Value| serde_json::from_value::<NewKey>(v).unwrap();
+        assert_eq!(req(serde_json::json!({"role": "admin"})).issued_by(&carol).unwrap().entity_uri.as_deref(), Some("user:carol"));
+        assert!(req(serde_json::json!({"role": "admin", "entity_uri": "user:carol"})).issued_by(&carol).is_ok());
+        assert_eq!(req(serde_json::json!({"role": "admin", "entity_uri": "user:bob"})).issued_by(&carol).unwrap_err().code, "entity_uri_denied");
+        assert_eq!(req(serde_json::json!({"role": "agent", "agent_id": "a", "entity_uri": "bot:a"})).issued_by(&carol).unwrap().entity_uri.as_deref(), Some("bot:a"));
+        assert_eq!(req(serde_json::json!({"role": "agent", "agent_id": "a", "entity_uri": "x\ny"})).issued_by(&carol).unwrap_err().code, "invalid_request");
     }
 
     #[test]

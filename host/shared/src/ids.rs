@@ -17,26 +17,51 @@ pub fn check_agent_id(a: &str) -> Result<(), Refusal> {
 
 /// The (supervisor, report) pairs of an org manifest, `{"agents": [{"agent_id",
 /// "supervises": [..]}]}` and/or `{"supervisors": {"boss": ["a", "b"]}}`, in document
-/// order; every id checked, nobody supervising itself.
+/// order; every field of its type, every id checked, nobody supervising itself. The org
+/// manifest replaces the supervision in force, so a malformed one is refused whole.
 pub fn org_pairs(org: &Value) -> Result<Vec<(String, String)>, Refusal> {
+    let shape = |what: &str| Refusal::invalid_request(format!("{what}; an org manifest is {{\"agents\": [{{\"agent_id\": \"boss\", \"supervises\": [\"a\", \"b\"]}}]}} and/or {{\"supervisors\": {{\"boss\": [\"a\", \"b\"]}}}}"));
+    let Some(obj) = org.as_object() else {
+        return Err(shape("the org manifest must be a JSON object"));
+    };
+    if let Some(k) = obj.keys().find(|k| !["agents", "supervisors"].contains(&k.as_str())) {
+        return Err(shape(&format!("unknown field `{k}`")));
+    }
+    if obj.is_empty() {
+        return Err(shape("the org manifest names no agents"));
+    }
+    let ids = |v: Option<&Value>, at: &str| -> Result<Vec<String>, Refusal> {
+        match v {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a.iter().map(|r| r.as_str().map(str::to_string).ok_or_else(|| shape(&format!("`{at}` must list agent ids as strings, not {r}")))).collect(),
+            Some(other) => Err(shape(&format!("`{at}` must be a list of agent ids, not {other}"))),
+        }
+    };
     let mut pairs: Vec<(String, String)> = Vec::new();
-    if let Some(agents) = org.get("agents").and_then(Value::as_array) {
-        for a in agents {
-            let id = a.get("agent_id").and_then(Value::as_str).unwrap_or_default();
-            for r in a.get("supervises").and_then(Value::as_array).into_iter().flatten() {
-                pairs.push((id.to_string(), r.as_str().unwrap_or_default().to_string()));
+    match obj.get("agents") {
+        None => {}
+        Some(Value::Array(agents)) => {
+            for (i, a) in agents.iter().enumerate() {
+                let Some(entry) = a.as_object() else {
+                    return Err(shape(&format!("`agents[{i}]` must be an object, not {a}")));
+                };
+                if let Some(k) = entry.keys().find(|k| !["agent_id", "supervises"].contains(&k.as_str())) {
+                    return Err(shape(&format!("unknown field `agents[{i}].{k}`")));
+                }
+                let id = entry.get("agent_id").and_then(Value::as_str).ok_or_else(|| shape(&format!("`agents[{i}].agent_id` must be the agent's id")))?;
+                pairs.extend(ids(entry.get("supervises"), &format!("agents[{i}].supervises"))?.into_iter().map(|r| (id.to_string(), r)));
             }
         }
+        Some(other) => return Err(shape(&format!("`agents` must be a list, not {other}"))),
     }
-    if let Some(map) = org.get("supervisors").and_then(Value::as_object) {
-        for (boss, reports) in map {
-            for r in reports.as_array().into_iter().flatten() {
-                pairs.push((boss.clone(), r.as_str().unwrap_or_default().to_string()));
+    match obj.get("supervisors") {
+        None => {}
+        Some(Value::Object(map)) => {
+            for (boss, reports) in map {
+                pairs.extend(ids(Some(reports), &format!("supervisors.{boss}"))?.into_iter().map(|r| (boss.clone(), r)));
             }
         }
-    }
-    if org.get("agents").is_none() && org.get("supervisors").is_none() {
-        return Err(Refusal::invalid_request("an org manifest needs `agents: [{agent_id, supervises: [..]}]` or `supervisors: {id: [..]}`"));
+        Some(other) => return Err(shape(&format!("`supervisors` must be an object, not {other}"))),
     }
     for (s, a) in &pairs {
         check_agent_id(s)?;
@@ -75,7 +100,21 @@ mod tests {
 
     #[test]
     fn org_manifest_refusals() {
-        assert!(org_pairs(&json!({})).unwrap_err().message.contains("needs `agents"));
+        assert!(org_pairs(&json!({})).unwrap_err().message.contains("names no agents"));
+        // malformed manifests are refused whole (they would replace the supervision in force)
+        for (bad, needle) in [
+            (json!({"agents": "x"}), "`agents` must be a list"),
+            (json!({"agents": [{"agent_id": "s", "supervises": "a"}]}), "`agents[0].supervises` must be a list"),
+            (json!({"agents": [{"supervises": ["a"]}]}), "`agents[0].agent_id`"),
+            (json!({"agents": [5]}), "`agents[0]` must be an object"),
+            (json!({"agents": [], "bogus": 1}), "unknown field `bogus`"),
+            (json!({"supervisors": ["a"]}), "`supervisors` must be an object"),
+            (json!({"supervisors": {"b": "a"}}), "`supervisors.b` must be a list"),
+            (json!([1]), "must be a JSON object"),
+        ] {
+            let e = org_pairs(&bad).unwrap_err();
+            assert!(e.code == "invalid_request" && e.message.contains(needle), "{bad}: {}", e.message);
+        }
         assert!(org_pairs(&json!({"supervisors": {"a": ["a"]}})).unwrap_err().message.contains("cannot supervise itself"));
         assert!(org_pairs(&json!({"supervisors": {"a": ["../b"]}})).unwrap_err().message.contains("must be 1-128"));
         // a report that is not a string is an empty id, refused

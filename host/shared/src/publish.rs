@@ -102,6 +102,24 @@ impl<'a> PublishRequest<'a> {
     }
 }
 
+/// 400 `manifest_entry_invalid` naming every entry whose `fact_uri` has no stored fact
+/// (`exists` says whether one is, counting the units sent with the publish), or `None`.
+/// Without this the coverage gate would report the unit as never recalled and advise
+/// trigger intents, and a skipped gate would publish a manifest recall cannot serve.
+pub fn unstored_units(entries: &[Value], exists: impl Fn(&str) -> bool) -> Option<Refusal> {
+    let problems: Vec<Value> = entries
+        .iter()
+        .filter_map(|e| Some((e["name"].as_str()?, e["fact_uri"].as_str().filter(|u| !u.is_empty())?)))
+        .filter(|(_, uri)| !exists(uri))
+        .map(|(name, uri)| json!({"code": "manifest_entry_invalid", "entry": name, "field": "fact_uri", "message": format!("no fact is stored at {uri}: send the unit's text in `units`, or write it first with PUT …/units/{name}")}))
+        .collect();
+    if problems.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = problems.iter().filter_map(|p| p["entry"].as_str()).collect();
+    Some(Refusal::new(400, "manifest_entry_invalid", format!("{} entr{} name a unit that is not stored: {}", names.len(), if names.len() == 1 { "y" } else { "ies" }, names.join(", "))).with_details(json!({"errors": problems})))
+}
+
 /// 409 `manifest_version_conflict`: `version` of `agent` is already published.
 pub fn version_conflict(agent: &str, version: &str) -> Refusal {
     Refusal::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version"))
@@ -249,6 +267,16 @@ mod tests {
         let m = r.manifest("eng", "d", 0);
         assert_eq!((m["published_at"].as_str(), r.as_sent(&m).map(|d| d["published_at"].clone())), (Some("1970-01-01T00:00:00Z"), Some(json!("yesterday"))));
         assert!(PublishRequest::read("eng", &with_hb).unwrap().as_sent(&m).is_none());
+    }
+
+    #[test]
+    fn entries_must_name_stored_units() {
+        let entries = [json!({"name": "a", "fact_uri": "instruction:d/x/a/v1"}), json!({"name": "b", "fact_uri": "instruction:d/x/b/v1"}), json!({"name": "c", "path": "c.md"})];
+        assert!(unstored_units(&entries, |_| true).is_none());
+        let e = unstored_units(&entries, |u| u.ends_with("/a/v1")).unwrap();
+        assert_eq!((e.status, e.code.as_ref()), (400, "manifest_entry_invalid"));
+        assert_eq!(e.details["errors"][0]["entry"], "b");
+        assert!(e.message.contains("1 entry") && e.message.ends_with(": b"), "{}", e.message);
     }
 
     #[test]
