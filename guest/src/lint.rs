@@ -82,22 +82,38 @@ fn classify(c: char) -> Option<(&'static str, &'static str)> {
     }
 }
 
-/// Lint one unit. At most one finding per code and line, so hostile input cannot
-/// produce a report larger than the unit.
+/// How many columns a finding's message lists before it says "and N more".
+const LISTED_COLUMNS: usize = 8;
+
+/// Lint one unit. One finding per code and line (at its first column, its message naming
+/// how many such characters the line holds and where), so that hostile input cannot
+/// produce a report larger than the unit, yet one round of fixes can remove them all.
 pub fn lint_unit(u: &UnitText) -> (Vec<Finding>, Vec<Finding>) {
     let (mut errors, mut warnings) = (Vec::new(), Vec::new());
     for (i, line) in u.content.split('\n').enumerate() {
         let at = |code: &str, column: usize, message: String| Finding { code: code.into(), unit: u.name.clone(), line: i + 1, column, message };
-        let mut seen: Vec<&str> = Vec::new();
+        // (code, what, first character, its columns), in the order first seen
+        let mut seen: Vec<(&str, &str, char, Vec<usize>)> = Vec::new();
         let mut chars = 0usize;
         for (col, c) in line.chars().enumerate() {
             chars = col + 1;
             if let Some((code, what)) = classify(c) {
-                if !seen.contains(&code) {
-                    seen.push(code);
-                    errors.push(at(code, col + 1, format!("U+{:04X} is {what}; remove it (unit {:?}, line {})", c as u32, u.name, i + 1)));
+                match seen.iter_mut().find(|s| s.0 == code) {
+                    Some(s) => s.3.push(col + 1),
+                    None => seen.push((code, what, c, vec![col + 1])),
                 }
             }
+        }
+        for (code, what, c, cols) in seen {
+            let more = match cols.len() {
+                1 => String::new(),
+                n => {
+                    let listed: Vec<String> = cols.iter().take(LISTED_COLUMNS).map(usize::to_string).collect();
+                    let rest = if n > LISTED_COLUMNS { format!(" and {} more", n - LISTED_COLUMNS) } else { String::new() };
+                    format!("; the line has {n} such characters, at columns {}{rest}", listed.join(", "))
+                }
+            };
+            errors.push(at(code, cols[0], format!("U+{:04X} is {what}; remove it (unit {:?}, line {}){more}", c as u32, u.name, i + 1)));
         }
         if chars > MAX_LINE_CHARS {
             errors.push(at("unit_line_too_long", MAX_LINE_CHARS + 1, format!("line is {chars} characters; the limit is {MAX_LINE_CHARS}: break it up")));
@@ -148,6 +164,11 @@ mod tests {
         assert!(!r.ok);
         assert_eq!(codes(&r), vec![("unit_bidi_control", 2, 4), ("unit_zero_width", 3, 5), ("unit_hidden_control", 4, 5), ("unit_hidden_control", 5, 4)]);
         assert!(r.errors[0].message.contains("U+202E"), "{}", r.errors[0].message);
+        // one finding per kind and line, naming every such character on it
+        assert!(r.errors[0].message.ends_with("the line has 2 such characters, at columns 4, 8"), "{}", r.errors[0].message);
+        let r = lint(&[unit(&format!("a{}", "\u{200B}b".repeat(10)), "content")]);
+        assert_eq!(codes(&r), vec![("unit_zero_width", 1, 2)]);
+        assert!(r.errors[0].message.ends_with("at columns 2, 4, 6, 8, 10, 12, 14, 16 and 2 more"), "{}", r.errors[0].message);
     }
 
     #[test]

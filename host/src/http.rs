@@ -245,7 +245,9 @@ async fn heartbeat(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderM
     })
     .await?;
     if markdown {
-        return Ok(([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], v["context"].as_str().unwrap_or_default().to_string()).into_response());
+        // the audit token travels in a header, as the Markdown has no place for it
+        let token = HeaderValue::from_str(v["audit_token"].as_str().unwrap_or_default()).unwrap_or(HeaderValue::from_static(""));
+        return Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8")), (header::HeaderName::from_static("x-audit-token"), token)], v["context"].as_str().unwrap_or_default().to_string()).into_response());
     }
     Ok(Json(v).into_response())
 }

@@ -453,7 +453,8 @@ impl Service {
         if crate::db::split_fact_uri(&uri).is_none() {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
         }
-        let fact = self.new_fact(agent, name, &uri, &unit_key, &version, req.content, interpret_as, &who.entity_uri, json!({"written_by_key": who.key_id}))?;
+        let mut fact = self.new_fact(agent, name, &uri, &unit_key, &version, req.content, interpret_as, &who.entity_uri, json!({"written_by_key": who.key_id}))?;
+        fact.source_trust = lid_shared::units::source_trust(who);
         // An always-applicable unit is embedded in the stub: the new text must still fit.
         if let (Some(s), true) = (snapshot.as_deref(), lid_shared::units::changes_stub(req.kind, entry.as_ref())) {
             let st = Storage { facts: Arc::new(s.facts.overlay(staged_facts(&s.facts, std::slice::from_ref(&fact)))), audit: Arc::new(NoAudit) };
@@ -775,13 +776,7 @@ impl Service {
         if let Err(e) = who.require_self(agent) {
             return Err(self.denied(agent, who, "knowledge_upload", e, json!({"pack": pack})));
         }
-        let kmd = body.get("knowledge_md").and_then(Value::as_str).ok_or_else(|| {
-            ApiError::bad_request("invalid_request", "send the pack as {\"knowledge_md\": \"<KNOWLEDGE.md text>\", \"units\": {\"<name or path>\": \"<text>\"}}")
-        })?;
-        let units = body.get("units").and_then(Value::as_object).cloned().unwrap_or_default();
-        if let Some((k, _)) = units.iter().find(|(_, v)| !v.is_string()) {
-            return Err(ApiError::bad_request("invalid_request", format!("`units.{k}` must be the file's markdown text")));
-        }
+        let (kmd, units) = lid_shared::packs::upload_fields(body)?;
         let read = parse_json(&engine(self.rt.read_knowledge_pack(&json!({"id": pack, "knowledge_md": kmd, "units": units}).to_string()))?)?;
         let files = read["files"].as_array().cloned().unwrap_or_default();
         let text_of = |f: &Value| units.get(f["key"].as_str().unwrap_or_default()).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -808,7 +803,9 @@ impl Service {
         let key_prefix = format!("knowledge:{deployment}/{agent}/{pack}/");
         let now = now_ms();
         let provenance = json!({"knowledge_pack": pack, "pack_version": version, "uploaded_by_key": who.key_id});
+        let trust = lid_shared::units::source_trust(who);
         let mut facts = vec![self.new_fact(agent, &format!("{pack}/KNOWLEDGE.md"), &format!("{prefix}KNOWLEDGE.md"), &format!("{key_prefix}KNOWLEDGE.md"), &version, kmd, "content", &who.entity_uri, provenance.clone())?];
+        facts[0].source_trust = trust;
         for f in &files {
             let path = f["path"].as_str().unwrap_or_default();
             facts.push(NewFact {
@@ -822,7 +819,7 @@ impl Service {
                 tokens: f["tokens"].as_i64().unwrap_or(0),
                 authored_by: who.entity_uri.clone(),
                 authored_at: iso(now),
-                source_trust: 0.9,
+                source_trust: trust,
                 provenance: provenance.clone(),
             });
         }
@@ -968,7 +965,8 @@ impl Service {
         }
         let origin = origin.unwrap_or_default();
         let provenance = json!({"promoted_from": uri, "promoted_by": who.entity_uri, "key_id": who.key_id, "origin": origin});
-        let fact = self.new_fact(agent, &name, &live, &unit_key, &version, &content, interpret_as, &origin, provenance)?;
+        let mut fact = self.new_fact(agent, &name, &live, &unit_key, &version, &content, interpret_as, &origin, provenance)?;
+        fact.source_trust = lid_shared::units::PROMOTED_TRUST;
         let now = now_ms();
         self.db.write(|tx| {
             if latest_in(tx, &unit_key)? != latest {

@@ -202,7 +202,8 @@ async fn heartbeat(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Re
         let body = json_body(&mut req).await?;
         let v = svc.heartbeat(&id, &body).await?;
         if md {
-            return markdown(v["context"].as_str().unwrap_or_default().to_string(), &[]);
+            // the audit token travels in a header, as the Markdown has no place for it
+            return markdown(v["context"].as_str().unwrap_or_default().to_string(), &[("x-audit-token", v["audit_token"].as_str().unwrap_or_default().to_string())]);
         }
         json_response(&v, 200)
     }

@@ -447,7 +447,7 @@ impl Service {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
         }
         let ia = if req.kind == Kind::Content { InterpretAs::Content } else { InterpretAs::Instruction };
-        let fact = Self::new_fact(&uri, &version, req.content, ia, &who.entity_uri, 0.9);
+        let fact = Self::new_fact(&uri, &version, req.content, ia, &who.entity_uri, lid_shared::units::source_trust(who));
         // An always-applicable unit is embedded in the stub: the new text must still fit.
         if let (Some(s), true) = (current.as_deref(), lid_shared::units::changes_stub(req.kind, entry.as_ref())) {
             let mut facts = s.facts.clone();
@@ -732,13 +732,7 @@ impl Service {
         if let Err(e) = who.require_self(agent) {
             return Err(self.denied(agent, who, "knowledge_upload", e, json!({"pack": pack})).await);
         }
-        let kmd = body.get("knowledge_md").and_then(Value::as_str).ok_or_else(|| {
-            ApiError::bad_request("invalid_request", "send the pack as {\"knowledge_md\": \"<KNOWLEDGE.md text>\", \"units\": {\"<name or path>\": \"<text>\"}}")
-        })?;
-        let units = body.get("units").and_then(Value::as_object).cloned().unwrap_or_default();
-        if let Some((k, _)) = units.iter().find(|(_, v)| !v.is_string()) {
-            return Err(ApiError::bad_request("invalid_request", format!("`units.{k}` must be the file's markdown text")));
-        }
+        let (kmd, units) = lid_shared::packs::upload_fields(body)?;
         let read = parse(&lid_core::api::read_knowledge_pack(&json!({"id": pack, "knowledge_md": kmd, "units": units}).to_string())?)?;
         let files = read["files"].as_array().cloned().unwrap_or_default();
         let text_of = |f: &Value| units.get(f["key"].as_str().unwrap_or_default()).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -767,10 +761,10 @@ impl Service {
         let key_prefix = format!("knowledge:{deployment}/{agent}/{pack}/");
         let now = now_ms();
         let provenance = json!({"knowledge_pack": pack, "pack_version": version, "uploaded_by_key": who.key_id});
-        let mut facts: Vec<(Fact, String, String)> = vec![(Self::new_fact(&format!("{prefix}KNOWLEDGE.md"), &version, kmd, InterpretAs::Content, &who.entity_uri, 0.9), format!("{key_prefix}KNOWLEDGE.md"), format!("{pack}/KNOWLEDGE.md"))];
+        let mut facts: Vec<(Fact, String, String)> = vec![(Self::new_fact(&format!("{prefix}KNOWLEDGE.md"), &version, kmd, InterpretAs::Content, &who.entity_uri, lid_shared::units::source_trust(who)), format!("{key_prefix}KNOWLEDGE.md"), format!("{pack}/KNOWLEDGE.md"))];
         for f in &files {
             let path = f["path"].as_str().unwrap_or_default();
-            facts.push((Self::new_fact(&format!("{prefix}{path}"), &version, &text_of(f), InterpretAs::Content, &who.entity_uri, 0.9), format!("{key_prefix}{path}"), format!("{pack}/{path}")));
+            facts.push((Self::new_fact(&format!("{prefix}{path}"), &version, &text_of(f), InterpretAs::Content, &who.entity_uri, lid_shared::units::source_trust(who)), format!("{key_prefix}{path}"), format!("{pack}/{path}")));
         }
         let ledger = self.store.ledger(agent).await?;
         let prev: BTreeMap<&str, &str> = ledger.iter().filter(|r| r.valid_until.is_none()).map(|r| (r.unit_key.as_str(), r.sha256.as_str())).collect();
@@ -944,7 +938,7 @@ impl Service {
         }
         let origin = row.origin.unwrap_or_default();
         let ia = if kind == Kind::Instruction { InterpretAs::Instruction } else { InterpretAs::Content };
-        let fact = Self::new_fact(&live, &version, &row.content, ia, &origin, 0.9);
+        let fact = Self::new_fact(&live, &version, &row.content, ia, &origin, lid_shared::units::PROMOTED_TRUST);
         let provenance = json!({"promoted_from": uri, "promoted_by": who.entity_uri, "key_id": who.key_id, "origin": origin});
         let now = now_ms();
         self.store.put_fact(&fact).await?;

@@ -1,9 +1,33 @@
-//! An uploaded knowledge pack's entry in the agent's catalog (`GET .../knowledge`): the
-//! upload's identity, then the pack's catalog fields (`KNOWLEDGE.md` front matter).
+//! Knowledge pack uploads (`PUT .../knowledge/{pack}`): the request read, and the
+//! pack's entry in the agent's catalog (`GET .../knowledge`): the upload's identity, then
+//! the pack's catalog fields (`KNOWLEDGE.md` front matter).
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::time::iso;
+use crate::Refusal;
+
+/// A knowledge pack upload's `knowledge_md` and `units` (file key to markdown text),
+/// each of its type; any other field is refused.
+pub fn upload_fields(body: &Value) -> Result<(&str, Map<String, Value>), Refusal> {
+    const SHAPE: &str = "send the pack as {\"knowledge_md\": \"<KNOWLEDGE.md text>\", \"units\": {\"<name or path>\": \"<text>\"}}";
+    let Some(obj) = body.as_object() else {
+        return Err(Refusal::invalid_request(SHAPE));
+    };
+    if let Some(k) = obj.keys().find(|k| !["knowledge_md", "units"].contains(&k.as_str())) {
+        return Err(Refusal::invalid_request(format!("unknown field `{k}`: {SHAPE}")));
+    }
+    let kmd = obj.get("knowledge_md").and_then(Value::as_str).ok_or_else(|| Refusal::invalid_request(SHAPE))?;
+    let units = match obj.get("units") {
+        None => Map::new(),
+        Some(Value::Object(u)) => u.clone(),
+        Some(other) => return Err(Refusal::invalid_request(format!("`units` must be an object of file name to text, not {other}: {SHAPE}"))),
+    };
+    if let Some((k, _)) = units.iter().find(|(_, v)| !v.is_string()) {
+        return Err(Refusal::invalid_request(format!("`units.{k}` must be the file's markdown text")));
+    }
+    Ok((kmd, units))
+}
 
 /// The catalog entry of pack `pack` at upload `version` (uploaded at `at` Unix ms by `by`).
 pub fn pack_entry(pack: &str, version: &str, catalog: &Value, digest: &str, at: i64, by: &str) -> Value {

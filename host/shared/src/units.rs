@@ -147,6 +147,20 @@ pub fn changes_stub(kind: Kind, entry: Option<&Value>) -> bool {
     kind == Kind::Instruction && entry.is_some_and(|e| e["always_applicable"] == Value::Bool(true))
 }
 
+/// `source_trust` of a fact `who` writes (§21.4.3: facts authored by verified human
+/// administrators SHOULD have `source_trust >= 0.9`): an admin's 0.9, an agent's own 0.7.
+pub fn source_trust(who: &crate::access::Principal) -> f64 {
+    if who.is_admin() {
+        0.9
+    } else {
+        0.7
+    }
+}
+
+/// `source_trust` of a promoted federated fact: an admin let it in, but another
+/// organisation wrote it (Spec-13).
+pub const PROMOTED_TRUST: f64 = 0.5;
+
 /// A unit's latest fact, as the host's ledger holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Latest {
