@@ -163,10 +163,20 @@ pub fn parse_submission(body: &str) -> Result<Submission, crate::error::EngineEr
         }
     };
     let (used_chunks, missed_chunks) = (list("used_chunks")?, list("missed_chunks")?);
+    for (k, names) in [("used_chunks", &used_chunks), ("missed_chunks", &missed_chunks)] {
+        if let Some(bad) = names.iter().find(|n| !crate::manifest::is_kebab(n)) {
+            let shown: String = bad.chars().take(80).collect();
+            return Err(EngineError::InvalidRequest(format!("`{k}` holds {shown:?}, which is not a unit name (kebab-case, at most 64 characters, as the manifest names units)")));
+        }
+    }
+    if let Some(both) = used_chunks.iter().find(|n| missed_chunks.contains(n)) {
+        return Err(EngineError::InvalidRequest(format!("{both:?} is in both `used_chunks` and `missed_chunks`: a missed unit is one the agent needed and did not receive (§21.5.1)")));
+    }
     let audit_token = match obj.get("audit_token") {
         Some(serde_json::Value::String(t)) if valid_token(t) => t.clone(),
         Some(serde_json::Value::String(t)) => return Err(EngineError::AuditTokenInvalid(format!("{t:?} is not `audi_` followed by a ULID"))),
-        _ => return Err(EngineError::AuditTokenInvalid("the field is missing".into())),
+        Some(other) => return Err(EngineError::AuditTokenInvalid(format!("`audit_token` must be the token string of a recall response, not {other}"))),
+        None => return Err(EngineError::AuditTokenInvalid("the field is missing".into())),
     };
     Ok(Submission { audit_token, used_chunks, missed_chunks })
 }
@@ -311,6 +321,12 @@ mod tests {
         assert_eq!(code(&format!(r#"{{"audit_token":"{token}","used_chunks":[1]}}"#)).as_deref(), Some("invalid_request"));
         let many = serde_json::to_string(&vec!["u"; MAX_FEEDBACK_UNITS + 1]).unwrap();
         assert_eq!(code(&format!(r#"{{"audit_token":"{token}","missed_chunks":{many}}}"#)).as_deref(), Some("invalid_request"));
+        // names are unit names, and a unit is not both used and missed (§21.5.1)
+        for lists in [r#""used_chunks":[""]"#.to_string(), format!(r#""missed_chunks":["{}"]"#, "x".repeat(65)), r#""used_chunks":["Bad Name"]"#.into(), r#""used_chunks":["a"],"missed_chunks":["a"]"#.into()] {
+            assert_eq!(code(&format!(r#"{{"audit_token":"{token}",{lists}}}"#)).as_deref(), Some("invalid_request"), "{lists}");
+        }
+        let e = parse_submission(r#"{"audit_token":5}"#).unwrap_err();
+        assert!(e.to_string().contains("must be the token string"), "{e}");
     }
 
     #[test]

@@ -358,15 +358,18 @@ impl Service {
         let sub: Submission = serde_json::from_value(checked).map_err(|e| ApiError::new(500, "engine_failed", format!("the engine returned an unexpected submission: {e}")))?;
         let (token, used, missed) = (sub.audit_token.as_str(), sub.used_chunks, sub.missed_chunks);
         let row = self.db.read(|c| {
-            Ok(c.query_row("SELECT agent_id, created_at, audit_closed, used_chunks, missed_chunks FROM instruction_audit WHERE audit_token = ?1", params![token], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
+            Ok(c.query_row("SELECT agent_id, created_at, audit_closed, used_chunks, missed_chunks, loaded_chunks FROM instruction_audit WHERE audit_token = ?1", params![token], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?, r.get::<_, String>(5)?))
             })
             .optional()?)
         })?;
-        let Some((agent, created, closed, used0, missed0)) = row else {
+        let Some((agent, created, closed, used0, missed0, loaded)) = row else {
             return Err(ApiError::bad_request("audit_token_invalid", "this audit token is not recognised: submit the token from a recall_instruction response"));
         };
         who.require_self(&agent)?;
+        if let Some(refusal) = lid_shared::audit::missed_but_loaded(&loaded, &missed) {
+            return Err(refusal.into());
+        }
         let now = now_ms();
         if now - created > AUDIT_TOKEN_TTL_MS {
             return Err(ApiError::bad_request("audit_token_expired", "this audit token is older than 24 hours (§21.5.2); feedback must be sent at heartbeat end"));

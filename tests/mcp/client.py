@@ -103,7 +103,7 @@ async def scenario(name: str, client: Client, agent: str, peer: str) -> dict:
     for attempt in ("first", "identical second"):
         a = await client.call_tool("submit_instruction_audit", body)
         check(not a.is_error and a.structured_content == {"recorded": True, "audit_token": token}, f"{attempt} audit: {a.content}")
-    other = await client.call_tool("submit_instruction_audit", {**body, "missed_chunks": ["rollback-procedure"]})
+    other = await client.call_tool("submit_instruction_audit", {**body, "missed_chunks": ["a-unit-it-did-not-get"]})
     check(other.is_error and lid_code(other) == "audit_token_invalid", f"changed feedback: {other.content}")
     out["used_chunks"] = used
 

@@ -300,6 +300,13 @@ fn recall_answers_audits_and_takes_feedback_once() {
 
     // Feedback: 204, an identical resubmission 204, a different one refused.
     let token = r["audit_token"].as_str().unwrap();
+    // a unit this recall loaded is not "missed" (§21.5.1), and names are unit names: refused,
+    // and the record stays open for the right feedback
+    let loaded: Vec<String> = r["chunks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
+    for wrong in [json!({"audit_token": token, "missed_chunks": [loaded[0]]}), json!({"audit_token": token, "used_chunks": [""]})] {
+        let e = c().post("/v1/instruction/audit", Some(&key), &wrong);
+        assert_eq!((e.status, e.code().as_str()), (400, "invalid_request"), "{wrong}: {}", e.body);
+    }
     let fb = json!({"audit_token": token, "used_chunks": ["rollback-procedure"], "missed_chunks": []});
     assert_eq!(c().post("/v1/instruction/audit", Some(&key), &fb).status, 204);
     assert_eq!(c().post("/v1/instruction/audit", Some(&key), &fb).status, 204);

@@ -314,14 +314,18 @@ impl Service {
             audit_closed: Option<i64>,
             used_chunks: String,
             missed_chunks: String,
+            loaded_chunks: String,
         }
         let (used_json, missed_json) = (json!(used).to_string(), json!(missed).to_string());
         for _ in 0..2 {
-            let row: Option<Row> = self.store.first("SELECT agent_id, created_at, audit_closed, used_chunks, missed_chunks FROM instruction_audit WHERE audit_token = ?1", args![token]).await?;
+            let row: Option<Row> = self.store.first("SELECT agent_id, created_at, audit_closed, used_chunks, missed_chunks, loaded_chunks FROM instruction_audit WHERE audit_token = ?1", args![token]).await?;
             let Some(r) = row else {
                 return Err(ApiError::bad_request("audit_token_invalid", "this audit token is not recognised: submit the token from a recall_instruction response"));
             };
             who.require_self(&r.agent_id)?;
+            if let Some(refusal) = lid_shared::audit::missed_but_loaded(&r.loaded_chunks, &missed) {
+                return Err(refusal.into());
+            }
             let now = now_ms();
             if now - r.created_at > AUDIT_TOKEN_TTL_MS {
                 return Err(ApiError::bad_request("audit_token_expired", "this audit token is older than 24 hours (§21.5.2); feedback must be sent at heartbeat end"));

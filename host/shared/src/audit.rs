@@ -45,9 +45,27 @@ pub struct AuditRow {
     pub error: Option<Value>,
 }
 
+/// §21.5.1: a missed unit is one the agent referenced "but that were not in
+/// `loaded_chunks`": feedback that calls a unit this recall loaded missed is refused.
+/// `loaded_json` is the record's `loaded_chunks` column (a JSON list of names).
+pub fn missed_but_loaded(loaded_json: &str, missed: &[String]) -> Option<crate::Refusal> {
+    let loaded: Vec<String> = serde_json::from_str(loaded_json).unwrap_or_default();
+    let both: Vec<&String> = missed.iter().filter(|m| loaded.contains(m)).collect();
+    (!both.is_empty()).then(|| {
+        crate::Refusal::invalid_request(format!("{both:?} in `missed_chunks` were loaded by this recall: report what the agent applied in `used_chunks`; missed units are ones it needed and did not receive (§21.5.1)"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::AuditRow;
+    use super::{missed_but_loaded, AuditRow};
+
+    #[test]
+    fn a_loaded_unit_is_not_missed() {
+        assert!(missed_but_loaded(r#"["a","b"]"#, &["c".into()]).is_none());
+        let e = missed_but_loaded(r#"["a","b"]"#, &["b".into(), "c".into()]).unwrap();
+        assert!(e.code == "invalid_request" && e.message.starts_with("[\"b\"]"), "{}", e.message);
+    }
 
     #[test]
     fn reads_the_engine_record_and_a_stored_row() {
