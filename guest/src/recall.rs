@@ -1008,7 +1008,8 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
             break;
         }
         let i = s.index;
-        if included[i] || guaranteed.contains(&i) || s.score < min_score {
+        // a unit nothing in the intent reached (score 0) is not a ranked answer
+        if included[i] || guaranteed.contains(&i) || s.score < min_score || s.score <= 0.0 {
             continue;
         }
         let t = corpus.tokens_of(i) as u64;
@@ -1136,6 +1137,20 @@ mod tests {
             },
         );
         (m.to_string(), f)
+    }
+
+    #[test]
+    fn an_intent_that_reaches_no_unit_gets_no_ranked_unit() {
+        let (m, facts) = agent();
+        let ctx = r#"{"now_ms": 1700000000000, "entropy": "00112233445566778899"}"#;
+        for intent in ["?!.", "x", "the of and"] {
+            let req = serde_json::json!({"intent": intent}).to_string();
+            let v: serde_json::Value = serde_json::from_str(&crate::api::recall(&m, &req, ctx, &facts, &crate::store::NoAudit).unwrap()).unwrap();
+            assert_eq!(v["chunks"], serde_json::json!([]), "{intent:?}: {v}");
+        }
+        // and one that reaches a unit still gets it
+        let v: serde_json::Value = serde_json::from_str(&crate::api::recall(&m, r#"{"intent": "deploy to production"}"#, ctx, &facts, &crate::store::NoAudit).unwrap()).unwrap();
+        assert_eq!(v["chunks"][0]["name"], "deploy-rules", "{v}");
     }
 
     #[test]

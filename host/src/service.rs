@@ -263,7 +263,7 @@ impl Service {
             return Err(ApiError::invalid_json("expected a JSON object"));
         }
         let head: Head = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
-        let heartbeat_id = head.heartbeat_id.as_str().unwrap_or("");
+        let heartbeat_id = lid_shared::heartbeat::recall_heartbeat_id(Some(&head.heartbeat_id))?;
         let s = self.snapshot_at(agent, stamp)?;
         let ctx = self.context(heartbeat_id, None, &s);
         let st = Storage { facts: s.facts.clone(), audit };

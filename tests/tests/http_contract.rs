@@ -72,6 +72,16 @@ fn healthz_openapi_and_unknown_routes() {
 }
 
 #[test]
+fn a_route_asked_with_another_method_says_which_it_takes() {
+    let (agent, _) = setup_agent("method");
+    let r = c().req("DELETE", &format!("/v1/agents/{agent}/instruction-manifest"), admin(), None);
+    assert_eq!((r.status, r.code().as_str()), (405, "method_not_allowed"), "{}", r.body);
+    assert!(r.header("allow").is_some_and(|a| a.contains("PUT") && a.contains("GET")), "{:?}", r.headers);
+    let r = c().req("DELETE", "/v1/no/such/route", admin(), None);
+    assert_eq!((r.status, r.code().as_str()), (404, "route_not_found"), "{}", r.body);
+}
+
+#[test]
 fn publish_get_manifest_and_boot_stub() {
     let (agent, key) = setup_agent("pub");
     let m = c().get(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&key));

@@ -204,8 +204,10 @@ fn cli_publish_keys_and_audit_report_share_the_service_paths() {
         let r = c.post("/v1/agents/release-engineer/recall-instruction", Some(&key), &json!({"intent": intent}));
         assert_eq!(r.status, 200);
         let tok = r.json()["audit_token"].as_str().unwrap().to_string();
-        let first = r.json()["chunks"][0]["name"].as_str().unwrap().to_string();
-        assert_eq!(c.post("/v1/instruction/audit", Some(&key), &json!({"audit_token": tok, "used_chunks": [first], "missed_chunks": ["code-review"]})).status, 204);
+        let loaded: Vec<String> = r.json()["chunks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
+        // missed: a unit the agent needed and this recall did not load (§21.5.1)
+        let missed = ["code-review", "dependency-upgrades", "writing-status-updates"].into_iter().find(|u| !loaded.iter().any(|l| l == u)).unwrap();
+        assert_eq!(c.post("/v1/instruction/audit", Some(&key), &json!({"audit_token": tok, "used_chunks": [loaded[0]], "missed_chunks": [missed]})).status, 204);
     }
     let rep: Value = serde_json::from_str(&lid(&["audit", "report", "release-engineer", "--db", dbs, "--json"])).unwrap();
     assert_eq!(rep["events"], 3);

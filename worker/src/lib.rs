@@ -120,8 +120,36 @@ async fn openapi(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
     reply(raw_json(OPENAPI.to_string()))
 }
 
-async fn not_found(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
-    ApiError::new(404, "route_not_found", "no such route; GET /openapi.json lists them").into_response()
+/// A path no route takes: 405 `method_not_allowed` (with `Allow`) when a route takes it
+/// with another method, as `lid serve` answers, else 404 `route_not_found`.
+async fn not_found(req: Request, _: RouteContext<()>) -> worker::Result<Response> {
+    let allow = allowed_methods(&req.path());
+    if allow.is_empty() {
+        return ApiError::new(404, "route_not_found", "no such route; GET /openapi.json lists them").into_response();
+    }
+    let method = req.method().to_string();
+    let res = ApiError::new(405, "method_not_allowed", format!("this route does not take {method}; GET /openapi.json lists each route's methods")).into_response()?;
+    let h = res.headers().clone();
+    h.set("allow", &allow.join(","))?;
+    Ok(res.with_headers(h))
+}
+
+/// The methods the OpenAPI description gives `path` (its `{param}` segments match any
+/// one segment), upper-case and sorted.
+fn allowed_methods(path: &str) -> Vec<String> {
+    let Ok(doc) = serde_json::from_str::<Value>(OPENAPI) else { return Vec::new() };
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    let mut out: Vec<String> = Vec::new();
+    for (pattern, ops) in doc["paths"].as_object().into_iter().flatten() {
+        let p: Vec<&str> = pattern.split('/').collect();
+        let fits = p.len() == segments.len() && p.iter().zip(&segments).all(|(a, b)| (a.starts_with('{') && !b.is_empty()) || a == b);
+        if fits {
+            out.extend(ops.as_object().into_iter().flatten().map(|(m, _)| m.to_ascii_uppercase()).filter(|m| ["GET", "PUT", "POST", "DELETE", "HEAD", "PATCH"].contains(&m.as_str())));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {

@@ -201,7 +201,7 @@ impl Service {
             return Err(ApiError::invalid_json("expected a JSON object"));
         }
         let s = self.store.snapshot_at(agent, head).await?.ok_or_else(|| ApiError::manifest_not_found(agent))?;
-        let heartbeat_id = req.get("heartbeat_id").and_then(Value::as_str).unwrap_or("");
+        let heartbeat_id = lid_shared::heartbeat::recall_heartbeat_id(req.get("heartbeat_id"))?;
         let ctx = context(heartbeat_id, None, &s.lift_units);
         let audit = Buffered::default();
         let out = lid_core::api::recall(&s.manifest_json, body, &ctx, &s.facts, &audit)?;

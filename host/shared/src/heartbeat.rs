@@ -37,6 +37,18 @@ impl Trigger {
 /// name is served as `generic`.
 pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assistants"];
 
+/// A recall request's `heartbeat_id` (§21.5.1: the run the recall belongs to, kept in
+/// its audit record): absent or null is none; otherwise one line of at most 256
+/// characters, so that a mistyped id is refused rather than recorded as none.
+pub fn recall_heartbeat_id(v: Option<&serde_json::Value>) -> Result<&str, Refusal> {
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(""),
+        Some(serde_json::Value::String(s)) if s.chars().count() <= 256 && !s.chars().any(char::is_control) => Ok(s),
+        Some(serde_json::Value::String(_)) => Err(Refusal::invalid_request("`heartbeat_id` must be one line of at most 256 characters")),
+        Some(other) => Err(Refusal::invalid_request(format!("`heartbeat_id` must be a string (the run's id), not {other}"))),
+    }
+}
+
 /// The profile a stub request is served with.
 pub fn profile_or_generic(profile: Option<&str>) -> &str {
     profile.filter(|p| PROFILES.contains(p)).unwrap_or("generic")
@@ -99,6 +111,17 @@ pub fn handoff_parties<'a>(handoff: &'a Value, agent: &str) -> Result<(&'a str, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recalls_heartbeat_id_is_a_string_or_nothing() {
+        use serde_json::json;
+        assert_eq!(recall_heartbeat_id(None).unwrap(), "");
+        assert_eq!(recall_heartbeat_id(Some(&json!(null))).unwrap(), "");
+        assert_eq!(recall_heartbeat_id(Some(&json!("run_1"))).unwrap(), "run_1");
+        for bad in [json!(5), json!("a\nb"), json!("x".repeat(257))] {
+            assert_eq!(recall_heartbeat_id(Some(&bad)).unwrap_err().code, "invalid_request", "{bad}");
+        }
+    }
 
     #[test]
     fn heartbeat_response_and_context() {
