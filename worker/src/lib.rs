@@ -120,17 +120,16 @@ async fn openapi(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
     reply(raw_json(OPENAPI.to_string()))
 }
 
-/// A path no route takes: 405 `method_not_allowed` (with `Allow`) when a route takes it
-/// with another method, as `lid serve` answers, else 404 `route_not_found`.
-async fn not_found(req: Request, _: RouteContext<()>) -> worker::Result<Response> {
-    let allow = allowed_methods(&req.path());
-    if allow.is_empty() {
-        return ApiError::new(404, "route_not_found", "no such route; GET /openapi.json lists them").into_response();
-    }
-    let method = req.method().to_string();
+async fn not_found(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
+    ApiError::new(404, "route_not_found", "no such route; GET /openapi.json lists them").into_response()
+}
+
+/// 405 `method_not_allowed` with `Allow`, as `lid serve` answers a route asked with a
+/// method it does not take (the router's own 405 is plain text).
+fn method_not_allowed(method: &str, path: &str) -> worker::Result<Response> {
     let res = ApiError::new(405, "method_not_allowed", format!("this route does not take {method}; GET /openapi.json lists each route's methods")).into_response()?;
     let h = res.headers().clone();
-    h.set("allow", &allow.join(","))?;
+    h.set("allow", &allowed_methods(path).join(","))?;
     Ok(res.with_headers(h))
 }
 
@@ -448,5 +447,10 @@ pub fn router() -> Router<'static, ()> {
 
 #[event(fetch)]
 pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    router().run(req, env).await
+    let (method, path) = (req.method().to_string(), req.path());
+    let res = router().run(req, env).await?;
+    if res.status_code() == 405 {
+        return method_not_allowed(&method, &path);
+    }
+    Ok(res)
 }
