@@ -107,7 +107,6 @@ struct Submission {
     missed_chunks: Vec<String>,
 }
 
-/// A snapshot's (deployment, manifest version).
 /// `facts` as the engine reads them from `base` once written (each fact, and its unit's
 /// version list with the new version): what a write is checked against before it commits.
 fn staged_facts(base: &SnapshotFacts, facts: &[NewFact]) -> BTreeMap<String, Vec<u8>> {
@@ -121,6 +120,7 @@ fn staged_facts(base: &SnapshotFacts, facts: &[NewFact]) -> BTreeMap<String, Vec
     overlay
 }
 
+/// A snapshot's (deployment, manifest version).
 fn current_of(s: &crate::db::Snapshot) -> (String, String) {
     let m: Value = serde_json::from_str(&s.manifest_json).unwrap_or(Value::Null);
     (m["deployment"].as_str().unwrap_or_default().to_string(), s.version.clone())
