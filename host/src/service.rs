@@ -451,7 +451,7 @@ impl Service {
         let entry = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
         let latest = self.latest_fact(&unit_key)?;
         lid_shared::units::check_kind(name, req.kind, latest.as_ref(), entry.is_some())?;
-        let version = self.plan_version(req.version, latest.as_ref())?;
+        let version = lid_shared::units::plan_version(req.version, latest.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;
         let uri = format!("{unit_key}/{version}");
         if crate::db::split_fact_uri(&uri).is_none() {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
@@ -487,21 +487,6 @@ impl Service {
     /// The unit's latest fact in the ledger.
     fn latest_fact(&self, unit_key: &str) -> Result<Option<lid_shared::units::Latest>, ApiError> {
         Ok(self.db.read(|c| latest_in(c, unit_key))?)
-    }
-
-    /// The version a write takes: the one asked for, which must come after the unit's
-    /// latest (§21.4.1; the latest itself is left to the ledger's same-content check), or
-    /// the next `vN`.
-    fn plan_version(&self, requested: Option<&str>, latest: Option<&lid_shared::units::Latest>) -> Result<String, ApiError> {
-        let version = match requested {
-            Some(v) => v.to_string(),
-            None => lid_shared::units::next_version(latest.map(|l| l.version.as_str()))?,
-        };
-        let order = engine(self.rt.version_order(&version, latest.map(|l| l.version.as_str())))?;
-        match latest {
-            Some(l) if order <= 0 && l.version != version => Err(lid_shared::units::not_newer(&format!("{}/{version}", l.uri.rsplit_once('/').map_or("", |x| x.0)), l).into()),
-            _ => Ok(version),
-        }
     }
 
     /// Admission lint (README, "Admission lint"): hidden, bidirectional, zero-width or
@@ -961,7 +946,7 @@ impl Service {
         let in_manifest = self.db.snapshot(agent).map_err(ApiError::backend)?.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
         let latest = self.latest_fact(&unit_key)?;
         lid_shared::units::check_kind(&name, kind, latest.as_ref(), in_manifest)?;
-        let version = self.plan_version(requested.version, latest.as_ref())?;
+        let version = lid_shared::units::plan_version(requested.version, latest.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;
         let live = format!("{unit_key}/{version}");
         if crate::db::split_fact_uri(&live).is_none() {
             return Err(ApiError::bad_request("invalid_request", format!("{live:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2)")));

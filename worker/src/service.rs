@@ -445,7 +445,7 @@ impl Service {
         let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
         let latest = current_version(&self.store, &unit_key).await?;
         lid_shared::units::check_kind(name, req.kind, latest.as_ref().map(|l| &l.0), entry.is_some())?;
-        let version = plan_version(req.version, latest.as_ref().map(|l| &l.0))?;
+        let version = lid_shared::units::plan_version(req.version, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
         let uri = format!("{unit_key}/{version}");
         if split_fact_uri(&uri).is_none() || lid_core::uri::InstructionUri::parse(&uri).is_err() {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
@@ -685,22 +685,6 @@ pub fn no_facts() -> WorkerFacts {
 
 pub use lid_shared::federation::{federated_fields, promotion_claims};
 
-
-/// The version a write takes: the one asked for, which must come after the unit's latest
-/// (§21.4.1, by the engine's precedence; the latest itself is left to the same-content
-/// check), or the next `vN`.
-fn plan_version(requested: Option<&str>, latest: Option<&lid_shared::units::Latest>) -> ApiResult<String> {
-    let version = match requested {
-        Some(v) => v.to_string(),
-        None => lid_shared::units::next_version(latest.map(|l| l.version.as_str()))?,
-    };
-    let order = lid_core::api::version_order(&version, latest.map(|l| l.version.as_str()))?;
-    match latest {
-        Some(l) if order <= 0 && l.version != version => Err(lid_shared::units::not_newer(&format!("{}/{version}", l.uri.rsplit_once('/').map_or("", |x| x.0)), l).into()),
-        _ => Ok(version),
-    }
-}
-
 use lid_shared::coverage::CoverageRow;
 use lid_shared::packs::pack_entry;
 use lid_shared::publish::PublishRequest;
@@ -932,7 +916,7 @@ impl Service {
         let in_manifest = self.store.snapshot(agent).await?.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
         let latest = current_version(&self.store, &unit_key).await?;
         lid_shared::units::check_kind(&name, kind, latest.as_ref().map(|l| &l.0), in_manifest)?;
-        let version = plan_version(requested.version, latest.as_ref().map(|l| &l.0))?;
+        let version = lid_shared::units::plan_version(requested.version, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
         let live = format!("{unit_key}/{version}");
         if split_fact_uri(&live).is_none() || lid_core::uri::InstructionUri::parse(&live).is_err() {
             return Err(ApiError::bad_request("invalid_request", format!("{live:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2)")));

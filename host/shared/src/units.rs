@@ -161,6 +161,22 @@ pub fn source_trust(who: &crate::access::Principal) -> f64 {
 /// organisation wrote it (Spec-13).
 pub const PROMOTED_TRUST: f64 = 0.5;
 
+/// The version a write takes: the one asked for, which must come after the unit's latest
+/// (§21.4.1; the latest itself is left to the ledger's same-content check), or the next
+/// `vN`. `order` is the engine's `version-order` (an error for a version that is not
+/// one; else -1, 0 or 1 against the latest).
+pub fn plan_version<E: From<Refusal>>(requested: Option<&str>, latest: Option<&Latest>, order: impl FnOnce(&str, Option<&str>) -> Result<i8, E>) -> Result<String, E> {
+    let version = match requested {
+        Some(v) => v.to_string(),
+        None => next_version(latest.map(|l| l.version.as_str()))?,
+    };
+    let o = order(&version, latest.map(|l| l.version.as_str()))?;
+    match latest {
+        Some(l) if o <= 0 && l.version != version => Err(not_newer(&format!("{}/{version}", l.uri.rsplit_once('/').map_or("", |x| x.0)), l).into()),
+        _ => Ok(version),
+    }
+}
+
 /// A unit's latest fact, as the host's ledger holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Latest {
@@ -253,6 +269,27 @@ mod tests {
         assert_eq!(next_version(Some("v9")).unwrap(), "v10");
         assert_eq!(next_version(Some("V2")).unwrap(), "v3");
         assert!(next_version(Some("1.2.0")).is_err());
+    }
+
+    #[test]
+    fn a_write_takes_a_version_after_the_latest() {
+        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into() };
+        // a stand-in for the engine's order: by the number after the `v`
+        let order = |v: &str, than: Option<&str>| -> Result<i8, Refusal> {
+            let n = |s: &str| s.trim_start_matches('v').parse::<i64>().map_err(|_| Refusal::invalid_request("not a version"));
+            let a = n(v)?;
+            match than {
+                None => Ok(1),
+                Some(t) => Ok((a - n(t)?).signum() as i8),
+            }
+        };
+        assert_eq!(plan_version(None, Some(&latest), order).unwrap(), "v11");
+        assert_eq!(plan_version(Some("v12"), Some(&latest), order).unwrap(), "v12");
+        assert_eq!(plan_version(Some("v10"), Some(&latest), order).unwrap(), "v10", "the latest itself: the ledger decides");
+        let e = plan_version(Some("v9"), Some(&latest), order).unwrap_err();
+        assert!(e.code == "fact_version_conflict" && e.message.starts_with("instruction:d/a/u/v9:"), "{}", e.message);
+        assert_eq!(plan_version(Some("vx"), None, order).unwrap_err().code, "invalid_request");
+        assert_eq!(plan_version(None, None, order).unwrap(), "v1");
     }
 
     #[test]
