@@ -446,7 +446,7 @@ impl Service {
         }
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})])?;
         let snapshot = self.db.snapshot(agent).map_err(ApiError::backend)?;
-        let deployment = self.deployment_of(agent, body)?;
+        let deployment = lid_shared::units::deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
         let latest = self.latest_fact(&unit_key)?;
@@ -738,11 +738,7 @@ impl Service {
 impl Service {
     /// The agent's deployment: the current manifest's, else `deployment` from the body.
     fn deployment_of(&self, agent: &str, body: &Value) -> Result<String, ApiError> {
-        match (self.current(agent)?, body.get("deployment").and_then(Value::as_str)) {
-            (Some((d, _)), _) => Ok(d),
-            (None, Some(d)) if crate::auth::check_agent_id(d).is_ok() => Ok(d.to_string()),
-            _ => Err(ApiError::bad_request("invalid_request", format!("agent {agent:?} has no manifest yet: pass `deployment` with the first write"))),
-        }
+        Ok(lid_shared::units::deployment(agent, self.current(agent)?.map(|c| c.0), body)?)
     }
 
     /// Record a denied write as a `capability_denied` service event, then return the denial.
@@ -941,9 +937,10 @@ impl Service {
         let name = requested.name.unwrap_or(&qname).to_string();
         lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
-        let deployment = self.deployment_of(agent, body)?;
+        let snapshot = self.db.snapshot(agent).map_err(ApiError::backend)?;
+        let deployment = lid_shared::units::deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
-        let in_manifest = self.db.snapshot(agent).map_err(ApiError::backend)?.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
+        let in_manifest = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
         let latest = self.latest_fact(&unit_key)?;
         lid_shared::units::check_kind(&name, kind, latest.as_ref(), in_manifest)?;
         let version = lid_shared::units::plan_version(requested.version, latest.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;

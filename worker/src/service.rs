@@ -440,7 +440,7 @@ impl Service {
         }
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})]).await?;
         let current = self.store.snapshot(agent).await.map_err(|e| if e.code == "recall_backend_unavailable" { e } else { ApiError::backend(e.message) })?;
-        let deployment = self.deployment_of(agent, body).await?;
+        let deployment = lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
         let latest = current_version(&self.store, &unit_key).await?;
@@ -694,11 +694,7 @@ impl Service {
     /// The agent's deployment: the current manifest's, else `deployment` from the body.
     async fn deployment_of(&self, agent: &str, body: &Value) -> ApiResult<String> {
         let current = self.store.snapshot(agent).await?;
-        match (current.as_deref().map(current_of), body.get("deployment").and_then(Value::as_str)) {
-            (Some((d, _)), _) => Ok(d),
-            (None, Some(d)) if check_agent_id(d).is_ok() => Ok(d.to_string()),
-            _ => Err(ApiError::bad_request("invalid_request", format!("agent {agent:?} has no manifest yet: pass `deployment` with the first write"))),
-        }
+        Ok(lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?)
     }
 
     /// Record a denied write as a `capability_denied` service event; returns the denial.
@@ -911,9 +907,10 @@ impl Service {
         let name = requested.name.unwrap_or(&row.unit_name).to_string();
         lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": row.content, "interpret_as": interpret_as})]).await?;
-        let deployment = self.deployment_of(agent, body).await?;
+        let current = self.store.snapshot(agent).await?;
+        let deployment = lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
-        let in_manifest = self.store.snapshot(agent).await?.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
+        let in_manifest = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
         let latest = current_version(&self.store, &unit_key).await?;
         lid_shared::units::check_kind(&name, kind, latest.as_ref().map(|l| &l.0), in_manifest)?;
         let version = lid_shared::units::plan_version(requested.version, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;

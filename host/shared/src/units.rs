@@ -135,6 +135,16 @@ pub fn next_version(latest: Option<&str>) -> Result<String, Refusal> {
     }
 }
 
+/// The deployment a write goes to: that of the agent's current manifest (`current`), else
+/// `deployment` from the body, for an agent with no manifest yet.
+pub fn deployment(agent: &str, current: Option<String>, body: &Value) -> Result<String, Refusal> {
+    match (current, body.get("deployment").and_then(Value::as_str)) {
+        (Some(d), _) => Ok(d),
+        (None, Some(d)) if crate::ids::check_agent_id(d).is_ok() => Ok(d.to_string()),
+        _ => Err(Refusal::invalid_request(format!("agent {agent:?} has no manifest yet: pass `deployment` with the first write"))),
+    }
+}
+
 /// The entry of unit `name` in a manifest document, if it names the unit.
 pub fn manifest_entry(manifest_json: &str, name: &str) -> Option<Value> {
     let m: Value = serde_json::from_str(manifest_json).ok()?;
