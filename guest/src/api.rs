@@ -453,6 +453,20 @@ mod tests {
         assert_eq!(report["errors"][0]["code"], "invalid_json", "{report}");
     }
 
+    /// The stub's tool schema has `additionalProperties: false` (§21.3.1): a field the
+    /// request does not have is refused, naming it and the fields there are, instead of
+    /// being dropped while its default is served. `heartbeat_id` is the host's (§21.5.1).
+    #[test]
+    fn a_recall_request_with_a_field_it_does_not_have_is_refused() {
+        let m = serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v1", "entries": []}).to_string();
+        let facts = MemoryFacts::new();
+        let e = super::recall(&m, r#"{"intent":"x","max_chunk":1}"#, "", &facts, &NoAudit).unwrap_err();
+        assert_eq!((e.code(), e.status()), ("invalid_request", 400));
+        assert!(e.to_string().contains("unknown field \"max_chunk\": expected one of \"intent\", \"max_chunks\""), "{e}");
+        let ok = super::recall(&m, r#"{"intent":"x","max_chunks":1,"heartbeat_id":"run-1","wake_reason":"manual"}"#, "", &facts, &NoAudit).unwrap();
+        assert!(ok.contains("\"chunks\""), "{ok}");
+    }
+
     /// §21.2.2: a unit name is unique. A manifest that repeats one is refused by every
     /// call that serves it, naming the entry and the field, instead of recalling and
     /// preloading the unit twice.

@@ -338,6 +338,9 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
         for u in p.units {
             candidates[2].push(item(&u.name, "task_type_preload", 2, "agent", &u.fact_uri, &u.version, None, u.content));
         }
+        // A preload that could be read from neither its fact nor its path is a source
+        // not read, like an unavailable layer: the bundle is degraded.
+        degraded |= p.warnings.iter().any(|w| w.code == "preload_unit_unavailable");
         warnings.extend(p.warnings.into_iter().map(|w| format!("{}: {}", w.code, w.message)));
     }
     let mut layered: Vec<&LayerItem> = req.layers.iter().collect();
@@ -440,7 +443,7 @@ pub fn render_markdown(b: &Bundle) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Fact, MemoryFacts, NoAudit};
+    use crate::store::{Fact, Facts, MemoryFacts, NoAudit};
 
     fn agent() -> (Manifest, MemoryFacts) {
         let e = |name: &str, types: &[&str]| {
@@ -533,6 +536,22 @@ mod tests {
         assert_eq!(defang_fence_tags("a < b <br> </knowledge_pack"), "a < b <br> <\\/knowledge_pack");
         assert!(data.ends_with("</knowledge_pack>"));
         assert_eq!(k.dropped[0].reason, "not_ready");
+    }
+
+    /// A task preload read from neither its fact nor a path is a source not read: the
+    /// bundle says so in `degraded` as well as in the warning (§21.1.5 rule 4).
+    #[test]
+    fn a_preload_that_cannot_be_read_degrades_the_bundle() {
+        let (m, facts) = agent();
+        let b = compose(&m, &facts, &NoAudit, &request(), &Default::default()).unwrap();
+        assert!(!b.degraded, "{:?}", b.warnings);
+        let mut missing = MemoryFacts::new();
+        for n in ["deploy", "style"] {
+            missing.insert(facts.get(&format!("instruction:acme/eng/{n}/v1")).unwrap().unwrap());
+        }
+        let b = compose(&m, &missing, &NoAudit, &request(), &Default::default()).unwrap();
+        assert!(b.degraded, "{:?}", b.warnings);
+        assert!(b.warnings.iter().any(|w| w.starts_with("preload_unit_unavailable")), "{:?}", b.warnings);
     }
 
     #[test]

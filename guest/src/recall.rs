@@ -30,8 +30,11 @@ pub fn soft_lift() -> f64 {
     (1.0f64 + 0.15).ln()
 }
 
-/// The request (§21.3.1), plus lid's optional `min_score` and `wake_reason`.
+/// The request (§21.3.1), plus lid's optional `min_score` and `wake_reason`. Any other
+/// field is refused, as the stub's tool schema says (`additionalProperties: false`): a
+/// misspelt `max_chunk` would otherwise be dropped and its default served in silence.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RecallRequest {
     #[serde(default)]
     pub intent: String,
@@ -56,6 +59,10 @@ pub struct RecallRequest {
     /// Content candidates scoring below this are not served (default 0.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_min_score: Option<f64>,
+    /// The run the recall belongs to (§21.5.1). The host reads it (and checks it is a
+    /// string) into the context's `heartbeat_id`; the engine only accepts it here.
+    #[serde(default, skip_serializing)]
+    pub heartbeat_id: Option<serde_json::Value>,
 }
 
 /// What the host supplies besides the request: time, entropy, heartbeat identity.

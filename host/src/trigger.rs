@@ -32,11 +32,14 @@ impl TriggerKey {
         Ok(TriggerKey { key: DecodingKey::from_ed_components(x)?, alg: Algorithm::EdDSA })
     }
 
-    /// Verify `token` for `agent`: signature, algorithm, expiry, subject, claims.
+    /// Verify `token` for `agent`: signature, algorithm, expiry, not-before, subject, claims.
     pub fn verify(&self, token: &str, agent: &str) -> Result<Trigger, ApiError> {
         let mut v = Validation::new(self.alg);
         v.validate_aud = false;
         v.leeway = 5;
+        // A trigger not valid before a later time (`nbf`, RFC 7519 §4.1.5) is refused
+        // until then, with the same 5 s leeway as `exp`.
+        v.validate_nbf = true;
         v.set_required_spec_claims(&["exp", "sub"]);
         let t = decode::<Trigger>(token.trim(), &self.key, &v)
             .map_err(|e| ApiError::new(401, "heartbeat_trigger_invalid", format!("the heartbeat trigger is not a valid signed trigger ({e}); it must be a {:?} JWT from the control plane", self.alg)))?

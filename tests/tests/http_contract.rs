@@ -81,6 +81,30 @@ fn a_route_asked_with_another_method_says_which_it_takes() {
     assert_eq!((r.status, r.code().as_str()), (404, "route_not_found"), "{}", r.body);
 }
 
+/// Input that would otherwise be half-read is refused whole, alike on every host: a
+/// query parameter given twice (which value was meant?), and a recall request field the
+/// tool schema does not have (`additionalProperties: false`, §21.3.1), which would be
+/// dropped while its default was served.
+#[test]
+fn a_repeated_query_parameter_or_an_unknown_recall_field_is_refused() {
+    let (agent, key) = setup_agent("strict");
+    for path in [
+        format!("/v1/agents/{agent}/boot-stub?profile=generic&profile=openai-assistants"),
+        format!("/v1/agents/{agent}/boot-context?budget=900&budget=1200"),
+    ] {
+        let r = c().get(&path, Some(&key));
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{path}: {}", r.body);
+        assert!(r.body.contains("duplicate field"), "{path}: {}", r.body);
+    }
+    let path = format!("/v1/agents/{agent}/recall-instruction");
+    let r = c().post(&path, Some(&key), &json!({"intent": "review this pull request", "max_chunk": 1}));
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
+    assert!(r.body.contains("max_chunk") && r.body.contains("max_chunks"), "names the field and the ones there are: {}", r.body);
+    let r = c().post(&path, Some(&key), &json!({"intent": "review this pull request", "max_chunks": 1, "heartbeat_id": "run-7"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["chunks"].as_array().map(Vec::len), Some(1));
+}
+
 #[test]
 fn publish_get_manifest_and_boot_stub() {
     let (agent, key) = setup_agent("pub");
@@ -391,6 +415,14 @@ fn heartbeat_needs_a_signed_trigger_and_preloads_its_wake_reason() {
     assert_eq!(c().post(&path, Some(&key), &json!({"trigger": expired})).status, 401);
     let other = sign_trigger(secret, &json!({"sub": "someone-else", "wake_reason": "issue_assigned", "heartbeat_id": "run_3", "exp": now_s() + 600}));
     assert_eq!(c().post(&path, Some(&key), &json!({"trigger": other})).status, 401);
+    // Not valid before an hour from now (RFC 7519 `nbf`): refused until then; a past
+    // `nbf` is no obstacle.
+    let early = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_4", "exp": now_s() + 7200, "nbf": now_s() + 3600}));
+    let r = c().post(&path, Some(&key), &json!({"trigger": early}));
+    assert_eq!((r.status, r.code().as_str()), (401, "heartbeat_trigger_invalid"), "{}", r.body);
+    assert!(r.json()["error"]["message"].as_str().unwrap_or_default().contains("ImmatureSignature"), "{}", r.body);
+    let started = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_5", "exp": now_s() + 600, "nbf": now_s() - 60}));
+    assert_eq!(c().post(&path, Some(&key), &json!({"trigger": started})).status, 200);
 }
 
 /// Issue 5 §4: a handoff posted to the receiving agent becomes the session section of its

@@ -6,7 +6,8 @@
 //! error code (`heartbeat_trigger_invalid`, 401) as `lid serve`'s `host/src/trigger.rs`
 //! (jsonwebtoken): the header's `alg` must be the configured key's algorithm (an HS256
 //! token never passes an Ed25519 key and vice versa), then the signature, the claims, the
-//! expiry with 5 s leeway, the subject and the non-empty claims.
+//! expiry and a `nbf` if present, each with 5 s leeway, the subject and the non-empty
+//! claims.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -34,6 +35,8 @@ struct RawClaims {
     #[serde(default)]
     session_start: Option<u64>,
     exp: Option<u64>,
+    #[serde(default)]
+    nbf: Option<u64>,
 }
 
 /// How triggers are verified: a shared HS256 secret or an Ed25519 public key (as
@@ -109,7 +112,7 @@ impl TriggerKey {
     }
 
     /// Verify `token` for `agent` at `now_s` (Unix seconds): algorithm, signature, claims,
-    /// expiry, subject.
+    /// expiry, not-before, subject.
     pub fn verify(&self, token: &str, agent: &str, now_s: u64) -> Result<Trigger, ApiError> {
         let token = token.trim();
         let mut parts = token.split('.');
@@ -128,6 +131,10 @@ impl TriggerKey {
         };
         if exp.saturating_add(5) < now_s {
             return Err(self.invalid("ExpiredSignature"));
+        }
+        // RFC 7519 §4.1.5: not valid before `nbf` (with the same 5 s leeway).
+        if claims.nbf.is_some_and(|nbf| nbf > now_s.saturating_add(5)) {
+            return Err(self.invalid("ImmatureSignature"));
         }
         Ok(Trigger { sub, wake_reason: claims.wake_reason, heartbeat_id: claims.heartbeat_id, session_start: claims.session_start, exp }.for_agent(agent)?)
     }
@@ -189,6 +196,11 @@ mod tests {
         let no_exp = sign(b"s", r#"{"sub":"a","wake_reason":"manual","heartbeat_id":"h"}"#);
         assert!(key.verify(&no_exp, "a", 900).is_err());
         assert!(key.verify("a.b", "a", 900).is_err());
+        // `nbf`: refused before it (5 s leeway), accepted from then on
+        let later = sign(b"s", r#"{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":1000,"nbf":950}"#);
+        assert!(code_and_message(key.verify(&later, "a", 900)).2.contains("ImmatureSignature"));
+        assert!(key.verify(&later, "a", 945).is_ok(), "5 s leeway before nbf");
+        assert!(key.verify(&later, "a", 960).is_ok());
     }
 
     /// EdDSA (Ed25519) triggers: valid, tampered payload, other key, expired (5 s leeway),

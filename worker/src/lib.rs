@@ -76,6 +76,20 @@ fn param(ctx: &RouteContext<()>, name: &str) -> String {
     ctx.param(name).cloned().unwrap_or_default()
 }
 
+/// The query parameters a route reads (`names`), each at most once: a repeated one is
+/// refused, as `lid serve`'s query extractor refuses it, instead of one of its values
+/// being picked in silence. Parameters the route does not read are ignored (as there).
+fn query(req: &Request, names: &[&str]) -> ApiResult<BTreeMap<String, String>> {
+    let url = req.url().map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?;
+    let mut q = BTreeMap::new();
+    for (k, v) in url.query_pairs().filter(|(k, _)| names.contains(&k.as_ref())) {
+        if q.insert(k.to_string(), v.into_owned()).is_some() {
+            return Err(ApiError::bad_request("invalid_request", format!("Failed to deserialize query string: duplicate field `{k}`: check the query string and path against GET /openapi.json")));
+        }
+    }
+    Ok(q)
+}
+
 /// Authenticate the caller.
 async fn caller(svc: &Service, req: &Request) -> ApiResult<Principal> {
     let h = req.headers().get("authorization").ok().flatten();
@@ -155,7 +169,7 @@ async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Respon
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_read(&svc.store, &id).await?;
-        let profile = req.url().ok().and_then(|u| u.query_pairs().find(|(k, _)| k == "profile").map(|(_, v)| v.into_owned()));
+        let profile = query(&req, &["profile"])?.remove("profile");
         let (body, mv, tokens, sv) = svc.boot_stub(&id, profile.as_deref()).await.map_err(|e| {
             if e.code == "manifest_not_found" {
                 ApiError::new(404, "boot_stub_not_found", format!("no boot stub for agent {id:?}: {}", e.message))
@@ -243,8 +257,7 @@ async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Res
     reply(async {
         let svc = service(&ctx.env)?;
         let id = param(&ctx, "id");
-        let url = req.url().map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?;
-        let q: BTreeMap<String, String> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        let q = query(&req, &["profile", "budget", "format", "query"])?;
         let md = match q.get("format").map(String::as_str) {
             None => req.headers().get("accept").ok().flatten().is_some_and(|a| a.starts_with("text/markdown")),
             Some("json") => false,
@@ -409,7 +422,7 @@ async fn service_events(req: Request, ctx: RouteContext<()>) -> worker::Result<R
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_admin()?;
-        let kind = req.url().ok().and_then(|u| u.query_pairs().find(|(k, _)| k == "kind").map(|(_, v)| v.into_owned()));
+        let kind = query(&req, &["kind"])?.remove("kind");
         json_response(&svc.service_events(&id, kind.as_deref()).await?, 200)
     }
     .await)
