@@ -785,7 +785,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             }
         }
         if e.required_by_task_types.len() > 2 {
-            let p = problem("task_types_approval_required", en, Some("required_by_task_types"), format!("{} required_by_task_types values need explicit admin approval (more than 2, §21.1.5)", e.required_by_task_types.len()));
+            let p = problem("task_types_approval_required", en, Some("required_by_task_types"), format!("{} required_by_task_types values need explicit admin approval (more than 2, §21.1.5): `--approve task-types:{name}` (lid validate/publish), or `\"approvals\": {{\"task_types\": [\"{name}\"]}}` in the publish request", e.required_by_task_types.len(), name = e.name));
             match &opts.approvals {
                 Some(a) if a.task_types.iter().any(|n| n == name) => {}
                 Some(_) => errors.push(p),
@@ -798,7 +798,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
                 if !e.guarantee_load {
                     warnings.push(problem("force_position_ignored", en, Some("force_position"), "force_position applies only to guarantee_load units (§21.3.3 rule 1)".into()));
                 }
-                let p = problem("force_position_approval_required", en, Some("force_position"), "force_position \"prepend\" needs a content review and its own admin approval, separate from guarantee_load (§21.3.3 rule 1, S6)".into());
+                let p = problem("force_position_approval_required", en, Some("force_position"), format!("force_position \"prepend\" needs a content review and its own admin approval, separate from guarantee_load (§21.3.3 rule 1, S6): `--approve force-position:{name}` (lid validate/publish), or `\"approvals\": {{\"force_position\": [\"{name}\"]}}` in the publish request", name = e.name));
                 match &opts.approvals {
                     Some(a) if a.force_position.iter().any(|n| n == name) => {}
                     Some(_) => errors.push(p),
@@ -808,7 +808,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             Some(other) => errors.push(problem("manifest_entry_invalid", en, Some("force_position"), format!("force_position {other:?} must be \"prepend\" or \"append\""))),
         }
         if e.guarantee_load {
-            let p = problem("guarantee_approval_required", en, Some("guarantee_load"), "guarantee_load: true needs explicit admin approval recorded in provenance (§21.3.3 rule 5)".into());
+            let p = problem("guarantee_approval_required", en, Some("guarantee_load"), "guarantee_load: true needs explicit admin approval recorded in provenance (§21.3.3 rule 5): `--approve guarantee-load` (lid validate/publish), or `\"approvals\": {\"guarantee_load\": true}` in the publish request".into());
             match &opts.approvals {
                 Some(a) if a.guarantee_load => {}
                 Some(_) => errors.push(p),

@@ -109,11 +109,37 @@ pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, w
         }
         Err(e) => return Err(e),
     };
+    if let Some(w) = unregistered(wake_reason, ctx.wake_reasons.as_deref()) {
+        p.warnings.insert(0, w);
+    }
     match append(&record(m, &p, &ids, ctx, None), audit) {
         Ok(()) => p.audit_token = ids.audit_token,
         Err(e) => p.warnings.push(PreloadWarning { code: "audit_write_failed".into(), unit: None, message: format!("the preload audit record could not be written: {e}") }),
     }
     Ok(p)
+}
+
+/// A `wake_reason_unregistered` warning when `wake_reason` is not one of the deployment's
+/// (`registered`, else the defaults). Publishing admits only registered wake reasons
+/// into `required_by_task_types` (§21.2, `task_type_unknown`), so such a reason preloads
+/// nothing; the warning says why, instead of an empty answer that looks like a quiet one
+/// (a control plane's new event type, or `issue-assigned` for `issue_assigned`).
+fn unregistered(wake_reason: &str, registered: Option<&[String]>) -> Option<PreloadWarning> {
+    let known = match registered {
+        Some(r) => r.iter().any(|w| w == wake_reason),
+        None => crate::manifest::DEFAULT_WAKE_REASONS.contains(&wake_reason),
+    };
+    (!known).then(|| {
+        let list = match registered {
+            Some(r) => r.join(", "),
+            None => crate::manifest::DEFAULT_WAKE_REASONS.join(", "),
+        };
+        PreloadWarning {
+            code: "wake_reason_unregistered".into(),
+            unit: None,
+            message: format!("wake reason {wake_reason:?} is not registered, so no unit is preloaded for it (§21.1.5); registered: {list}"),
+        }
+    })
 }
 
 fn append(record: &crate::audit::AuditRecord, audit: &dyn AuditSink) -> Result<(), String> {
@@ -190,6 +216,34 @@ mod tests {
         assert_eq!((error.code.as_str(), error.unit.as_deref()), ("preload_unit_unavailable", Some("missing")));
         assert!(rec.loaded_chunks.is_empty(), "nothing was delivered");
         assert_eq!((rec.source.as_str(), rec.intent.as_str(), rec.manifest_version.as_str()), ("task_type_preload", "wake_reason:issue_assigned", "v3"));
+    }
+
+    /// A wake reason outside the deployment's registered ones preloads nothing, and says
+    /// so first among the warnings (and in the audit record); the deployment's own list,
+    /// when the host sends one, replaces the defaults.
+    #[test]
+    fn an_unregistered_wake_reason_is_named_in_a_warning() {
+        let m = serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v1", "entries": [
+            {"name": "triage", "description": "Triage.", "required_by_task_types": ["issue_assigned"], "guarantee_load": false,
+             "load_triggers": {"intents": [], "keywords": [], "task_types": []}, "fact_uri": "instruction:acme/eng/triage/v1", "path": null}]});
+        let m = crate::manifest::parse(&m.to_string()).unwrap();
+        let mut facts = MemoryFacts::new();
+        facts.insert(Fact { uri: "instruction:acme/eng/triage/v1".into(), content: "Reproduce first.".into(), version: "v1".into(), ..Fact::default() });
+        let codes = |wake: &str, registered: Option<&[&str]>| {
+            let ctx = crate::recall::RecallContext { wake_reasons: registered.map(|r| r.iter().map(|s| s.to_string()).collect()), ..Default::default() };
+            let audit = Records(Default::default());
+            let p = super::preload_audited(&m, &facts, &audit, wake, 0, &ctx).unwrap();
+            let rec: crate::audit::AuditRecord = serde_json::from_str(&audit.0.borrow()[0]).unwrap();
+            assert_eq!(rec.warnings, p.warnings);
+            (p.units.len(), p.warnings.iter().map(|w| w.code.clone()).collect::<Vec<_>>(), p.warnings.first().map(|w| w.message.clone()).unwrap_or_default())
+        };
+        let (n, c, _) = codes("issue_assigned", None);
+        assert_eq!((n, c.len()), (1, 0), "{c:?}");
+        let (n, c, msg) = codes("issue-assigned", None);
+        assert_eq!((n, c), (0, vec!["wake_reason_unregistered".to_string()]));
+        assert!(msg.contains("\"issue-assigned\"") && msg.contains("issue_assigned"), "{msg}");
+        assert_eq!(codes("manual", Some(&["issue_assigned", "deploy_requested"])).1, ["wake_reason_unregistered"]);
+        assert!(codes("deploy_requested", Some(&["issue_assigned", "deploy_requested"])).1.is_empty());
     }
 
     /// A unit read from its `path` because its fact is missing (§21.6.1) is named by the

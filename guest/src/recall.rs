@@ -94,6 +94,10 @@ pub struct RecallContext {
     /// entry is resolved on every call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus_key: Option<String>,
+    /// The deployment's registered wake reasons (§21.1.5 governance), for preloads to
+    /// warn of one outside them; absent: [`crate::manifest::DEFAULT_WAKE_REASONS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_reasons: Option<Vec<String>>,
 }
 
 /// One returned unit (§21.3.2), plus `selected_by`.

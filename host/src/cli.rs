@@ -34,7 +34,7 @@ pub enum Command {
         #[arg(long = "wake-reason")]
         wake_reasons: Vec<String>,
         /// Enforce approvals as a publish would: guarantee-load | task-types:NAME | force-position:NAME
-        #[arg(long = "approve")]
+        #[arg(long = "approve", value_parser = approval_arg)]
         approvals: Vec<String>,
         /// Check approvals as a publish would (missing ones are errors)
         #[arg(long)]
@@ -131,8 +131,8 @@ pub enum Command {
         #[arg(long)]
         profile: Option<String>,
         /// Section budget, e.g. task=1500 (repeatable)
-        #[arg(long = "budget")]
-        budgets: Vec<String>,
+        #[arg(long = "budget", value_parser = budget_arg)]
+        budgets: Vec<(String, u32)>,
         /// Print the Markdown rendering instead of the JSON bundle
         #[arg(long)]
         markdown: bool,
@@ -201,7 +201,7 @@ pub enum Command {
         #[arg(long)]
         skip_coverage_gate: bool,
         /// guarantee-load | task-types:NAME | force-position:NAME
-        #[arg(long = "approve")]
+        #[arg(long = "approve", value_parser = approval_arg)]
         approvals: Vec<String>,
         /// Registered wake reasons (repeatable; default: lid's built-in enum)
         #[arg(long = "wake-reason")]
@@ -291,7 +291,7 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LID_LOG").unwrap_or_else(|_| "info".into())).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LID_LOG").unwrap_or_else(|_| "info".into())).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init();
     match run(&cli) {
         Ok(code) => code,
         Err(e) => {
@@ -314,6 +314,11 @@ pub fn main() -> i32 {
             } else {
                 let f = cli_failure(&e);
                 eprintln!("error: {}: {}", f.code, f.message);
+                // what the message refers to (a co-signature's digest, the units that
+                // failed the gate) is in the details, which text mode shows too
+                if !f.details.is_null() {
+                    eprintln!("details: {}", serde_json::to_string_pretty(&f.details).unwrap_or_default());
+                }
             }
             1
         }
@@ -356,6 +361,17 @@ fn cli_failure(e: &anyhow::Error) -> crate::apierror::ApiError {
         return ApiError::engine_ref(e);
     }
     ApiError::new(400, "cli_error", format!("{e:#}"))
+}
+
+/// The service database a read (or a revocation) names: it must be there already. Opening
+/// a path that is not would create an empty database and report nothing in it, which
+/// reads as "no keys" or "no events" when the path is only mistyped, or the command was
+/// run from another directory than `lid serve` (whose `--db` defaults to `lid.db` there).
+fn existing_db(path: &Path) -> Result<Arc<crate::db::Db>> {
+    if !path.is_file() {
+        bail!("no database at {}: pass --db with the file `lid serve --db` uses (default: lid.db in the directory it was started from)", path.display());
+    }
+    Ok(crate::db::Db::open(path)?)
 }
 
 fn runtime() -> Result<Runtime> {
@@ -412,6 +428,20 @@ fn load_agent(p: &Path) -> Result<AgentDir> {
         eprintln!("warning: unit {m:?} has no file in {}", a.root.join("units").display());
     }
     Ok(a)
+}
+
+/// An `--approve` value, checked when the command line is read (a `usage_error`).
+fn approval_arg(s: &str) -> Result<String, String> {
+    match s.split_once(':') {
+        None if s == "guarantee-load" => Ok(s.to_string()),
+        Some(("task-types" | "force-position", n)) if !n.is_empty() => Ok(s.to_string()),
+        _ => Err("use guarantee-load, task-types:NAME or force-position:NAME".into()),
+    }
+}
+
+/// A `--budget SECTION=TOKENS` value, checked when the command line is read.
+fn budget_arg(s: &str) -> Result<(String, u32), String> {
+    s.split_once('=').and_then(|(sec, n)| n.parse::<u32>().ok().map(|n| (sec.to_string(), n))).ok_or_else(|| "use SECTION=TOKENS, e.g. task=1500".into())
 }
 
 pub(crate) fn approvals_json(approvals: &[String]) -> Result<Value> {
@@ -629,8 +659,7 @@ fn run(cli: &Cli) -> Result<i32> {
             if let Some(p) = profile {
                 req["profile"] = json!(p);
             }
-            for b in budgets {
-                let (section, n) = b.split_once('=').and_then(|(s, n)| n.parse::<u32>().ok().map(|n| (s, n))).with_context(|| format!("--budget {b:?}: use SECTION=TOKENS, e.g. task=1500"))?;
+            for (section, n) in budgets {
                 req["budgets"][section] = json!(n);
             }
             let rt = runtime()?;
@@ -722,7 +751,7 @@ fn run(cli: &Cli) -> Result<i32> {
             // the service's recalls get: the §21.5.5 soft lift).
             let (rec, storage, manifest_json, context) = match db {
                 Some(db) => {
-                    let db = crate::db::Db::open(db)?;
+                    let db = existing_db(db)?;
                     let agent = agent_dir.to_string_lossy().to_string();
                     let rec = db.audit_record(id)?.with_context(|| format!("no audit record {id:?} in the database"))?;
                     if rec["agent_id"].as_str() != Some(agent.as_str()) {
@@ -789,7 +818,7 @@ fn run(cli: &Cli) -> Result<i32> {
                     recs
                 }
                 (None, Some(agent)) => {
-                    let db = crate::db::Db::open(db)?;
+                    let db = existing_db(db)?;
                     db.audit_rows(agent, since)?.into_iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect()
                 }
                 (None, None) => bail!("name an AGENT (with --db) or give --file AUDIT.jsonl"),
@@ -810,7 +839,7 @@ fn run(cli: &Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Serve(args) => crate::serve::run(args),
+        Command::Serve(args) => crate::serve::run(args, cli.json),
         Command::Mcp(args) => crate::mcp::run_stdio(args),
         Command::Keys { command } => keys(cli, command),
         Command::Publish { agent_dir, db, skip_coverage_gate, approvals, wake_reasons } => {
@@ -844,7 +873,7 @@ fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {
             }
         }
         KeysCommand::List { db } => {
-            let db = crate::db::Db::open(db)?;
+            let db = existing_db(db)?;
             let keys = crate::auth::list_keys(&db)?;
             if cli.json {
                 print_json(&json!({"keys": keys}));
@@ -855,7 +884,7 @@ fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {
             }
         }
         KeysCommand::Revoke { id, db } => {
-            let db = crate::db::Db::open(db)?;
+            let db = existing_db(db)?;
             if !crate::auth::revoke_key(&db, id)? {
                 return Err(crate::apierror::ApiError::new(404, "key_not_found", format!("no live key {id:?} (see `lid keys list`)")).into());
             }
@@ -900,6 +929,33 @@ impl Corpora<'_> {
     }
 }
 
+/// The first field of a probe line (the evaluation sets' format) whose JSON type is wrong,
+/// said in JSON terms: caught here, where the file and line are known, rather than as an
+/// index into the results the engine is sent.
+fn probe_field_problem(p: &Value) -> Option<String> {
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    for f in ["id", "probe_id", "intent", "wake_reason"] {
+        if !matches!(&p[f], Value::Null | Value::String(_)) {
+            return Some(format!("`{f}` must be a string, not {}", kind(&p[f])));
+        }
+    }
+    if !matches!(&p["expect_none"], Value::Null | Value::Bool(_)) {
+        return Some(format!("`expect_none` must be true or false, not {}", kind(&p["expect_none"])));
+    }
+    match &p["required_units"] {
+        Value::Null => None,
+        Value::Array(a) => a.iter().find(|u| !u.is_string()).map(|u| format!("`required_units` must list unit names (strings), not {}", kind(u))),
+        v => Some(format!("`required_units` must be an array of unit names, not {}", kind(v))),
+    }
+}
+
 /// `lid eval`: rank every probe's agent or pack units through the component (ranking
 /// only), then report hit@1/3/10, MRR and none AUC overall and per agent or pack.
 fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<i32> {
@@ -914,6 +970,9 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<
             Corpora::Packs(_) => p["pack_id"].as_str().or_else(|| p["agent_id"].as_str()),
         };
         let agent = scope.with_context(|| format!("{}:{}: probe has no agent_id or pack_id", probes.display(), i + 1))?.to_string();
+        if let Some(why) = probe_field_problem(&p) {
+            return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{}:{}: probe {}: {why}", probes.display(), i + 1, p["id"])).into());
+        }
         if !loaded.contains_key(&agent) {
             let l = corpora.load(&agent).with_context(|| format!("probe {}", p["id"]))?;
             loaded.insert(agent.clone(), l);

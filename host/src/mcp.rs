@@ -186,13 +186,13 @@ impl HttpBackend {
         let base = base.trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(ApiError::bad_request(
-                "invalid_request",
+                "usage_error",
                 format!("--server must be an http:// or https:// base URL, not {base:?}"),
             ));
         }
         if key.trim().is_empty() {
             return Err(ApiError::bad_request(
-                "invalid_request",
+                "usage_error",
                 "the API key is empty: pass --key or set LID_API_KEY",
             ));
         }

@@ -135,7 +135,8 @@ fn checkpoint_every() -> Duration {
     std::env::var("LID_CHECKPOINT_MS").ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(CHECKPOINT_EVERY)
 }
 
-pub fn run(args: &ServeArgs) -> Result<i32> {
+/// Run the service; `json_banner` (`lid --json serve`) prints the banner as one JSON line.
+pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
     let db = Db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
     db.checkpoint_in_background(checkpoint_every())?;
     let demo_secret = (args.demo && std::env::var(&args.heartbeat_secret_env).map(|s| s.is_empty()).unwrap_or(true)).then(|| crate::db::random_hex(24));
@@ -153,7 +154,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
             std::process::exit(0);
         });
     }
-    let mut demo_lines = Vec::new();
+    let mut demo_setup = None;
     if args.demo {
         // Sign the demo trigger with the secret the service checks: the one it made up
         // (printed), or the operator's own from the environment (never printed).
@@ -163,16 +164,22 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
             (None, Some(s)) => Some((s.as_str(), false)),
             (None, None) => None,
         };
-        demo_lines = demo(&svc, signing)?;
+        demo_setup = Some(demo(&svc, signing)?);
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
         let addr = listener.local_addr()?;
-        // The first stdout line names the address (tests read it when --addr has port 0).
-        println!("lid serve listening on http://{addr} (db {})", args.db.display());
-        for l in &demo_lines {
-            println!("{}", l.replace("{base}", &format!("http://{addr}")));
+        // The first stdout line names the address (tests read it when --addr has port 0);
+        // with --json it is one JSON object with the demo's keys and trigger.
+        let base = format!("http://{addr}");
+        if json_banner {
+            println!("{}", json!({"listening": base, "db": args.db, "demo": demo_setup.as_ref().map(Demo::json)}));
+        } else {
+            println!("lid serve listening on {base} (db {})", args.db.display());
+            for l in demo_setup.iter().flat_map(|d| d.lines(&base)) {
+                println!("{l}");
+            }
         }
         use std::io::Write;
         let _ = std::io::stdout().flush();
@@ -186,9 +193,41 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `--demo`: publish the example agent (once), create keys, sign a trigger; returns the
-/// lines to print (with `{base}` for the URL).
-fn demo(svc: &Service, signing: Option<(&str, bool)>) -> Result<Vec<String>> {
+/// What `--demo` set up: the agent, its two keys, a signed trigger (none with an Ed25519
+/// key, which the service cannot sign with), and the secret it made up, if it did.
+struct Demo {
+    agent: String,
+    dir: PathBuf,
+    admin_key: String,
+    agent_key: String,
+    trigger: Option<String>,
+    made_up_secret: Option<String>,
+}
+
+impl Demo {
+    /// The banner's lines after the first, for the service at `base`.
+    fn lines(&self, base: &str) -> Vec<String> {
+        let (agent, k) = (&self.agent, &self.agent_key);
+        let mut lines = vec![format!("demo agent: {agent} (from {})", self.dir.display()), format!("admin key:  {}", self.admin_key), format!("agent key:  {k}")];
+        if let Some(s) = &self.made_up_secret {
+            lines.push(format!("heartbeat secret (HS256, set LID_HEARTBEAT_SECRET to keep it): {s}"));
+        }
+        let trigger = self.trigger.as_deref().unwrap_or("<a trigger signed with your Ed25519 key (--heartbeat-public-key)>");
+        lines.push("try:".into());
+        lines.push(format!("  curl -s -H 'Authorization: Bearer {k}' -d '{{\"trigger\":\"{trigger}\"}}' {base}/v1/agents/{agent}/heartbeat"));
+        lines.push(format!("  curl -s -H 'Authorization: Bearer {k}' -d '{{\"intent\":\"production is broken after the deploy\"}}' {base}/v1/agents/{agent}/recall-instruction"));
+        lines.push(format!("  curl -s -H 'Authorization: Bearer {k}' -d '{{\"audit_token\":\"<audit_token from the recall>\",\"used_chunks\":[\"rollback-procedure\"],\"missed_chunks\":[]}}' {base}/v1/instruction/audit"));
+        lines
+    }
+
+    /// The same as one JSON object (`lid --json serve --demo`), for scripts.
+    fn json(&self) -> Value {
+        json!({"agent_id": self.agent, "agent_dir": self.dir, "admin_key": self.admin_key, "agent_key": self.agent_key, "trigger": self.trigger, "heartbeat_secret": self.made_up_secret})
+    }
+}
+
+/// `--demo`: publish the example agent (once), create keys, sign a trigger.
+fn demo(svc: &Service, signing: Option<(&str, bool)>) -> Result<Demo> {
     let dir = demo_dir();
     let m: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
     let agent = m["agent_id"].as_str().unwrap_or("release-engineer").to_string();
@@ -199,25 +238,10 @@ fn demo(svc: &Service, signing: Option<(&str, bool)>) -> Result<Vec<String>> {
     }
     let admin = crate::auth::create_key(&svc.db, &crate::auth::NewKey { role: "admin".into(), agent_id: None, capabilities: Some(vec!["admin".into(), "read".into(), "instruction:write".into()]), entity_uri: Some("admin:demo".into()), label: Some("demo admin".into()) }).map_err(anyhow::Error::new)?;
     let agent_key = crate::auth::create_key(&svc.db, &crate::auth::NewKey { role: "agent".into(), agent_id: Some(agent.clone()), capabilities: None, entity_uri: None, label: Some("demo agent".into()) }).map_err(anyhow::Error::new)?;
-    let mut lines = vec![
-        format!("demo agent: {agent} (from {})", dir.display()),
-        format!("admin key:  {}", admin.1),
-        format!("agent key:  {}", agent_key.1),
-    ];
     let trigger = match signing {
-        Some((s, print)) => {
-            let t = sign_trigger(s, &agent, "issue_assigned", &format!("run_demo_{}", crate::db::random_hex(4)), 24 * 3600)?;
-            if print {
-                lines.push(format!("heartbeat secret (HS256, set LID_HEARTBEAT_SECRET to keep it): {s}"));
-            }
-            t
-        }
-        None => "<a trigger signed with your Ed25519 key (--heartbeat-public-key)>".into(),
+        Some((s, _)) => Some(sign_trigger(s, &agent, "issue_assigned", &format!("run_demo_{}", crate::db::random_hex(4)), 24 * 3600)?),
+        None => None,
     };
-    let k = &agent_key.1;
-    lines.push("try:".into());
-    lines.push(format!("  curl -s -H 'Authorization: Bearer {k}' -d '{{\"trigger\":\"{trigger}\"}}' {{base}}/v1/agents/{agent}/heartbeat"));
-    lines.push(format!("  curl -s -H 'Authorization: Bearer {k}' -d '{{\"intent\":\"production is broken after the deploy\"}}' {{base}}/v1/agents/{agent}/recall-instruction"));
-    lines.push(format!("  curl -s -H 'Authorization: Bearer {k}' -d '{{\"audit_token\":\"<audit_token from the recall>\",\"used_chunks\":[\"rollback-procedure\"],\"missed_chunks\":[]}}' {{base}}/v1/instruction/audit"));
-    Ok(lines)
+    let made_up_secret = signing.filter(|(_, print)| *print).map(|(s, _)| s.to_string());
+    Ok(Demo { agent, dir, admin_key: admin.1, agent_key: agent_key.1, trigger, made_up_secret })
 }

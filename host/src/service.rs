@@ -150,7 +150,7 @@ impl Service {
     }
 
     /// The engine call's context: time, entropy, heartbeat, the snapshot's soft-lifted
-    /// units, and its identity as `corpus_key` (the manifest row and its generation change
+    /// units, the registered wake reasons, and its identity as `corpus_key` (the manifest row and its generation change
     /// with every publish and fact write), so the engine keeps the corpus prepared.
     fn context(&self, heartbeat_id: &str, session_start: Option<u64>, s: &crate::db::Snapshot) -> String {
         /// The context's fields (`wit/lid.wit`, `recall`), in this order.
@@ -162,6 +162,9 @@ impl Service {
             session_start_ms: u64,
             lift_units: &'a [String],
             corpus_key: String,
+            /// the deployment's registered wake reasons (`--wake-reasons`), for preloads
+            #[serde(skip_serializing_if = "Option::is_none")]
+            wake_reasons: Option<&'a [String]>,
         }
         let now = now_ms() as u64;
         let c = Context {
@@ -171,6 +174,7 @@ impl Service {
             session_start_ms: session_start.unwrap_or(now),
             lift_units: &s.lift_units,
             corpus_key: format!("{}:{}", s.manifest_id, s.generation),
+            wake_reasons: self.wake_reasons.as_deref(),
         };
         serde_json::to_string(&c).unwrap_or_default()
     }
@@ -285,7 +289,7 @@ impl Service {
     /// Any `wake_reason` outside the signed trigger is ignored (S1).
     pub fn heartbeat(&self, agent: &str, body: &Value) -> Result<Value, ApiError> {
         let Some(key) = &self.trigger_key else {
-            return Err(ApiError::new(503, "heartbeat_not_configured", "this server has no heartbeat signing key: start it with --heartbeat-secret-env or --heartbeat-public-key"));
+            return Err(ApiError::new(503, "heartbeat_not_configured", "this server has no heartbeat signing key: set LID_HEARTBEAT_SECRET (the HS256 secret the control plane signs triggers with; another variable with --heartbeat-secret-env) or start it with --heartbeat-public-key FILE (Ed25519)"));
         };
         let token = lid_shared::heartbeat::trigger_token(body)?;
         let t = key.verify(token, agent)?;
@@ -335,7 +339,7 @@ impl Service {
         let mut heartbeat = (String::new(), None);
         if let Some(token) = q.trigger.as_deref() {
             let Some(key) = &self.trigger_key else {
-                return Err(ApiError::new(503, "heartbeat_not_configured", "this server has no heartbeat signing key, so it cannot verify the trigger: start it with --heartbeat-secret-env or --heartbeat-public-key"));
+                return Err(ApiError::new(503, "heartbeat_not_configured", "this server has no heartbeat signing key, so it cannot verify the trigger: set LID_HEARTBEAT_SECRET (the HS256 secret the control plane signs triggers with; another variable with --heartbeat-secret-env) or start it with --heartbeat-public-key FILE (Ed25519)"));
             };
             let t = key.verify(token, agent)?;
             req["wake_reason"] = json!(t.wake_reason);

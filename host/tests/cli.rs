@@ -165,6 +165,10 @@ fn bad_requests_exit_1_with_their_code() {
         &["--json", "recall", s(&demo()), "x", "--min-score", "NaN"],
         &["--json", "coverage", s(&demo()), "--k", "0"],
         &["--json", "audit", "report", "--file", s(&d.join("a.jsonl")), "--k", "0"],
+        // flag values that do not parse are caught with the command line
+        &["--json", "context", s(&demo()), "--budget", "task=abc"],
+        &["--json", "validate", s(&demo()), "--approve", "bogus"],
+        &["--json", "publish", s(&demo()), "--approve", "task-types:"],
     ] {
         let out = lid(args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
@@ -394,6 +398,15 @@ fn eval_reports_the_documented_keys() {
     let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&bad), "--json"]));
     assert_eq!(v["error"]["code"], "intent_required", "{v}");
     assert!(v["error"]["context"].as_str().is_some_and(|c| c.ends_with("bad.jsonl:2: probe \"b2\"")), "{v}");
+    // a probe field of the wrong JSON type, likewise: file, line, id and the field
+    let typed = d.join("typed.jsonl");
+    std::fs::write(&typed, format!("{}\n", json!({"id": "t3", "agent_id": "release-engineer", "intent": "roll back", "required_units": "rollback-procedure"}))).unwrap();
+    let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typed), "--json"]));
+    assert_eq!(v["error"]["code"], "invalid_request", "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("typed.jsonl:1: probe \"t3\": `required_units` must be an array")), "{v}");
+    std::fs::write(&typed, format!("{}\n", json!({"id": "t4", "agent_id": "release-engineer", "intent": "roll back", "required_units": [], "expect_none": "yes"}))).unwrap();
+    let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typed), "--json"]));
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("`expect_none` must be true or false")), "{v}");
 
     // `--misses` lists each missed probe with the unit ranked first; none when all hit
     let miss = json_of(&out)["misses"].clone();

@@ -102,7 +102,8 @@ fn a_repeated_query_parameter_or_an_unknown_recall_field_is_refused() {
     assert!(r.body.contains("max_chunk") && r.body.contains("max_chunks"), "names the field and the ones there are: {}", r.body);
     let r = c().post(&path, Some(&key), &json!({"intent": "review this pull request", "max_chunks": 1, "heartbeat_id": "run-7"}));
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.json()["chunks"].as_array().map(Vec::len), Some(1));
+    let ranked = r.json()["chunks"].as_array().map(|c| c.iter().filter(|c| c["selected_by"] == "ranked").count());
+    assert_eq!(ranked, Some(1), "{}", r.body);
 }
 
 #[test]
@@ -423,6 +424,13 @@ fn heartbeat_needs_a_signed_trigger_and_preloads_its_wake_reason() {
     assert!(r.json()["error"]["message"].as_str().unwrap_or_default().contains("ImmatureSignature"), "{}", r.body);
     let started = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_5", "exp": now_s() + 600, "nbf": now_s() - 60}));
     assert_eq!(c().post(&path, Some(&key), &json!({"trigger": started})).status, 200);
+    // A signed wake reason that is not registered preloads nothing, and says why.
+    let typo = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue-assigned", "heartbeat_id": "run_6", "exp": now_s() + 600}));
+    let r = c().post(&path, Some(&key), &json!({"trigger": typo}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["preloads"]["units"].as_array().map(Vec::len), Some(0), "{v}");
+    assert_eq!(v["preloads"]["warnings"][0]["code"], "wake_reason_unregistered", "{v}");
 }
 
 /// Issue 5 §4: a handoff posted to the receiving agent becomes the session section of its

@@ -396,3 +396,51 @@ fn the_demo_prints_a_working_trigger_for_the_operators_secret() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `lid --json serve --demo` prints its banner as one JSON object, whose keys and trigger
+/// work as printed (a script needs nothing else).
+#[test]
+fn the_json_banner_carries_working_demo_keys_and_trigger() {
+    use std::io::BufRead;
+    let dir = temp_dir("jsonbanner");
+    let mut child = std::process::Command::new(lid_tests::http::lid_bin())
+        .args(["--json", "serve", "--demo", "--exit-with-stdin", "--addr", "127.0.0.1:0", "--db", dir.join("lid.db").to_str().unwrap()])
+        .env_remove("LID_HEARTBEAT_SECRET")
+        .env("LID_CACHE_DIR", dir.join("cache"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let b: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not one JSON line ({e}): {line}"));
+    let base = b["listening"].as_str().unwrap();
+    let demo = &b["demo"];
+    assert_eq!(demo["agent_id"], "release-engineer", "{b}");
+    assert!(demo["heartbeat_secret"].as_str().is_some_and(|s| s.len() >= 32), "the made-up secret is given: {b}");
+    let c = lid_tests::http::Client::new(base);
+    let r = c.post("/v1/agents/release-engineer/heartbeat", demo["agent_key"].as_str(), &json!({"trigger": demo["trigger"]}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = c.get("/v1/agents/release-engineer/instruction-manifest", demo["admin_key"].as_str());
+    assert!(r.json()["provenance"].is_object(), "the admin key is an admin's: {}", r.body);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Commands that only read the service database (or revoke a key in it) refuse a path
+/// with no database, instead of creating an empty one and reporting nothing in it.
+#[test]
+fn reading_a_database_that_is_not_there_is_an_error_and_creates_nothing() {
+    let dir = temp_dir("nodb");
+    let typo = dir.join("typo.db");
+    let t = typo.to_str().unwrap();
+    for args in [vec!["keys", "list", "--db", t], vec!["keys", "revoke", "key_x", "--db", t], vec!["audit", "report", "release-engineer", "--db", t], vec!["audit", "replay", "release-engineer", "audi_x", "--db", t]] {
+        let out = std::process::Command::new(lid_tests::http::lid_bin()).args(&args).arg("--json").output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let e: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{args:?}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(e["error"]["code"], "cli_error", "{args:?}: {e}");
+        assert!(e["error"]["message"].as_str().unwrap().contains("no database at"), "{args:?}: {e}");
+        assert!(!typo.exists(), "{args:?} created {t}");
+    }
+}

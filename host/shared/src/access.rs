@@ -212,7 +212,7 @@ impl NewKey {
         };
         let agent_id = self.agent_id.clone().filter(|a| !a.trim().is_empty());
         match (role, &agent_id) {
-            (Role::Agent, None) => return Err(Refusal::invalid_request("an agent key needs `agent_id`: the one agent it is bound to")),
+            (Role::Agent, None) => return Err(Refusal::invalid_request("an agent key needs `agent_id` (`--agent` on `lid keys create`): the one agent it is bound to")),
             (Role::Admin, Some(_)) => return Err(Refusal::invalid_request("an admin key is not bound to an agent: drop `agent_id`")),
             _ => {}
         }
