@@ -137,6 +137,9 @@ fn checkpoint_every() -> Duration {
 
 /// Run the service; `json_banner` (`lid --json serve`) prints the banner as one JSON line.
 pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
+    // The address first: a port in use stops here, before the database file is made.
+    let listener = std::net::TcpListener::bind(&args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
+    listener.set_nonblocking(true)?;
     let db = Db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
     db.checkpoint_in_background(checkpoint_every())?;
     let demo_secret = (args.demo && std::env::var(&args.heartbeat_secret_env).map(|s| s.is_empty()).unwrap_or(true)).then(|| crate::db::random_hex(24));
@@ -168,7 +171,7 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let addr = listener.local_addr()?;
         // The first stdout line names the address (tests read it when --addr has port 0);
         // with --json it is one JSON object with the demo's keys and trigger.

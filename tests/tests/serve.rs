@@ -444,3 +444,18 @@ fn reading_a_database_that_is_not_there_is_an_error_and_creates_nothing() {
         assert!(!typo.exists(), "{args:?} created {t}");
     }
 }
+
+/// A `lid serve` that cannot listen (the port is taken) stops before it makes its
+/// database: nothing is left behind.
+#[test]
+fn a_port_in_use_stops_serve_before_the_database_is_made() {
+    let dir = temp_dir("portinuse");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let db = dir.join("lid.db");
+    let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["--json", "serve", "--addr", &addr, "--db", db.to_str().unwrap()]).env("LID_CACHE_DIR", dir.join("cache")).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stdout)));
+    assert!(e["error"]["message"].as_str().unwrap().contains(&format!("cannot listen on {addr}")), "{e}");
+    assert!(!db.exists(), "the database was made");
+}
