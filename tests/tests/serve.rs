@@ -368,21 +368,25 @@ fn refusals_are_json_errors_with_codes() {
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
+/// `lid [FLAGS] serve --demo` on a free port over a database in `dir`, its banner on a
+/// pipe, with the operator's `LID_HEARTBEAT_SECRET` or none; it ends when its stdin closes.
+fn demo_server(dir: &std::path::Path, flags: &[&str], secret: Option<&str>) -> std::process::Child {
+    let mut cmd = std::process::Command::new(lid_tests::http::lid_bin());
+    cmd.args(flags).args(["serve", "--demo", "--exit-with-stdin", "--addr", "127.0.0.1:0", "--db", dir.join("lid.db").to_str().unwrap()]);
+    match secret {
+        Some(s) => cmd.env("LID_HEARTBEAT_SECRET", s),
+        None => cmd.env_remove("LID_HEARTBEAT_SECRET"),
+    };
+    cmd.env("LID_CACHE_DIR", dir.join("cache")).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap()
+}
+
 /// `lid serve --demo` prints a heartbeat trigger signed with the secret the service checks,
 /// also when the operator supplies that secret (which is then not printed).
 #[test]
 fn the_demo_prints_a_working_trigger_for_the_operators_secret() {
     use std::io::BufRead;
     let dir = temp_dir("demotrigger");
-    let mut child = std::process::Command::new(lid_tests::http::lid_bin())
-        .args(["serve", "--demo", "--exit-with-stdin", "--addr", "127.0.0.1:0", "--db", dir.join("lid.db").to_str().unwrap()])
-        .env("LID_HEARTBEAT_SECRET", SECRET)
-        .env("LID_CACHE_DIR", dir.join("cache"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = demo_server(&dir, &[], Some(SECRET));
     let lines: Vec<String> = std::io::BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok).take_while(|l| !l.contains("/v1/instruction/audit")).collect();
     let text = lines.join("\n");
     assert!(!text.contains(SECRET), "the operator's secret is never printed: {text}");
@@ -403,15 +407,7 @@ fn the_demo_prints_a_working_trigger_for_the_operators_secret() {
 fn the_json_banner_carries_working_demo_keys_and_trigger() {
     use std::io::BufRead;
     let dir = temp_dir("jsonbanner");
-    let mut child = std::process::Command::new(lid_tests::http::lid_bin())
-        .args(["--json", "serve", "--demo", "--exit-with-stdin", "--addr", "127.0.0.1:0", "--db", dir.join("lid.db").to_str().unwrap()])
-        .env_remove("LID_HEARTBEAT_SECRET")
-        .env("LID_CACHE_DIR", dir.join("cache"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = demo_server(&dir, &["--json"], None);
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let b: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not one JSON line ({e}): {line}"));
