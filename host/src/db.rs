@@ -320,6 +320,13 @@ impl Db {
         Ok(Some(snap))
     }
 
+    /// The facts of an agent that has no manifest yet (units written before its first
+    /// publish, which that publish may name without sending them again).
+    pub fn unpublished_facts(self: &Arc<Self>, agent: &str) -> DbResult<SnapshotFacts> {
+        let map = self.read(|c| Ok(agent_facts(c, agent, "")?.0))?;
+        Ok(SnapshotFacts { map, db: self.clone(), prepared: Default::default() })
+    }
+
     fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64) -> DbResult<Snapshot> {
         self.read(|c| {
             let (version, fact_uri, token_count, created_at): (String, String, i64, i64) = c.query_row(
@@ -327,62 +334,7 @@ impl Db {
                 params![manifest_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
-            let mut map = BTreeMap::new();
-            let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            let mut manifest_json = None;
-            let mut provenance = Value::Null;
-            // Quarantined (and promoted-from) rows never reach the engine (Spec-13).
-            let mut st = c.prepare_cached(
-                "SELECT uri, unit_key, version, content, interpret_as, valid_until, authored_by, authored_at, source_trust,
-                        derived_from, tokens, sha256, provenance, unit_name
-                 FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL ORDER BY rowid",
-            )?;
-            let mut content_units = std::collections::BTreeSet::new();
-            let mut rows = st.query(params![agent])?;
-            while let Some(r) = rows.next()? {
-                let uri: String = r.get(0)?;
-                let unit_key: String = r.get(1)?;
-                let version: String = r.get(2)?;
-                let content: String = r.get(3)?;
-                if uri == fact_uri {
-                    manifest_json = Some(content.clone());
-                    provenance = serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or(Value::Null);
-                }
-                let interpret_as: String = r.get(4)?;
-                if interpret_as == "content" && uri.starts_with("instruction:") {
-                    content_units.insert(unit_key.clone());
-                }
-                let fact = EngineFact {
-                    uri: &uri,
-                    content: &content,
-                    version: &version,
-                    interpret_as: &interpret_as,
-                    valid_until: r.get::<_, Option<String>>(5)?.as_deref(),
-                    authored_by: &r.get::<_, String>(6)?,
-                    authored_at: &r.get::<_, String>(7)?,
-                    source_trust: r.get(8)?,
-                    derived_from: r.get::<_, Option<String>>(9)?.as_deref(),
-                    tokens: r.get(10)?,
-                    sha256: &r.get::<_, String>(11)?,
-                }
-                .to_json();
-                versions.entry(unit_key).or_default().push(version);
-                map.insert(uri, fact);
-            }
-            for (k, vs) in versions {
-                map.insert(k, serde_json::to_vec(&vs).map_err(|e| DbError::Corrupt(e.to_string()))?);
-            }
-            // The recall content channel's sources (Spec-13): content units and current packs.
-            let mut packs = Vec::new();
-            let mut pst = c.prepare_cached("SELECT pack, version, prefix, files, digest FROM knowledge_packs WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY pack")?;
-            let mut prow = pst.query(params![agent])?;
-            while let Some(r) = prow.next()? {
-                let files: Value = serde_json::from_str(&r.get::<_, String>(3)?).map_err(|e| DbError::Corrupt(format!("knowledge_packs.files: {e}")))?;
-                packs.push(json!({"id": r.get::<_, String>(0)?, "version": r.get::<_, String>(1)?, "prefix": r.get::<_, String>(2)?, "files": files, "digest": r.get::<_, String>(4)?}));
-            }
-            if !content_units.is_empty() || !packs.is_empty() {
-                map.insert(format!("{CONTENT_SOURCES_PREFIX}{agent}"), json!({"facts": content_units, "packs": packs}).to_string().into_bytes());
-            }
+            let (map, manifest_json, provenance) = agent_facts(c, agent, &fact_uri)?;
             let manifest_json = manifest_json.ok_or_else(|| DbError::Corrupt(format!("manifest fact {fact_uri} is missing")))?;
             let mut lift = Vec::new();
             let mut cov = c.prepare_cached("SELECT unit FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2 AND hit_at_10 < 0.4 ORDER BY unit")?;
@@ -476,6 +428,70 @@ pub struct Snapshot {
     pub facts: Arc<SnapshotFacts>,
 }
 
+/// The facts bucket of `agent` as the engine reads it (`wasi:keyvalue`, see the README):
+/// every fact that is not quarantined under its URI, each unit's version list under its
+/// key, and the content channel's sources; with the manifest fact at `manifest_uri`, if
+/// there is one, and its provenance.
+fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str) -> DbResult<(BTreeMap<String, Vec<u8>>, Option<String>, Value)> {
+    let mut map = BTreeMap::new();
+    let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut manifest_json = None;
+    let mut provenance = Value::Null;
+    // Quarantined (and promoted-from) rows never reach the engine (Spec-13).
+    let mut st = c.prepare_cached(
+        "SELECT uri, unit_key, version, content, interpret_as, valid_until, authored_by, authored_at, source_trust,
+                derived_from, tokens, sha256, provenance, unit_name
+         FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL ORDER BY rowid",
+    )?;
+    let mut content_units = std::collections::BTreeSet::new();
+    let mut rows = st.query(params![agent])?;
+    while let Some(r) = rows.next()? {
+        let uri: String = r.get(0)?;
+        let unit_key: String = r.get(1)?;
+        let version: String = r.get(2)?;
+        let content: String = r.get(3)?;
+        if uri == manifest_uri {
+            manifest_json = Some(content.clone());
+            provenance = serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or(Value::Null);
+        }
+        let interpret_as: String = r.get(4)?;
+        if interpret_as == "content" && uri.starts_with("instruction:") {
+            content_units.insert(unit_key.clone());
+        }
+        let fact = EngineFact {
+            uri: &uri,
+            content: &content,
+            version: &version,
+            interpret_as: &interpret_as,
+            valid_until: r.get::<_, Option<String>>(5)?.as_deref(),
+            authored_by: &r.get::<_, String>(6)?,
+            authored_at: &r.get::<_, String>(7)?,
+            source_trust: r.get(8)?,
+            derived_from: r.get::<_, Option<String>>(9)?.as_deref(),
+            tokens: r.get(10)?,
+            sha256: &r.get::<_, String>(11)?,
+        }
+        .to_json();
+        versions.entry(unit_key).or_default().push(version);
+        map.insert(uri, fact);
+    }
+    for (k, vs) in versions {
+        map.insert(k, serde_json::to_vec(&vs).map_err(|e| DbError::Corrupt(e.to_string()))?);
+    }
+    // The recall content channel's sources (Spec-13): content units and current packs.
+    let mut packs = Vec::new();
+    let mut pst = c.prepare_cached("SELECT pack, version, prefix, files, digest FROM knowledge_packs WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY pack")?;
+    let mut prow = pst.query(params![agent])?;
+    while let Some(r) = prow.next()? {
+        let files: Value = serde_json::from_str(&r.get::<_, String>(3)?).map_err(|e| DbError::Corrupt(format!("knowledge_packs.files: {e}")))?;
+        packs.push(json!({"id": r.get::<_, String>(0)?, "version": r.get::<_, String>(1)?, "prefix": r.get::<_, String>(2)?, "files": files, "digest": r.get::<_, String>(4)?}));
+    }
+    if !content_units.is_empty() || !packs.is_empty() {
+        map.insert(format!("{CONTENT_SOURCES_PREFIX}{agent}"), json!({"facts": content_units, "packs": packs}).to_string().into_bytes());
+    }
+    Ok((map, manifest_json, provenance))
+}
+
 /// The facts bucket of one snapshot: the agent's own facts only (§21.4.5), plus the
 /// shared cache of derived blobs.
 pub struct SnapshotFacts {
@@ -493,10 +509,6 @@ impl SnapshotFacts {
         let mut map = self.map.clone();
         map.extend(extra);
         SnapshotFacts { map, db: self.db.clone(), prepared: Default::default() }
-    }
-
-    pub fn empty(db: Arc<Db>) -> SnapshotFacts {
-        SnapshotFacts { map: BTreeMap::new(), db, prepared: Default::default() }
     }
 
     pub fn raw(&self, key: &str) -> Option<&Vec<u8>> {

@@ -602,7 +602,8 @@ impl Service {
         // 2. Unit contents sent with the manifest become new fact versions (Spec-13 gate).
         let base = match &snapshot {
             Some(s) => s.facts.clone(),
-            None => Arc::new(SnapshotFacts::empty(self.db.clone())),
+            // a first publish may name units written before it (`PUT …/units/{name}`)
+            None => Arc::new(self.db.unpublished_facts(agent).map_err(ApiError::backend)?),
         };
         let mut staged: Vec<NewFact> = Vec::new();
         let mut admission_warnings = Vec::new();

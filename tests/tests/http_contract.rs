@@ -106,6 +106,34 @@ fn a_repeated_query_parameter_or_an_unknown_recall_field_is_refused() {
     assert_eq!(ranked, Some(1), "{}", r.body);
 }
 
+/// Units written before an agent's first manifest (`PUT …/units/{name}`) can be named by
+/// that manifest without being sent again; sent again with the same text, nothing is
+/// rewritten; with other text, the version is taken (§21.4.2: facts are immutable).
+#[test]
+fn a_first_publish_names_units_written_before_it() {
+    let agent = agent_id("first");
+    let w = c().put(&format!("/v1/agents/{agent}/units/rollback"), admin(), &json!({"content": "# Rollback\n\nRoll back the payments service first.", "deployment": "demo", "version": "v1"}));
+    assert_eq!(w.status, 201, "{}", w.body);
+    let entry = json!({"name": "rollback", "description": "Steps to roll back the payments service after a bad deploy.", "required_by_task_types": [], "guarantee_load": false,
+        "load_triggers": {"intents": ["roll back the payments service"], "keywords": ["rollback"], "task_types": []}, "fact_uri": format!("instruction:demo/{agent}/rollback/v1"), "path": null});
+    let body = |version: &str, units: Value| json!({"version": version, "deployment": "demo", "skip_coverage_gate": true, "entries": [entry], "units": units});
+    let other = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body("v1", json!({"rollback": "Different text."})));
+    assert_eq!((other.status, other.code().as_str()), (409, "fact_version_conflict"), "{}", other.body);
+    assert!(other.body.contains("already exists with other content"), "{}", other.body);
+    let same = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body("v1", json!({"rollback": "# Rollback\n\nRoll back the payments service first."})));
+    assert_eq!(same.status, 200, "{}", same.body);
+    assert_eq!(same.json()["units_written"], json!([]), "nothing was written again: {}", same.body);
+    let r = c().post(&format!("/v1/agents/{agent}/recall-instruction"), admin(), &json!({"intent": "roll back payments"}));
+    assert_eq!(r.json()["chunks"][0]["name"], "rollback", "{}", r.body);
+    let fresh = agent_id("first-b");
+    assert_eq!(c().put(&format!("/v1/agents/{fresh}/units/rollback"), admin(), &json!({"content": "Roll back payments.", "deployment": "demo"})).status, 201);
+    let mut named = body("v1", Value::Null);
+    named.as_object_mut().unwrap().remove("units");
+    named["entries"][0]["fact_uri"] = json!(format!("instruction:demo/{fresh}/rollback/v1"));
+    let r = c().put(&format!("/v1/agents/{fresh}/instruction-manifest"), admin(), &named);
+    assert_eq!(r.status, 200, "a manifest naming the written unit publishes: {}", r.body);
+}
+
 #[test]
 fn publish_get_manifest_and_boot_stub() {
     let (agent, key) = setup_agent("pub");
