@@ -103,6 +103,11 @@ impl From<DbError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, axum::Json(self.body())).into_response()
+        let mut r = (status, axum::Json(self.body())).into_response();
+        // RFC 9110 §11.6.1: a 401 names the scheme that would do (an API key as a bearer token)
+        if status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+        }
+        r
     }
 }

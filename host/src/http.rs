@@ -71,7 +71,7 @@ async fn json_errors(req: axum::extract::Request, next: axum::middleware::Next) 
     let text = axum::body::to_bytes(body, 4096).await.map(|b| String::from_utf8_lossy(&b).trim().to_string()).unwrap_or_default();
     let (code, message) = match status {
         StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", format!("this route does not take {method}; GET /openapi.json lists each route's methods")),
-        StatusCode::PAYLOAD_TOO_LARGE => ("request_too_large", format!("the request body is over {} MiB; send less (a knowledge pack can be split into packs)", BODY_LIMIT >> 20)),
+        StatusCode::PAYLOAD_TOO_LARGE => ("request_too_large", lid_shared::Refusal::too_large(BODY_LIMIT).message),
         // the MCP transport answers a body that is not JSON with 415
         StatusCode::UNSUPPORTED_MEDIA_TYPE if text.starts_with("fail to deserialize") => {
             return ApiError::invalid_json(text.trim_start_matches("fail to deserialize request body").trim()).into_response();
@@ -232,8 +232,8 @@ async fn boot_context(State(svc): State<Shared>, Path(id): Path<String>, Query(m
 }
 
 async fn handoff(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
-    let body = json_body(&body)?.to_string();
-    let v = as_caller(svc, &h, move |svc, p| svc.handoff(&id, &body, &p)).await?;
+    // the key first, as on every route: a caller without one learns nothing of the body
+    let v = as_caller(svc, &h, move |svc, p| svc.handoff(&id, &json_body(&body)?.to_string(), &p)).await?;
     Ok((StatusCode::CREATED, Json(v)).into_response())
 }
 

@@ -381,11 +381,7 @@ impl Service {
         let (used_json, missed_json) = (json!(used).to_string(), json!(missed).to_string());
         if closed.is_some() {
             // §21.5.2: a repeated identical submission is a silent success and changes nothing.
-            return if used0 == used_json && missed0 == missed_json {
-                Ok(())
-            } else {
-                Err(ApiError::bad_request("audit_token_invalid", "this audit record is already closed with different feedback; audit records are append-only"))
-            };
+            return Ok(lid_shared::audit::resubmission(&used0, &missed0, &used, &missed)?);
         }
         let changed = self.db.write(|tx| {
             Ok::<_, DbError>(tx.execute(
@@ -535,11 +531,7 @@ impl Service {
     /// coverage-gate bypass for one exact manifest (S7).
     pub fn cosign(&self, agent: &str, body: &Value, who: &Principal) -> Result<Value, ApiError> {
         who.require_admin()?;
-        let version = body.get("version").and_then(Value::as_str).unwrap_or_default();
-        let digest = body.get("manifest_sha256").and_then(Value::as_str).unwrap_or_default();
-        if version.is_empty() || digest.len() != 64 {
-            return Err(ApiError::bad_request("invalid_request", "send {\"version\", \"manifest_sha256\"}: the digest is in the `cosignature_required` error of the publish"));
-        }
+        let (version, digest) = lid_shared::publish::cosignature_request(agent, body)?;
         self.db.write(|tx| {
             tx.execute(
                 "INSERT OR IGNORE INTO publish_cosignatures (agent_id, version, manifest_sha256, entity_uri, key_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

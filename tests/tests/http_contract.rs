@@ -134,6 +134,38 @@ fn a_first_publish_names_units_written_before_it() {
     assert_eq!(r.status, 200, "a manifest naming the written unit publishes: {}", r.body);
 }
 
+/// Both hosts alike at the edges of HTTP: a percent-encoded path segment is the
+/// character it encodes (RFC 3986 §2.1); a body over 8 MiB is `request_too_large`; a 401
+/// names its scheme (RFC 9110 §11.6.1); feedback resubmitted in another order is the same
+/// feedback (§21.5.2: sets of unit names); a co-signature names a valid agent id.
+#[test]
+fn encoded_paths_big_bodies_challenges_and_resubmissions() {
+    let (agent, key) = setup_agent("edge");
+    let encoded = format!("%{:02X}{}", agent.as_bytes()[0], &agent[1..]);
+    let r = c().post(&format!("/v1/agents/{encoded}/recall-instruction"), Some(&key), &json!({"intent": "cut a release", "max_chunks": 2}));
+    assert_eq!(r.status, 200, "{encoded}: {}", r.body);
+    let big = format!("{{\"intent\":\"{}\"}}", "a".repeat(9 << 20));
+    let r = c().req("POST", &format!("/v1/agents/{agent}/recall-instruction"), Some(&key), Some(&big));
+    assert_eq!((r.status, r.code().as_str()), (413, "request_too_large"), "{}", &r.body[..r.body.len().min(300)]);
+    for k in [None, Some("lid_not_a_key")] {
+        let r = c().get(&format!("/v1/agents/{agent}/boot-stub"), k);
+        assert_eq!(r.status, 401);
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"), "{:?}", r.headers);
+    }
+    let rec = c().post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&key), &json!({"intent": "cut a release", "max_chunks": 2})).json();
+    let loaded: Vec<&str> = rec["chunks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(loaded.len() >= 2, "{rec}");
+    let tok = rec["audit_token"].as_str().unwrap();
+    assert_eq!(c().post("/v1/instruction/audit", Some(&key), &json!({"audit_token": tok, "used_chunks": [loaded[0], loaded[1]]})).status, 204);
+    let again = c().post("/v1/instruction/audit", Some(&key), &json!({"audit_token": tok, "used_chunks": [loaded[1], loaded[0]]}));
+    assert_eq!(again.status, 204, "the same feedback in another order: {}", again.body);
+    let less = c().post("/v1/instruction/audit", Some(&key), &json!({"audit_token": tok, "used_chunks": [loaded[0]]}));
+    assert_eq!((less.status, less.code().as_str()), (400, "audit_token_invalid"));
+    let digest = "0".repeat(64);
+    let r = c().post("/v1/agents/Bad%20Id/instruction-manifest/cosignatures", admin(), &json!({"version": "v1", "manifest_sha256": digest}));
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
+}
+
 #[test]
 fn publish_get_manifest_and_boot_stub() {
     let (agent, key) = setup_agent("pub");

@@ -70,7 +70,14 @@ impl ApiError {
     }
 
     pub fn into_response(self) -> worker::Result<Response> {
-        Ok(Response::from_json(&self.body())?.with_status(self.status))
+        let r = Response::from_json(&self.body())?.with_status(self.status);
+        // RFC 9110 §11.6.1: a 401 names the scheme that would do (an API key as a bearer token)
+        if self.status == 401 {
+            let h = r.headers().clone();
+            h.set("WWW-Authenticate", "Bearer")?;
+            return Ok(r.with_headers(h));
+        }
+        Ok(r)
     }
 }
 

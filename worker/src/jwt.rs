@@ -19,9 +19,31 @@ use crate::error::ApiError;
 
 pub use lid_shared::heartbeat::Trigger;
 
+/// The JOSE header (RFC 7515 §4.1) with the types its registered fields must have, as
+/// jsonwebtoken reads it in `lid serve`: a `"kid": 5` makes the token invalid there, so
+/// here too.
 #[derive(Deserialize)]
+#[allow(dead_code)] // the fields are read for their types only
 struct Header {
     alg: String,
+    #[serde(default)]
+    typ: Option<String>,
+    #[serde(default)]
+    cty: Option<String>,
+    #[serde(default)]
+    jku: Option<String>,
+    #[serde(default)]
+    jwk: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    kid: Option<String>,
+    #[serde(default)]
+    x5u: Option<String>,
+    #[serde(default)]
+    x5c: Option<Vec<String>>,
+    #[serde(default)]
+    x5t: Option<String>,
+    #[serde(default, rename = "x5t#S256")]
+    x5t_s256: Option<String>,
 }
 
 /// Claims as sent, before the required ones are checked.
@@ -196,6 +218,10 @@ mod tests {
         let no_exp = sign(b"s", r#"{"sub":"a","wake_reason":"manual","heartbeat_id":"h"}"#);
         assert!(key.verify(&no_exp, "a", 900).is_err());
         assert!(key.verify("a.b", "a", 900).is_err());
+        // a registered header field of the wrong type makes the token invalid
+        let kid5 = hs256(b"s", r#"{"alg":"HS256","kid":5}"#, CLAIMS);
+        assert!(code_and_message(key.verify(&kid5, "a", 900)).2.contains("InvalidToken"));
+        assert!(key.verify(&hs256(b"s", r#"{"alg":"HS256","kid":"k1","typ":"JWT"}"#, CLAIMS), "a", 900).is_ok());
         // `nbf`: refused before it (5 s leeway), accepted from then on
         let later = sign(b"s", r#"{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":1000,"nbf":950}"#);
         assert!(code_and_message(key.verify(&later, "a", 900)).2.contains("ImmatureSignature"));

@@ -72,8 +72,14 @@ fn markdown(s: String, extra: &[(&str, String)]) -> ApiResult<Response> {
     Ok(Response::ok(s).map_err(ApiError::storage)?.with_headers(h))
 }
 
-fn param(ctx: &RouteContext<()>, name: &str) -> String {
-    ctx.param(name).cloned().unwrap_or_default()
+/// A path parameter, percent-decoded as `lid serve`'s router decodes it (RFC 3986 §2.1:
+/// `release%2Dengineer` is `release-engineer`). Not UTF-8 once decoded: refused, as there.
+fn param(ctx: &RouteContext<()>, name: &str) -> ApiResult<String> {
+    let raw = ctx.param(name).map(String::as_str).unwrap_or_default();
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| ApiError::bad_request("invalid_request", format!("Invalid URL: Invalid UTF-8 in {name}: check the query string and path against GET /openapi.json")))
 }
 
 /// The query parameters a route reads (`names`), each at most once: a repeated one is
@@ -101,14 +107,14 @@ async fn caller(svc: &Service, req: &Request) -> ApiResult<Principal> {
 async fn agent_route(req: &Request, ctx: &RouteContext<()>) -> ApiResult<(Service, String, Principal)> {
     let svc = service(&ctx.env)?;
     let p = caller(&svc, req).await?;
-    Ok((svc, param(ctx, "id"), p))
+    Ok((svc, param(ctx, "id")?, p))
 }
 
 /// The body as text (invalid UTF-8 or over the limit refused).
 async fn body_text(req: &mut Request) -> ApiResult<String> {
     let b = req.bytes().await.map_err(ApiError::invalid_json)?;
     if b.len() > BODY_LIMIT {
-        return Err(ApiError::new(413, "invalid_request", format!("the request body is over {BODY_LIMIT} bytes")));
+        return Err(lid_shared::Refusal::too_large(BODY_LIMIT).into());
     }
     String::from_utf8(b).map_err(ApiError::invalid_json)
 }
@@ -222,7 +228,7 @@ async fn coverage(req: Request, ctx: RouteContext<()>) -> worker::Result<Respons
 async fn recall(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
+        let id = param(&ctx, "id")?;
         // The key lookup and the snapshot head in one D1 round trip (the hot path).
         let h = req.headers().get("authorization").ok().flatten();
         let (p, head) = auth::authenticate_with_head(&svc.store, &svc.env_keys, h.as_deref(), &id).await?;
@@ -236,7 +242,7 @@ async fn recall(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Respo
 async fn heartbeat(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
+        let id = param(&ctx, "id")?;
         let md = req.headers().get("accept").ok().flatten().is_some_and(|a| a.starts_with("text/markdown"));
         let p = caller(&svc, &req).await?;
         p.require_self(&id)?;
@@ -256,7 +262,7 @@ async fn heartbeat(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Re
 async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
-        let id = param(&ctx, "id");
+        let id = param(&ctx, "id")?;
         let q = query(&req, &["profile", "budget", "format", "query"])?;
         let md = match q.get("format").map(String::as_str) {
             None => req.headers().get("accept").ok().flatten().is_some_and(|a| a.starts_with("text/markdown")),
@@ -295,7 +301,7 @@ async fn handoff(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Resp
 async fn put_unit(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
-        let (id, name) = (param(&ctx, "id"), param(&ctx, "name"));
+        let (id, name) = (param(&ctx, "id")?, param(&ctx, "name")?);
         let p = caller(&svc, &req).await?;
         auth::check_agent_id(&id)?;
         let body = json_body(&mut req).await?;
@@ -342,7 +348,7 @@ async fn list_keys(req: Request, ctx: RouteContext<()>) -> worker::Result<Respon
 async fn revoke_key(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
-        let key_id = param(&ctx, "key_id");
+        let key_id = param(&ctx, "key_id")?;
         let p = caller(&svc, &req).await?;
         p.require_admin()?;
         if auth::revoke_key(&svc.store, &key_id).await? {
@@ -370,7 +376,7 @@ async fn put_org(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Resp
 async fn put_knowledge(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
-        let (id, pack) = (param(&ctx, "id"), param(&ctx, "pack"));
+        let (id, pack) = (param(&ctx, "id")?, param(&ctx, "pack")?);
         let p = caller(&svc, &req).await?;
         auth::check_agent_id(&id)?;
         let body = json_body(&mut req).await?;

@@ -332,11 +332,7 @@ impl Service {
             }
             if r.audit_closed.is_some() {
                 // §21.5.2: a repeated identical submission is a silent success and changes nothing.
-                return if r.used_chunks == used_json && r.missed_chunks == missed_json {
-                    Ok(())
-                } else {
-                    Err(ApiError::bad_request("audit_token_invalid", "this audit record is already closed with different feedback; audit records are append-only"))
-                };
+                return Ok(lid_shared::audit::resubmission(&r.used_chunks, &r.missed_chunks, &used, &missed)?);
             }
             let changed = self
                 .store
@@ -488,11 +484,7 @@ impl Service {
     /// bypass of one exact manifest (S7).
     pub async fn cosign(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
         who.require_admin()?;
-        let version = body.get("version").and_then(Value::as_str).unwrap_or_default();
-        let digest = body.get("manifest_sha256").and_then(Value::as_str).unwrap_or_default();
-        if version.is_empty() || digest.len() != 64 {
-            return Err(ApiError::bad_request("invalid_request", "send {\"version\", \"manifest_sha256\"}: the digest is in the `cosignature_required` error of the publish"));
-        }
+        let (version, digest) = lid_shared::publish::cosignature_request(agent, body)?;
         self.store
             .run(
                 "INSERT OR IGNORE INTO publish_cosignatures (agent_id, version, manifest_sha256, entity_uri, key_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

@@ -56,9 +56,35 @@ pub fn missed_but_loaded(loaded_json: &str, missed: &[String]) -> Option<crate::
     })
 }
 
+/// §21.5.2 on a record already closed: "a duplicate submission with the same token is a
+/// silent success" (`Ok`), else `audit_token_invalid`. `used_json` / `missed_json` are the
+/// record's columns; the feedback is two sets of unit names, so their order (and a name
+/// given twice) does not make a submission different.
+pub fn resubmission(used_json: &str, missed_json: &str, used: &[String], missed: &[String]) -> Result<(), crate::Refusal> {
+    fn set(v: &[String]) -> std::collections::BTreeSet<&String> {
+        v.iter().collect()
+    }
+    let stored = |j: &str| serde_json::from_str::<Vec<String>>(j).unwrap_or_default();
+    if set(&stored(used_json)) == set(used) && set(&stored(missed_json)) == set(missed) {
+        Ok(())
+    } else {
+        Err(crate::Refusal::new(400, "audit_token_invalid", "this audit record is already closed with different feedback; audit records are append-only"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{missed_but_loaded, AuditRow};
+    use super::{missed_but_loaded, resubmission, AuditRow};
+
+    #[test]
+    fn a_resubmission_is_the_same_sets_of_names_in_any_order() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(resubmission(r#"["a","b"]"#, r#"["c"]"#, &v(&["b", "a"]), &v(&["c"])).is_ok());
+        assert!(resubmission(r#"["a","b"]"#, "[]", &v(&["a", "b", "a"]), &[]).is_ok());
+        let e = resubmission(r#"["a","b"]"#, "[]", &v(&["a"]), &[]).unwrap_err();
+        assert_eq!(e.code, "audit_token_invalid");
+        assert!(resubmission(r#"["a"]"#, "[]", &v(&["a"]), &v(&["c"])).is_err());
+    }
 
     #[test]
     fn a_loaded_unit_is_not_missed() {

@@ -69,6 +69,11 @@ impl Refusal {
         Self::new(503, "recall_backend_unavailable", format!("the instruction fact store cannot be read; retry later ({e})")).with_details(serde_json::json!({"retryable": true}))
     }
 
+    /// A 413 `request_too_large`: a body over `limit` bytes (both hosts take 8 MiB).
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(413, "request_too_large", format!("the request body is over {} MiB; send less (a knowledge pack can be split into packs)", limit >> 20))
+    }
+
     pub fn with_details(mut self, details: serde_json::Value) -> Self {
         self.details = Box::new(details);
         self

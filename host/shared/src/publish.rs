@@ -226,6 +226,19 @@ impl Gate<'_> {
     }
 }
 
+/// A co-signature request (`POST /v1/agents/{id}/instruction-manifest/cosignatures`,
+/// S7): the agent id checked as every write checks it, then `version` and the 64-hex
+/// `manifest_sha256` from the `cosignature_required` error of the publish.
+pub fn cosignature_request<'a>(agent: &str, body: &'a Value) -> Result<(&'a str, &'a str), Refusal> {
+    crate::ids::check_agent_id(agent)?;
+    let version = body.get("version").and_then(Value::as_str).unwrap_or_default();
+    let digest = body.get("manifest_sha256").and_then(Value::as_str).unwrap_or_default();
+    if version.is_empty() || digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Refusal::invalid_request("send {\"version\", \"manifest_sha256\"}: the digest is in the `cosignature_required` error of the publish"));
+    }
+    Ok((version, digest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
