@@ -323,7 +323,7 @@ impl Db {
     /// The facts of an agent that has no manifest yet (units written before its first
     /// publish, which that publish may name without sending them again).
     pub fn unpublished_facts(self: &Arc<Self>, agent: &str) -> DbResult<SnapshotFacts> {
-        let map = self.read(|c| Ok(agent_facts(c, agent, "")?.0))?;
+        let map = self.read(|c| Ok(agent_facts(c, agent, "")?.map))?;
         Ok(SnapshotFacts { map, db: self.clone(), prepared: Default::default() })
     }
 
@@ -334,7 +334,7 @@ impl Db {
                 params![manifest_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
-            let (map, manifest_json, provenance) = agent_facts(c, agent, &fact_uri)?;
+            let AgentFacts { map, manifest_json, provenance } = agent_facts(c, agent, &fact_uri)?;
             let manifest_json = manifest_json.ok_or_else(|| DbError::Corrupt(format!("manifest fact {fact_uri} is missing")))?;
             let mut lift = Vec::new();
             let mut cov = c.prepare_cached("SELECT unit FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2 AND hit_at_10 < 0.4 ORDER BY unit")?;
@@ -432,7 +432,7 @@ pub struct Snapshot {
 /// every fact that is not quarantined under its URI, each unit's version list under its
 /// key, and the content channel's sources; with the manifest fact at `manifest_uri`, if
 /// there is one, and its provenance.
-fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str) -> DbResult<(BTreeMap<String, Vec<u8>>, Option<String>, Value)> {
+fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str) -> DbResult<AgentFacts> {
     let mut map = BTreeMap::new();
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut manifest_json = None;
@@ -489,7 +489,16 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str) -> DbResult<(BTr
     if !content_units.is_empty() || !packs.is_empty() {
         map.insert(format!("{CONTENT_SOURCES_PREFIX}{agent}"), json!({"facts": content_units, "packs": packs}).to_string().into_bytes());
     }
-    Ok((map, manifest_json, provenance))
+    Ok(AgentFacts { map, manifest_json, provenance })
+}
+
+/// What [`agent_facts`] read.
+struct AgentFacts {
+    map: BTreeMap<String, Vec<u8>>,
+    /// The manifest fact's text, when it was among the facts.
+    manifest_json: Option<String>,
+    /// The manifest fact's provenance (`Null` without it).
+    provenance: Value,
 }
 
 /// The facts bucket of one snapshot: the agent's own facts only (§21.4.5), plus the
