@@ -290,6 +290,11 @@ pub const DEFAULT_WAKE_REASONS: &[&str] = &[
     "routine_fired",
 ];
 
+/// The registered wake reasons: the deployment's `configured` ones, else the defaults.
+pub fn registered_wake_reasons(configured: Option<&[String]>) -> Vec<String> {
+    configured.map(<[String]>::to_vec).unwrap_or_else(|| DEFAULT_WAKE_REASONS.iter().map(|s| s.to_string()).collect())
+}
+
 /// Administrator approvals that accompany a publish (§21.3.3 rule 5, §21.1.5, S6).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Approvals {
@@ -713,10 +718,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
         warnings.push(problem("manifest_empty", None, Some("entries"), "manifest has no entries; recall will return nothing".into()));
     }
 
-    let wake_reasons: Vec<String> = opts
-        .wake_reasons
-        .clone()
-        .unwrap_or_else(|| DEFAULT_WAKE_REASONS.iter().map(|s| s.to_string()).collect());
+    let wake_reasons = registered_wake_reasons(opts.wake_reasons.as_deref());
 
     let mut entries = Vec::new();
     let mut seen = std::collections::BTreeSet::new();

@@ -125,20 +125,11 @@ pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, w
 /// nothing; the warning says why, instead of an empty answer that looks like a quiet one
 /// (a control plane's new event type, or `issue-assigned` for `issue_assigned`).
 fn unregistered(wake_reason: &str, registered: Option<&[String]>) -> Option<PreloadWarning> {
-    let known = match registered {
-        Some(r) => r.iter().any(|w| w == wake_reason),
-        None => crate::manifest::DEFAULT_WAKE_REASONS.contains(&wake_reason),
-    };
-    (!known).then(|| {
-        let list = match registered {
-            Some(r) => r.join(", "),
-            None => crate::manifest::DEFAULT_WAKE_REASONS.join(", "),
-        };
-        PreloadWarning {
-            code: "wake_reason_unregistered".into(),
-            unit: None,
-            message: format!("wake reason {wake_reason:?} is not registered, so no unit is preloaded for it (§21.1.5); registered: {list}"),
-        }
+    let registered = crate::manifest::registered_wake_reasons(registered);
+    (!registered.iter().any(|w| w == wake_reason)).then(|| PreloadWarning {
+        code: "wake_reason_unregistered".into(),
+        unit: None,
+        message: format!("wake reason {wake_reason:?} is not registered, so no unit is preloaded for it (§21.1.5); registered: {}", registered.join(", ")),
     })
 }
 

@@ -430,13 +430,10 @@ fn load_agent(p: &Path) -> Result<AgentDir> {
     Ok(a)
 }
 
-/// An `--approve` value, checked when the command line is read (a `usage_error`).
+/// An `--approve` value, checked by [`approvals_json`] when the command line is read (a
+/// `usage_error`).
 fn approval_arg(s: &str) -> Result<String, String> {
-    match s.split_once(':') {
-        None if s == "guarantee-load" => Ok(s.to_string()),
-        Some(("task-types" | "force-position", n)) if !n.is_empty() => Ok(s.to_string()),
-        _ => Err("use guarantee-load, task-types:NAME or force-position:NAME".into()),
-    }
+    approvals_json(&[s.to_string()]).map(|_| s.to_string()).map_err(|e| e.to_string())
 }
 
 /// A `--budget SECTION=TOKENS` value, checked when the command line is read.
@@ -449,9 +446,9 @@ pub(crate) fn approvals_json(approvals: &[String]) -> Result<Value> {
     for ap in approvals {
         match ap.split_once(':') {
             None if ap == "guarantee-load" => a["guarantee_load"] = json!(true),
-            Some(("task-types", n)) => a["task_types"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
-            Some(("force-position", n)) => a["force_position"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
-            _ => bail!("--approve takes guarantee-load, task-types:NAME or force-position:NAME, not {ap:?}"),
+            Some(("task-types", n)) if !n.is_empty() => a["task_types"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
+            Some(("force-position", n)) if !n.is_empty() => a["force_position"].as_array_mut().map(|v| v.push(json!(n))).unwrap_or(()),
+            _ => bail!("use guarantee-load, task-types:NAME or force-position:NAME, not {ap:?}"),
         }
     }
     Ok(a)

@@ -150,8 +150,9 @@ impl Service {
     }
 
     /// The engine call's context: time, entropy, heartbeat, the snapshot's soft-lifted
-    /// units, the registered wake reasons, and its identity as `corpus_key` (the manifest row and its generation change
-    /// with every publish and fact write), so the engine keeps the corpus prepared.
+    /// units, the registered wake reasons, and its identity as `corpus_key` (the manifest
+    /// row and its generation change with every publish and fact write), so the engine
+    /// keeps the corpus prepared.
     fn context(&self, heartbeat_id: &str, session_start: Option<u64>, s: &crate::db::Snapshot) -> String {
         /// The context's fields (`wit/lid.wit`, `recall`), in this order.
         #[derive(serde::Serialize)]
@@ -162,7 +163,7 @@ impl Service {
             session_start_ms: u64,
             lift_units: &'a [String],
             corpus_key: String,
-            /// the deployment's registered wake reasons (`--wake-reasons`), for preloads
+            /// the deployment's registered wake reasons (`--wake-reason`), for preloads
             #[serde(skip_serializing_if = "Option::is_none")]
             wake_reasons: Option<&'a [String]>,
         }
