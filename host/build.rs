@@ -14,6 +14,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
     println!("cargo:rerun-if-env-changed=LID_COMPONENT_OVERRIDE");
+    embed_demo_agent(&root);
 
     // A prebuilt (e.g. pre-initialised) component can be supplied instead.
     if let Some(p) = env::var_os("LID_COMPONENT_OVERRIDE") {
@@ -39,4 +40,27 @@ fn main() {
     let wasm = target_dir.join("wasm32-wasip2").join("wasm").join("lid_core.wasm");
     assert!(wasm.exists(), "component not found at {}", wasm.display());
     println!("cargo:rustc-env=LID_COMPONENT={}", wasm.display());
+}
+
+/// `lid serve --demo` publishes examples/demo-agent from a copy built into the binary, so
+/// an installed or moved `lid` does not depend on this checkout: `demo_agent.rs` in
+/// `OUT_DIR` lists its files (`manifest.json`, `units/*.md`, in name order) with their text.
+fn embed_demo_agent(root: &std::path::Path) {
+    let dir = root.join("examples").join("demo-agent");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    println!("cargo:rerun-if-changed={}", dir.join("units").display());
+    let mut units: Vec<PathBuf> = std::fs::read_dir(dir.join("units"))
+        .expect("examples/demo-agent/units")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    units.sort();
+    let mut out = String::from("/// examples/demo-agent: (path relative to it, text).\npub static DEMO_AGENT: &[(&str, &str)] = &[\n");
+    for (rel, path) in std::iter::once(("manifest.json".to_string(), dir.join("manifest.json"))).chain(units.into_iter().map(|p| (format!("units/{}", p.file_name().expect("file name").to_string_lossy()), p))) {
+        println!("cargo:rerun-if-changed={}", path.display());
+        out.push_str(&format!("    ({rel:?}, include_str!({:?})),\n", path.display().to_string()));
+    }
+    out.push_str("];\n");
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    std::fs::write(out_dir.join("demo_agent.rs"), out).expect("writing demo_agent.rs");
 }

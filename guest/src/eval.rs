@@ -272,12 +272,16 @@ pub fn evaluate(results: &[ProbeResult]) -> Report {
     Report { overall: metrics(&all), per_agent, misses_at_3, misses }
 }
 
-/// One line per [`Miss`]: `id agent  top unit (score)  required unit@rank …  | intent`,
-/// `@-` for a required unit not ranked.
+/// One line per [`Miss`]: `miss@1|miss@3|miss@1,3 id agent  top unit (score)  required
+/// unit@rank …  | intent` (where it was missed), `@-` for a required unit not ranked.
 pub fn format_misses(report: &Report) -> String {
     let mut s = String::new();
     for m in &report.misses {
-        let at = if m.hit_at_1 { "miss@3" } else { "miss@1" };
+        let at = match (m.hit_at_1, m.hit_at_3) {
+            (false, false) => "miss@1,3",
+            (false, true) => "miss@1",
+            _ => "miss@3",
+        };
         let req: Vec<String> = m.required.iter().map(|(u, r)| format!("{u}@{}", r.map_or_else(|| "-".to_string(), |r| r.to_string()))).collect();
         s.push_str(&format!("{at} {:<14} {:<24} top {} ({:.3})  required {}  | {}\n", m.id, m.agent_id, m.top, m.top_score, req.join(" "), m.intent));
     }
@@ -379,7 +383,7 @@ mod tests {
         let t = format_misses(&r);
         assert_eq!(t.lines().count(), 3, "{t}");
         assert!(t.lines().next().is_some_and(|l| l.starts_with("miss@1 p2") && l.contains("top x (0.800)") && l.contains("required y@2") && l.ends_with("| intent of p2")), "{t}");
-        assert!(t.contains("miss@3 p3") && t.contains("required x@1 z@4") && t.contains("required q@-"), "{t}");
+        assert!(t.contains("miss@3 p3") && t.contains("required x@1 z@4") && t.contains("miss@1,3 p4") && t.contains("required q@-"), "{t}");
     }
 
     #[test]

@@ -126,6 +126,14 @@ pub fn run(rt: &Runtime, json_out: bool, cmd: &KnowledgeCommand) -> Result<i32> 
         }
         KnowledgeCommand::Resolve { roots, query, packs, disabled, no_implicit, budget, runs, max_depth } => {
             let sel = resolve(rt, &ResolveArgs { roots, query, packs, disabled, implicit: !*no_implicit, budget: *budget, max_depth: *max_depth })?;
+            // A `--pack` the catalog lacks is the caller's mistake (a typo, the wrong root):
+            // an error, before anything is written, not a record that passed without it.
+            if let Some(d) = sel["activated"]["diagnostics"].as_array().into_iter().flatten().find(|d| d["code"] == "knowledge_pack_not_found") {
+                let names: Vec<&str> = sel["catalog"]["packs"].as_array().into_iter().flatten().filter_map(|p| p["name"].as_str()).collect();
+                let known = if names.is_empty() { "the roots hold no pack (a folder with a KNOWLEDGE.md)".to_string() } else { format!("the catalog has {}", names.join(", ")) };
+                let message = format!("{}: {known}; pass --pack a name or path from `lid knowledge scan`", d["message"].as_str().unwrap_or("no such pack"));
+                return Err(crate::apierror::ApiError::new(400, "knowledge_pack_not_found", message).into());
+            }
             if let Some(dir) = runs {
                 std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
                 let id = sel["record"]["run_id"].as_str().unwrap_or("context");

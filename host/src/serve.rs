@@ -49,9 +49,18 @@ pub struct ServeArgs {
     pub exit_with_stdin: bool,
 }
 
-/// The example agent `--demo` publishes.
-pub fn demo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("examples").join("demo-agent")
+/// The example agent `--demo` publishes: examples/demo-agent as it was when `lid` was built
+/// (`build.rs`), so the binary needs no checkout beside it.
+mod demo_agent {
+    include!(concat!(env!("OUT_DIR"), "/demo_agent.rs"));
+}
+
+/// Where the built-in demo agent came from, as the banner names it.
+const DEMO_SOURCE: &str = "examples/demo-agent, built into lid";
+
+/// The text of the built-in demo agent's file `rel` (`manifest.json`, `units/NAME.md`).
+fn demo_file(rel: &str) -> Option<&'static str> {
+    demo_agent::DEMO_AGENT.iter().find(|(r, _)| *r == rel).map(|(_, text)| *text)
 }
 
 fn runtime(timeout_ms: u64, memory_mib: usize) -> Result<Arc<Runtime>> {
@@ -74,22 +83,33 @@ pub fn cli_actor() -> Actor {
 /// Publish an agent directory: its manifest plus every `units/<name>.md` of a `fact_uri`
 /// entry, as one `PUT /v1/agents/{id}/instruction-manifest` body.
 pub fn publish_dir(svc: &Service, dir: &Path, skip_coverage_gate: bool, approvals: &[String]) -> Result<Value, ApiError> {
-    let bad = |m: String| ApiError::bad_request("invalid_request", m);
     let path = if dir.is_dir() { dir.join("manifest.json") } else { dir.to_path_buf() };
     let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let text = std::fs::read_to_string(&path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
-    let m: Value = serde_json::from_str(&text).map_err(|e| ApiError::invalid_json(format!("{}: {e}", path.display())))?;
-    svc.check_manifest_document(&text)?;
-    let agent = m["agent_id"].as_str().ok_or_else(|| bad(format!("{} has no agent_id", path.display())))?.to_string();
+    let text = std::fs::read_to_string(&path).map_err(|e| bad_request(format!("cannot read {}: {e}", path.display())))?;
+    let unit = |name: &str| {
+        let f = root.join("units").join(format!("{name}.md"));
+        std::fs::read_to_string(&f).map_err(|e| bad_request(format!("cannot read {}: {e}", f.display())))
+    };
+    publish_manifest(svc, &path.display().to_string(), &text, unit, skip_coverage_gate, approvals)
+}
+
+fn bad_request(message: String) -> ApiError {
+    ApiError::bad_request("invalid_request", message)
+}
+
+/// [`publish_dir`] of a manifest's text (`label` names it in errors), reading the unit of
+/// each `fact_uri` entry through `unit`.
+fn publish_manifest(svc: &Service, label: &str, text: &str, unit: impl Fn(&str) -> Result<String, ApiError>, skip_coverage_gate: bool, approvals: &[String]) -> Result<Value, ApiError> {
+    let m: Value = serde_json::from_str(text).map_err(|e| ApiError::invalid_json(format!("{label}: {e}")))?;
+    svc.check_manifest_document(text)?;
+    let agent = m["agent_id"].as_str().ok_or_else(|| bad_request(format!("{label} has no agent_id")))?.to_string();
     let mut units = serde_json::Map::new();
     for e in m["entries"].as_array().into_iter().flatten() {
         let (Some(name), Some(_)) = (e["name"].as_str(), e["fact_uri"].as_str()) else { continue };
         if name.contains(['/', '\\']) || name.starts_with('.') {
-            return Err(bad(format!("entry name {name:?} cannot name a unit file")));
+            return Err(bad_request(format!("entry name {name:?} cannot name a unit file")));
         }
-        let f = root.join("units").join(format!("{name}.md"));
-        let content = std::fs::read_to_string(&f).map_err(|e| bad(format!("cannot read {}: {e}", f.display())))?;
-        units.insert(name.to_string(), Value::String(content));
+        units.insert(name.to_string(), Value::String(unit(name)?));
     }
     let body = json!({
         "version": if m["manifest_version"].is_null() { &m["version"] } else { &m["manifest_version"] },
@@ -99,7 +119,7 @@ pub fn publish_dir(svc: &Service, dir: &Path, skip_coverage_gate: bool, approval
         "entries": m["entries"],
         "units": units,
         "skip_coverage_gate": skip_coverage_gate,
-        "approvals": crate::cli::approvals_json(approvals).map_err(|e| bad(e.to_string()))?,
+        "approvals": crate::cli::approvals_json(approvals).map_err(|e| bad_request(e.to_string()))?,
     });
     svc.publish(&agent, &body, &cli_actor())
 }
@@ -200,7 +220,6 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
 /// key, which the service cannot sign with), and the secret it made up, if it did.
 struct Demo {
     agent: String,
-    dir: PathBuf,
     admin_key: String,
     agent_key: String,
     trigger: Option<String>,
@@ -211,7 +230,7 @@ impl Demo {
     /// The banner's lines after the first, for the service at `base`.
     fn lines(&self, base: &str) -> Vec<String> {
         let (agent, k) = (&self.agent, &self.agent_key);
-        let mut lines = vec![format!("demo agent: {agent} (from {})", self.dir.display()), format!("admin key:  {}", self.admin_key), format!("agent key:  {k}")];
+        let mut lines = vec![format!("demo agent: {agent} ({DEMO_SOURCE})"), format!("admin key:  {}", self.admin_key), format!("agent key:  {k}")];
         if let Some(s) = &self.made_up_secret {
             lines.push(format!("heartbeat secret (HS256, set LID_HEARTBEAT_SECRET to keep it): {s}"));
         }
@@ -225,16 +244,17 @@ impl Demo {
 
     /// The same as one JSON object (`lid --json serve --demo`), for scripts.
     fn json(&self) -> Value {
-        json!({"agent_id": self.agent, "agent_dir": self.dir, "admin_key": self.admin_key, "agent_key": self.agent_key, "trigger": self.trigger, "heartbeat_secret": self.made_up_secret})
+        json!({"agent_id": self.agent, "agent_source": DEMO_SOURCE, "admin_key": self.admin_key, "agent_key": self.agent_key, "trigger": self.trigger, "heartbeat_secret": self.made_up_secret})
     }
 }
 
 /// `--demo`: publish the example agent (once), create keys, sign a trigger.
 fn demo(svc: &Service, signing: Option<(&str, bool)>) -> Result<Demo> {
-    let dir = demo_dir();
-    let m: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
+    let manifest = demo_file("manifest.json").context("the built-in demo agent has no manifest.json")?;
+    let m: Value = serde_json::from_str(manifest)?;
     let agent = m["agent_id"].as_str().unwrap_or("release-engineer").to_string();
-    match publish_dir(svc, &dir, false, &["guarantee-load".to_string()]) {
+    let unit = |name: &str| demo_file(&format!("units/{name}.md")).map(str::to_string).ok_or_else(|| bad_request(format!("the built-in demo agent has no units/{name}.md")));
+    match publish_manifest(svc, "the built-in demo agent's manifest.json", manifest, unit, false, &["guarantee-load".to_string()]) {
         Ok(_) => {}
         Err(e) if e.code == "manifest_version_conflict" => {}
         Err(e) => return Err(anyhow::Error::new(e).context("publishing the demo agent")),
@@ -246,5 +266,28 @@ fn demo(svc: &Service, signing: Option<(&str, bool)>) -> Result<Demo> {
         None => None,
     };
     let made_up_secret = signing.filter(|(_, print)| *print).map(|(s, _)| s.to_string());
-    Ok(Demo { agent, dir, admin_key: admin.1, agent_key: agent_key.1, trigger, made_up_secret })
+    Ok(Demo { agent, admin_key: admin.1, agent_key: agent_key.1, trigger, made_up_secret })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The copy of the demo agent built into `lid` is examples/demo-agent, file for file.
+    #[test]
+    fn the_built_in_demo_agent_is_the_examples_one() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo-agent");
+        let mut files = vec!["manifest.json".to_string()];
+        for e in std::fs::read_dir(dir.join("units")).unwrap() {
+            files.push(format!("units/{}", e.unwrap().file_name().to_string_lossy()));
+        }
+        for rel in &files {
+            assert_eq!(demo_file(rel), Some(std::fs::read_to_string(dir.join(rel)).unwrap().as_str()), "{rel}");
+        }
+        assert_eq!(demo_agent::DEMO_AGENT.len(), files.len());
+        let m: Value = serde_json::from_str(demo_file("manifest.json").unwrap()).unwrap();
+        for e in m["entries"].as_array().unwrap().iter().filter(|e| e["fact_uri"].is_string()) {
+            assert!(demo_file(&format!("units/{}.md", e["name"].as_str().unwrap())).is_some(), "{e}");
+        }
+    }
 }

@@ -99,6 +99,15 @@ fn resolve_activates_selects_fences_and_writes_a_deterministic_record() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert!(v["items"].as_array().unwrap().is_empty());
     assert!(v["record"]["diagnostics"].as_array().unwrap().iter().any(|d| d["code"] == "knowledge_not_ready"), "{v}");
+    // Naming a pack the roots do not hold is an error that lists the ones they do, and
+    // writes no record.
+    let typo_runs = tmp.join("typo-runs");
+    let (code, out, _) = lid(&["--json", "knowledge", "resolve", &a, &b, "--query", "refunds", "--pack", "biling", "--runs", typo_runs.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    let e: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(e["error"]["code"], "knowledge_pack_not_found", "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().contains("billing, legacy-billing, house-voice"), "{e}");
+    assert!(!typo_runs.exists(), "no record is written");
 }
 
 #[test]
