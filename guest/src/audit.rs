@@ -194,7 +194,7 @@ pub struct AuditMetrics {
     pub recall_at_k: Option<f64>,
     /// Fraction of heartbeats (of those with closed events naming used chunks) where some
     /// used chunk is in the loaded[..k] of one of their events (§21.5.3: "fraction of
-    /// heartbeats").
+    /// heartbeats"); an event with no `heartbeat_id` counts as a heartbeat of its own.
     pub hit_at_k: Option<f64>,
     /// The heartbeats `hit_at_k` is over.
     pub heartbeats: usize,
@@ -213,13 +213,16 @@ pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
     let closed: Vec<&AuditRecord> = records.iter().filter(|r| r.audit_closed.is_some()).collect();
     let with_used: Vec<&&AuditRecord> = closed.iter().filter(|r| !r.used_chunks.is_empty()).collect();
     let mut rsum = 0.0;
-    // heartbeat id -> whether one of its events loaded a used chunk within k
-    let mut heartbeats = std::collections::BTreeMap::<&str, bool>::new();
+    // heartbeat id -> whether one of its events loaded a used chunk within k; a record
+    // that names no heartbeat (a recall sent without `heartbeat_id`) is a heartbeat of its
+    // own, keyed by its event id, not one shared by every such record
+    let mut heartbeats = std::collections::BTreeMap::<(bool, &str), bool>::new();
     for r in &with_used {
         let top: Vec<&String> = r.loaded_chunks.iter().take(k).collect();
         let found = r.used_chunks.iter().filter(|u| top.contains(u)).count();
         rsum += found as f64 / r.used_chunks.len() as f64;
-        *heartbeats.entry(r.heartbeat_id.as_str()).or_default() |= found > 0;
+        let key = if r.heartbeat_id.is_empty() { (false, r.id.as_str()) } else { (true, r.heartbeat_id.as_str()) };
+        *heartbeats.entry(key).or_default() |= found > 0;
     }
     let hits = heartbeats.values().filter(|h| **h).count();
     let (missed, used): (usize, usize) = closed.iter().fold((0, 0), |(m, u), r| (m + r.missed_chunks.len(), u + r.used_chunks.len()));
@@ -377,6 +380,11 @@ mod tests {
         let m = metrics(&[one("h1", &["x"], &["a"]), one("h1", &["a"], &["a"]), one("h1", &["y"], &["a"]), one("h2", &["x"], &["a"])], 3);
         assert_eq!((m.heartbeats, m.hit_at_k), (2, Some(0.5)));
         assert_eq!(m.recall_at_k, Some(0.25), "recall@k stays per event");
+        // Recalls that name no heartbeat are a heartbeat each: one hit in four is 0.25, not
+        // one shared heartbeat with a hit.
+        let alone = |id: &str, loaded: &[&str]| AuditRecord { id: id.into(), heartbeat_id: String::new(), ..rec(loaded, &["a"], &[], true) };
+        let m = metrics(&[alone("e1", &["a"]), alone("e2", &["x"]), alone("e3", &["y"]), alone("e4", &["z"])], 3);
+        assert_eq!((m.heartbeats, m.hit_at_k), (4, Some(0.25)));
     }
 
     #[test]

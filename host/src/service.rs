@@ -575,7 +575,7 @@ impl Service {
             return Err(lid_shared::publish::version_conflict(agent, &version).into());
         }
         let now = now_ms();
-        let manifest = req.manifest(agent, &deployment, now);
+        let manifest = req.manifest(agent, &deployment, snapshot.as_deref().map(|s| s.manifest_json.as_str()), now);
         if let Some(doc) = req.as_sent(&manifest) {
             self.check_manifest_document(&doc.to_string())?;
         }

@@ -227,6 +227,16 @@ fn a_new_manifest_regenerates_the_stub() {
     assert_eq!(after.header("x-manifest-version"), Some("v2"));
     assert!(after.body.contains("Friday afternoon"), "stale stub delivered:\n{}", after.body);
     assert!(!before.body.contains("Friday afternoon"));
+    // A publish in §21.8.3's own shape (version, entries, skip_coverage_gate: no role, no
+    // deployment) keeps the previous version's role and deployment.
+    let role = |stub: &str| stub.lines().find_map(|l| l.strip_prefix("agent_role: ")).map(str::to_string);
+    assert_eq!(role(&after.body).as_deref(), Some("\"ReleaseEngineer\""), "{}", after.body);
+    let bare = json!({"version": "v3", "entries": body["entries"], "skip_coverage_gate": false, "approvals": body["approvals"]});
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &bare);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v3 = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
+    assert_eq!((v3.header("x-manifest-version"), role(&v3.body)), (Some("v3"), role(&after.body)), "{}", v3.body);
+    assert_eq!(c().get(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&key)).json()["fact_uri"], format!("instruction:demo/{agent}/manifest/v3"));
 }
 
 #[test]

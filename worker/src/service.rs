@@ -516,7 +516,7 @@ impl Service {
             return Err(lid_shared::publish::version_conflict(agent, &version).into());
         }
         let now = now_ms();
-        let manifest = req.manifest(agent, &deployment, now);
+        let manifest = req.manifest(agent, &deployment, snapshot.as_deref().map(|s| s.manifest_json.as_str()), now);
         if let Some(doc) = req.as_sent(&manifest) {
             let sent = parse(&lid_core::api::validate_manifest(&doc.to_string(), &json!({"wake_reasons": self.wake_reasons}).to_string()))?;
             if let Some(refusal) = lid_shared::publish::validation_refusal(&sent) {

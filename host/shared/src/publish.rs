@@ -85,18 +85,23 @@ impl<'a> PublishRequest<'a> {
     }
 
     /// The manifest document as published (§21.2): the body's entries under the route's
-    /// agent id and `deployment`, stamped with the publish time.
-    pub fn manifest(&self, agent: &str, deployment: &str, now_ms: i64) -> Value {
+    /// agent id and `deployment`, stamped with the publish time. `agent_role` and
+    /// `heartbeat_contract` (the stub's, §21.1.1) are the body's, else those of the agent's
+    /// `previous` manifest (its JSON), as the deployment is: §21.8.3's body carries
+    /// neither, and a publish in that shape must not blank the stub's role.
+    pub fn manifest(&self, agent: &str, deployment: &str, previous: Option<&str>, now_ms: i64) -> Value {
+        let previous: Value = previous.and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
+        let field = |name: &str| self.obj.get(name).filter(|v| !v.is_null()).or_else(|| previous.get(name).filter(|v| !v.is_null())).cloned();
         let mut manifest = json!({
             "agent_id": agent,
             "deployment": deployment,
-            "agent_role": self.obj.get("agent_role").filter(|v| !v.is_null()).cloned().unwrap_or(json!("")),
+            "agent_role": field("agent_role").unwrap_or(json!("")),
             "manifest_version": self.version,
             "published_at": iso(now_ms),
             "entries": self.obj.get("entries").cloned().unwrap_or(Value::Null),
         });
-        if let Some(h) = self.obj.get("heartbeat_contract").filter(|v| !v.is_null()) {
-            manifest["heartbeat_contract"] = h.clone();
+        if let Some(h) = field("heartbeat_contract") {
+            manifest["heartbeat_contract"] = h;
         }
         manifest
     }
@@ -251,12 +256,20 @@ mod tests {
         assert_eq!(r.approvals, json!({"guarantee_load": true}));
         assert_eq!(r.deployment(None).unwrap_err().message, "the first manifest of an agent needs `deployment`");
         assert_eq!(
-            r.manifest("eng", "acme", 0).to_string(),
+            r.manifest("eng", "acme", None, 0).to_string(),
             r#"{"agent_id":"eng","deployment":"acme","agent_role":"Eng","manifest_version":"v2","published_at":"1970-01-01T00:00:00Z","entries":[{"name":"a"}]}"#
         );
         let with_hb = json!({"manifest_version": "v1", "deployment": "d", "heartbeat_contract": {"x": 1}});
         let r = PublishRequest::read("eng", &with_hb).unwrap();
-        assert_eq!((r.deployment(Some("old")).unwrap().as_str(), r.skip, r.manifest("eng", "d", 0)["heartbeat_contract"]["x"].as_i64()), ("d", false, Some(1)));
+        assert_eq!((r.deployment(Some("old")).unwrap().as_str(), r.skip, r.manifest("eng", "d", None, 0)["heartbeat_contract"]["x"].as_i64()), ("d", false, Some(1)));
+        // A body without a role or heartbeat contract (§21.8.3's shape) keeps the previous
+        // version's; a body that sets them wins.
+        let previous = r#"{"agent_id":"eng","agent_role":"Release Engineer","heartbeat_contract":"instruction:d/eng/heartbeat/v1","entries":[]}"#;
+        let bare = PublishRequest::read("eng", &json!({"version": "v3", "entries": []})).unwrap().manifest("eng", "d", Some(previous), 0);
+        assert_eq!((bare["agent_role"].as_str(), bare["heartbeat_contract"].as_str()), (Some("Release Engineer"), Some("instruction:d/eng/heartbeat/v1")));
+        assert_eq!(r.manifest("eng", "d", Some(previous), 0)["heartbeat_contract"]["x"].as_i64(), Some(1));
+        let first = PublishRequest::read("eng", &json!({"version": "v1", "entries": []})).unwrap().manifest("eng", "d", None, 0);
+        assert_eq!((first["agent_role"].as_str(), first.get("heartbeat_contract")), (Some(""), None));
         for (bad, code, needle) in [
             (json!([1]), "invalid_request", "JSON object"),
             (json!({"agent_id": "other", "version": "v1"}), "invalid_request", "for agent \"other\""),
@@ -277,7 +290,7 @@ mod tests {
         // a published_at is validated as sent, then replaced by the service's stamp
         let sent = json!({"manifest_version": "v1", "published_at": "yesterday"});
         let r = PublishRequest::read("eng", &sent).unwrap();
-        let m = r.manifest("eng", "d", 0);
+        let m = r.manifest("eng", "d", None, 0);
         assert_eq!((m["published_at"].as_str(), r.as_sent(&m).map(|d| d["published_at"].clone())), (Some("1970-01-01T00:00:00Z"), Some(json!("yesterday"))));
         assert!(PublishRequest::read("eng", &with_hb).unwrap().as_sent(&m).is_none());
     }
