@@ -25,7 +25,6 @@ use lid_shared::units::Kind;
 
 pub use lid_shared::heartbeat::PROFILES;
 /// Audit tokens expire after 24 h (§21.5.2).
-pub const AUDIT_TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
 /// The rolling audit window (§21.5.3).
 pub const AUDIT_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
 
@@ -372,18 +371,12 @@ impl Service {
             return Err(ApiError::bad_request("audit_token_invalid", "this audit token is not recognised: submit the token from a recall_instruction response"));
         };
         who.require_self(&agent)?;
-        if let Some(refusal) = lid_shared::audit::missed_but_loaded(&loaded, &missed) {
-            return Err(refusal.into());
-        }
         let now = now_ms();
-        if now - created > AUDIT_TOKEN_TTL_MS {
-            return Err(ApiError::bad_request("audit_token_expired", "this audit token is older than 24 hours (§21.5.2); feedback must be sent at heartbeat end"));
+        let stored = lid_shared::audit::Stored { created_at: created, closed: closed.is_some(), loaded_json: &loaded, used_json: &used0, missed_json: &missed0 };
+        if !lid_shared::audit::closing(&stored, now, &used, &missed)? {
+            return Ok(());
         }
         let (used_json, missed_json) = (json!(used).to_string(), json!(missed).to_string());
-        if closed.is_some() {
-            // §21.5.2: a repeated identical submission is a silent success and changes nothing.
-            return Ok(lid_shared::audit::resubmission(&used0, &missed0, &used, &missed)?);
-        }
         let changed = self.db.write(|tx| {
             Ok::<_, DbError>(tx.execute(
                 "UPDATE instruction_audit SET used_chunks = ?1, missed_chunks = ?2, audit_closed = ?3 WHERE audit_token = ?4 AND audit_closed IS NULL",

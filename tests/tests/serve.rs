@@ -180,6 +180,16 @@ fn audit_tokens_expire_after_24_hours() {
     assert_eq!((e.status, e.code().as_str()), (400, "audit_token_expired"));
     let closed: Option<i64> = ext.query_row("SELECT audit_closed FROM instruction_audit WHERE audit_token = ?1", [token], |r| r.get(0)).unwrap();
     assert_eq!(closed, None, "an expired submission changes nothing");
+    // A record closed in time takes its identical feedback again after 24 hours (§21.5.2:
+    // a second submission with the same token is a 204 that changes nothing), not other.
+    let r = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "cut a release"})).json();
+    let token = r["audit_token"].as_str().unwrap();
+    let used = &r["chunks"][0]["name"];
+    assert_eq!(c.post("/v1/instruction/audit", Some(&admin), &json!({"audit_token": token, "used_chunks": [used]})).status, 204);
+    ext.execute("UPDATE instruction_audit SET created_at = created_at - 48 * 3600 * 1000 WHERE audit_token = ?1", [token]).unwrap();
+    assert_eq!(c.post("/v1/instruction/audit", Some(&admin), &json!({"audit_token": token, "used_chunks": [used]})).status, 204);
+    let other = c.post("/v1/instruction/audit", Some(&admin), &json!({"audit_token": token, "used_chunks": []}));
+    assert_eq!((other.status, other.code().as_str()), (400, "audit_token_invalid"));
 }
 
 #[test]

@@ -20,7 +20,6 @@ use crate::util::{iso, now_ms, random_hex, sha256_hex, uuid4};
 
 pub use lid_shared::heartbeat::PROFILES;
 /// Audit tokens expire after 24 h (§21.5.2).
-pub const AUDIT_TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
 /// The rolling audit window (§21.5.3).
 pub const AUDIT_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
 
@@ -323,16 +322,10 @@ impl Service {
                 return Err(ApiError::bad_request("audit_token_invalid", "this audit token is not recognised: submit the token from a recall_instruction response"));
             };
             who.require_self(&r.agent_id)?;
-            if let Some(refusal) = lid_shared::audit::missed_but_loaded(&r.loaded_chunks, &missed) {
-                return Err(refusal.into());
-            }
             let now = now_ms();
-            if now - r.created_at > AUDIT_TOKEN_TTL_MS {
-                return Err(ApiError::bad_request("audit_token_expired", "this audit token is older than 24 hours (§21.5.2); feedback must be sent at heartbeat end"));
-            }
-            if r.audit_closed.is_some() {
-                // §21.5.2: a repeated identical submission is a silent success and changes nothing.
-                return Ok(lid_shared::audit::resubmission(&r.used_chunks, &r.missed_chunks, &used, &missed)?);
+            let stored = lid_shared::audit::Stored { created_at: r.created_at, closed: r.audit_closed.is_some(), loaded_json: &r.loaded_chunks, used_json: &r.used_chunks, missed_json: &r.missed_chunks };
+            if !lid_shared::audit::closing(&stored, now, &used, &missed)? {
+                return Ok(());
             }
             let changed = self
                 .store

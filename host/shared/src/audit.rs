@@ -45,6 +45,37 @@ pub struct AuditRow {
     pub error: Option<Value>,
 }
 
+/// How long an audit token takes feedback (§21.5.2: 24 hours after its recall).
+pub const TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
+
+/// The stored state of the record a submission names, as both hosts read it.
+pub struct Stored<'a> {
+    pub created_at: i64,
+    pub closed: bool,
+    /// The record's `loaded_chunks`, `used_chunks` and `missed_chunks` columns (JSON lists).
+    pub loaded_json: &'a str,
+    pub used_json: &'a str,
+    pub missed_json: &'a str,
+}
+
+/// §21.5.2 for a found record its caller may close: `Ok(true)` to close it with the
+/// feedback, `Ok(false)` when it is closed already with the same feedback (a silent
+/// success, at any age: "a second submission with the same `audit_token` MUST return 204
+/// without modifying the record"), else the refusal: other feedback for a closed record,
+/// a missed unit the recall loaded, or a token older than 24 hours.
+pub fn closing(stored: &Stored<'_>, now_ms: i64, used: &[String], missed: &[String]) -> Result<bool, crate::Refusal> {
+    if stored.closed {
+        return resubmission(stored.used_json, stored.missed_json, used, missed).map(|()| false);
+    }
+    if let Some(refusal) = missed_but_loaded(stored.loaded_json, missed) {
+        return Err(refusal);
+    }
+    if now_ms - stored.created_at > TOKEN_TTL_MS {
+        return Err(crate::Refusal::new(400, "audit_token_expired", "this audit token is older than 24 hours (§21.5.2); feedback must be sent at heartbeat end"));
+    }
+    Ok(true)
+}
+
 /// §21.5.1: a missed unit is one the agent referenced "but that were not in
 /// `loaded_chunks`": feedback that calls a unit this recall loaded missed is refused.
 /// `loaded_json` is the record's `loaded_chunks` column (a JSON list of names).
@@ -84,6 +115,20 @@ mod tests {
         let e = resubmission(r#"["a","b"]"#, "[]", &v(&["a"]), &[]).unwrap_err();
         assert_eq!(e.code, "audit_token_invalid");
         assert!(resubmission(r#"["a"]"#, "[]", &v(&["a"]), &v(&["c"])).is_err());
+    }
+
+    #[test]
+    fn closing_a_record_follows_section_21_5_2() {
+        use super::{closing, Stored, TOKEN_TTL_MS};
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let open = Stored { created_at: 0, closed: false, loaded_json: r#"["a","b"]"#, used_json: "[]", missed_json: "[]" };
+        assert_eq!(closing(&open, 1, &v(&["a"]), &v(&["c"])), Ok(true));
+        assert_eq!(closing(&open, 1, &v(&["a"]), &v(&["b"])).unwrap_err().code, "invalid_request");
+        assert_eq!(closing(&open, TOKEN_TTL_MS + 1, &v(&["a"]), &[]).unwrap_err().code, "audit_token_expired");
+        // closed: the same feedback is a success at any age; other feedback is refused
+        let closed = Stored { closed: true, used_json: r#"["a"]"#, missed_json: r#"["c"]"#, ..open };
+        assert_eq!(closing(&closed, 3 * TOKEN_TTL_MS, &v(&["a"]), &v(&["c"])), Ok(false));
+        assert_eq!(closing(&closed, 1, &v(&["b"]), &[]).unwrap_err().code, "audit_token_invalid");
     }
 
     #[test]
