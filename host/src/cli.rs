@@ -363,6 +363,17 @@ fn cli_failure(e: &anyhow::Error) -> crate::apierror::ApiError {
     ApiError::new(400, "cli_error", format!("{e:#}"))
 }
 
+/// `cli_error` when `out` holds files of the kinds `files` writes that `what` would not
+/// write ([`crate::write_tree::foreign_files`]); `why` says what refusing them keeps true.
+fn refuse_leftovers(out: &Path, files: &[(PathBuf, String)], what: &str, why: &str) -> Result<()> {
+    let foreign = crate::write_tree::foreign_files(out, files);
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = foreign.iter().map(|p| p.display().to_string()).collect();
+    bail!("{} already holds files {what} would not write ({}); choose an empty --out, or remove them, {why} (nothing was written)", out.display(), names.join(", "))
+}
+
 /// The service database a read (or a revocation) names: it must be there already. Opening
 /// a path that is not would create an empty database and report nothing in it, which
 /// reads as "no keys" or "no events" when the path is only mistyped, or the command was
@@ -594,30 +605,14 @@ fn run(cli: &Cli) -> Result<i32> {
             let rt = runtime()?;
             let m = engine_ok(rt.migrate(&empty_storage(), &md, &opts.to_string())?)?;
             let units_dir = out.join("units");
-            // A draft lands in a directory of its own: unit files this migration would
-            // not write (an earlier draft's, or an agent's) would be mixed into it.
-            let names: std::collections::BTreeSet<String> = m["units"].as_array().into_iter().flatten().filter_map(|u| u["name"].as_str()).map(|n| format!("{n}.md")).collect();
-            let mut foreign: Vec<String> = match std::fs::read_dir(&units_dir) {
-                Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|f| !names.contains(f)).collect(),
-                Err(_) => vec![],
-            };
-            if !foreign.is_empty() {
-                foreign.sort();
-                bail!(
-                    "{} already holds files this migration would not write ({}); choose an empty --out, or remove them, so the draft holds only its own units (nothing was written)",
-                    units_dir.display(),
-                    foreign.join(", ")
-                );
-            }
-            std::fs::create_dir_all(&units_dir).with_context(|| format!("cannot create {}", units_dir.display()))?;
-            for u in m["units"].as_array().into_iter().flatten() {
-                let name = u["name"].as_str().unwrap_or("unit");
-                let mut content = u["content"].as_str().unwrap_or("").to_string();
-                content.push('\n');
-                std::fs::write(units_dir.join(format!("{name}.md")), content)?;
-            }
+            // The units and the draft manifest, written together or not at all, in a
+            // directory of their own: unit files this migration would not write (an
+            // earlier draft's, or an agent's) would be mixed into it.
+            let mut files: Vec<(PathBuf, String)> = m["units"].as_array().into_iter().flatten().map(|u| (Path::new("units").join(format!("{}.md", u["name"].as_str().unwrap_or("unit"))), format!("{}\n", u["content"].as_str().unwrap_or("")))).collect();
+            files.push(("manifest.draft.json".into(), serde_json::to_string_pretty(&m["manifest"])? + "\n"));
+            refuse_leftovers(out, &files, "this migration", "so the draft holds only its own units")?;
+            crate::write_tree::write_files(out, &files)?;
             let manifest_path = out.join("manifest.draft.json");
-            std::fs::write(&manifest_path, serde_json::to_string_pretty(&m["manifest"])? + "\n")?;
             if cli.json {
                 print_json(&m);
             } else {
@@ -687,20 +682,10 @@ fn run(cli: &Cli) -> Result<i32> {
             let rt = runtime()?;
             let x = engine_ok(rt.export(&storage_of(&a, Arc::new(NoAudit)), &a.manifest_json, format)?)?;
             let files = x["files"].as_array().cloned().unwrap_or_default();
-            // Check every path before writing anything.
-            for f in &files {
-                let p = Path::new(f["path"].as_str().unwrap_or(""));
-                if p.as_os_str().is_empty() || p.is_absolute() || p.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
-                    anyhow::bail!("refusing to write {:?} outside {}: fix the unit name in the manifest", p, out.display());
-                }
-            }
-            for f in &files {
-                let path = out.join(f["path"].as_str().unwrap_or(""));
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-                }
-                std::fs::write(&path, f["content"].as_str().unwrap_or("")).with_context(|| format!("cannot write {}", path.display()))?;
-            }
+            // Every file or none (a path outside --out is refused before anything is written).
+            let tree: Vec<(PathBuf, String)> = files.iter().map(|f| (PathBuf::from(f["path"].as_str().unwrap_or("")), f["content"].as_str().unwrap_or("").to_string())).collect();
+            refuse_leftovers(out, &tree, "this export", "so no unit the manifest no longer has stays in force")?;
+            crate::write_tree::write_files(out, &tree)?;
             if cli.json {
                 print_json(&json!({"format": x["format"], "files": files.iter().map(|f| &f["path"]).collect::<Vec<_>>(), "unavailable": x["unavailable"]}));
             } else {

@@ -28,3 +28,4 @@ pub mod pack_dir;
 pub mod serve;
 pub mod service;
 pub mod trigger;
+pub mod write_tree;

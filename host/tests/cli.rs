@@ -312,6 +312,18 @@ fn migrate_writes_units_and_a_draft_that_validates() {
     assert_eq!(mixed.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&mixed.stdout).contains("deploying.md"), "{}", String::from_utf8_lossy(&mixed.stdout));
     assert!(!out_dir.join("units/releasing.md").exists(), "nothing was written");
+    // A write that fails part way (a directory where the third unit goes) leaves no part
+    // of the draft behind, and names the path.
+    let fresh = d.join("fresh");
+    std::fs::create_dir_all(fresh.join("units/testing.md")).unwrap();
+    let failed = lid(&["--json", "migrate-instructions", s(&md), "--deployment", "acme", "--agent", "builder", "--out", s(&fresh)]);
+    assert_eq!(failed.status.code(), Some(1));
+    let message = json_of(&failed)["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("units/testing.md") && message.contains("nothing was written"), "{message}");
+    let left: Vec<_> = std::fs::read_dir(fresh.join("units")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["testing.md"], "only the directory that was in the way");
+    assert!(!fresh.join("manifest.draft.json").exists());
+    assert!(std::fs::read_dir(&d).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("staging")), "no staging directory is left");
 }
 
 #[test]
@@ -574,4 +586,30 @@ fn export_writes_skill_agents_md_and_cursor_rules() {
     assert!(rule.contains("alwaysApply: true"));
     let bad = lid(&["export", s(&demo()), "--format", "docx", "--out", s(&out)]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("skill, agents-md, cursor-rules"));
+    // Exporting an agent that dropped a unit over an earlier export is refused: the old
+    // rule would stay in force. Nothing is written.
+    let agent = out.join("agent");
+    copy_dir(&demo(), &agent);
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(agent.join("manifest.json")).unwrap()).unwrap();
+    m["entries"].as_array_mut().unwrap().retain(|e| e["name"] != "code-review");
+    std::fs::write(agent.join("manifest.json"), m.to_string()).unwrap();
+    let rules = out.join("cursor-rules");
+    let before = std::fs::read_to_string(rules.join(".cursor/rules/ground-rules.mdc")).unwrap();
+    let stale = lid(&["--json", "export", s(&agent), "--format", "cursor-rules", "--out", s(&rules)]);
+    assert_eq!(stale.status.code(), Some(1));
+    assert!(json_of(&stale)["error"]["message"].as_str().unwrap().contains(".cursor/rules/code-review.mdc"), "{}", String::from_utf8_lossy(&stale.stdout));
+    assert_eq!(std::fs::read_to_string(rules.join(".cursor/rules/ground-rules.mdc")).unwrap(), before);
+    assert!(lid(&["export", s(&agent), "--format", "cursor-rules", "--out", s(&out.join("clean"))]).status.success());
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(p.file_name().unwrap()));
+        } else {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
 }
