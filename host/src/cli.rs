@@ -747,11 +747,17 @@ fn run(cli: &Cli) -> Result<i32> {
                     let a = load_agent(agent_dir)?;
                     let path = file.clone().unwrap_or_else(|| a.root.join(".lid").join("audit.jsonl"));
                     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+                    let mut broken = Vec::new();
                     let rec: Value = text
                         .lines()
-                        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                        .enumerate()
+                        .filter_map(|(i, l)| serde_json::from_str::<Value>(l).map_err(|_| broken.push(i + 1)).ok())
                         .find(|r| r["id"].as_str() == Some(id.as_str()) || r["audit_token"].as_str() == Some(id.as_str()))
-                        .with_context(|| format!("no audit record {id:?} in {}", path.display()))?;
+                        .with_context(|| {
+                            let lines: Vec<String> = broken.iter().take(5).map(usize::to_string).collect();
+                            let unread = if broken.is_empty() { String::new() } else { format!(" ({} line(s) there are not JSON records and were not read: line {})", broken.len(), lines.join(", ")) };
+                            format!("no audit record {id:?} in {}{unread}", path.display())
+                        })?;
                     (rec, storage_of(&a, Arc::new(NoAudit)), a.manifest_json.clone(), "{}".to_string())
                 }
             };

@@ -567,6 +567,17 @@ fn audit_replay_proves_what_the_agent_saw() {
     let out = String::from_utf8_lossy(&changed.stdout);
     assert!(out.starts_with("DIFFERENT") && out.contains(&format!("recorded only: {first} ")), "{out}");
     assert_eq!(lid(&["audit", "replay", s(&agent), "audi_nope"]).status.code(), Some(1));
+    // A line left unfinished in the log (a crash part way) does not swallow the next
+    // record, and a replay that finds nothing says which lines it could not read.
+    let log = agent.join(".lid/audit.jsonl");
+    std::fs::write(&log, std::fs::read_to_string(&log).unwrap() + "{\"id\":\"cut").unwrap();
+    let next = json_of(&lid(&["--json", "recall", s(&agent), "write a status update"]));
+    assert!(next["warnings"].as_array().is_none_or(|w| w.is_empty()), "{next}");
+    let token = next["audit_token"].as_str().unwrap();
+    assert_eq!(lid(&["audit", "replay", s(&agent), token]).status.code(), Some(0), "the record after the cut line is whole");
+    let missing = lid(&["--json", "audit", "replay", s(&agent), "audi_nope"]);
+    let message = json_of(&missing)["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("1 line(s) there are not JSON records and were not read: line 2"), "{message}");
 }
 
 #[test]
