@@ -95,8 +95,10 @@ pub struct AgentDir {
     pub manifest_json: String,
     pub agent_id: String,
     pub facts: Arc<MemFacts>,
-    /// Unit names whose file was missing (reported, then left to the engine to handle).
-    pub missing: Vec<String>,
+    /// Units whose file could not be read, each with why (`no file at …`, or the read's
+    /// error: not UTF-8, a directory, permission denied): reported, then left to the
+    /// engine to handle.
+    pub missing: Vec<(String, String)>,
 }
 
 /// Load `dir` (or a `manifest.json` path inside it).
@@ -125,8 +127,9 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
             let file = root.join("units").join(format!("{name}.md"));
             // Never read outside the agent directory.
             let inside = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
-            match inside.then(|| std::fs::read_to_string(&file).ok()).flatten() {
-                Some(content) => {
+            let read = if inside { read_unit(&file) } else { Err(format!("{name:?} cannot name a file in {}", root.join("units").display())) };
+            match read {
+                Ok(content) => {
                     let (key, _, version) = crate::db::split_fact_uri(uri).unwrap_or_default();
                     let fact = json!({
                         "uri": uri, "content": content, "version": version, "interpret_as": "instruction",
@@ -139,20 +142,21 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
                         versions.entry(key).or_default().push(version);
                     }
                 }
-                None => missing.push(name.to_string()),
+                Err(why) => missing.push((name.to_string(), why)),
             }
         }
         if let Some(p) = path {
             let full = root.join(p);
             let ok = full.canonicalize().map(|c| c.starts_with(&canon_root)).unwrap_or(false);
-            match ok.then(|| std::fs::read_to_string(&full).ok()).flatten() {
-                Some(content) => {
+            let read = if ok { read_unit(&full) } else { Err(format!("no file at {} inside the agent directory", full.display())) };
+            match read {
+                Ok(content) => {
                     let fact = json!({"uri": format!("path:{p}"), "content": content, "interpret_as": "instruction"});
                     facts.insert(format!("path:{p}"), fact.to_string().into_bytes());
                 }
-                None => {
+                Err(why) => {
                     if fact_uri.is_none() {
-                        missing.push(name.to_string());
+                        missing.push((name.to_string(), why));
                     }
                 }
             }
@@ -167,4 +171,13 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
         facts = facts.with_derived_dir(dir.join("index"));
     }
     Ok(AgentDir { root, manifest_json, agent_id, facts: Arc::new(facts), missing })
+}
+
+/// A unit file's text, or why it cannot be had: `no file at …` when there is none, else
+/// the read's own error (not UTF-8, a directory, a symlink loop, permission denied).
+fn read_unit(file: &Path) -> Result<String, String> {
+    std::fs::read_to_string(file).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("no file at {}", file.display()),
+        _ => format!("cannot read {}: {e}", file.display()),
+    })
 }

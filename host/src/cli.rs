@@ -435,8 +435,8 @@ fn print_json(v: &Value) {
 
 fn load_agent(p: &Path) -> Result<AgentDir> {
     let a = agent_dir::load(p)?;
-    for m in &a.missing {
-        eprintln!("warning: unit {m:?} has no file in {}", a.root.join("units").display());
+    for (name, why) in &a.missing {
+        eprintln!("warning: unit {name:?}: {why}");
     }
     Ok(a)
 }

@@ -580,6 +580,24 @@ fn audit_replay_proves_what_the_agent_saw() {
     assert!(message.contains("1 line(s) there are not JSON records and were not read: line 2"), "{message}");
 }
 
+/// A unit file that is there but cannot be read is reported with why, not as missing.
+#[test]
+fn an_unreadable_unit_file_is_reported_with_the_reason() {
+    let d = scratch("unreadable");
+    let agent = d.join("agent");
+    copy_dir(&demo(), &agent);
+    std::fs::write(agent.join("units/ground-rules.md"), b"x \xff\xfe\n").unwrap();
+    std::fs::remove_file(agent.join("units/code-review.md")).unwrap();
+    std::fs::create_dir(agent.join("units/code-review.md")).unwrap();
+    std::fs::remove_file(agent.join("units/triage-incoming.md")).unwrap();
+    let out = lid(&["stub", s(&agent)]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unit \"ground-rules\": cannot read") && err.contains("UTF-8"), "{err}");
+    assert!(err.contains("unit \"code-review\": cannot read") && err.contains("directory"), "{err}");
+    assert!(err.contains("unit \"triage-incoming\": no file at"), "{err}");
+}
+
 #[test]
 fn export_writes_skill_agents_md_and_cursor_rules() {
     let out = scratch("export");
