@@ -59,8 +59,17 @@ fn call(r: Result<Result<String, crate::engine::EngineFailure>>) -> Result<Value
 /// The catalog (and, with `activate`, the activation) of the packs under `roots`.
 fn catalog(rt: &Runtime, roots: &[PathBuf], max_depth: usize, activate: Option<Value>) -> Result<(Vec<pack_dir::Found>, Value)> {
     let found = pack_dir::scan(roots, max_depth)?;
-    let packs: Vec<Value> = found.iter().map(|f| json!({"path": f.dir.display().to_string(), "knowledge_md": f.knowledge_md})).collect();
-    let v = call(rt.knowledge_catalog(&json!({"packs": packs, "activate": activate}).to_string()))?;
+    let packs: Vec<Value> = found.iter().filter(|f| f.unreadable.is_none()).map(|f| json!({"path": f.dir.display().to_string(), "knowledge_md": f.knowledge_md})).collect();
+    let mut v = call(rt.knowledge_catalog(&json!({"packs": packs, "activate": activate}).to_string()))?;
+    // A KNOWLEDGE.md that cannot be read is a pack that does not parse: a diagnostic, and
+    // the other packs are still listed.
+    if let Some(diags) = v["catalog"]["diagnostics"].as_array_mut() {
+        for f in &found {
+            if let Some(why) = &f.unreadable {
+                diags.push(json!({"code": "knowledge_front_matter_invalid", "path": f.dir.display().to_string(), "message": format!("{why}: save it as UTF-8 text")}));
+            }
+        }
+    }
     Ok((found, v))
 }
 

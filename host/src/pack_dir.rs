@@ -129,6 +129,9 @@ pub const SCAN_MAX_DEPTH: usize = 6;
 pub struct Found {
     pub dir: PathBuf,
     pub knowledge_md: String,
+    /// Why its `KNOWLEDGE.md` could not be read (not UTF-8, permission denied): a
+    /// diagnostic of the catalog, not the end of the scan (`knowledge_md` is then empty).
+    pub unreadable: Option<String>,
 }
 
 /// Find packs under `roots`, in root order, then path order: every directory holding a
@@ -138,8 +141,11 @@ pub fn scan(roots: &[PathBuf], max_depth: usize) -> Result<Vec<Found>> {
     fn visit(dir: &Path, depth: usize, max_depth: usize, out: &mut Vec<Found>) -> Result<()> {
         let kmd = dir.join("KNOWLEDGE.md");
         if kmd.is_file() {
-            let knowledge_md = std::fs::read_to_string(&kmd).with_context(|| format!("cannot read {}", kmd.display()))?;
-            out.push(Found { dir: dir.to_path_buf(), knowledge_md });
+            let (knowledge_md, unreadable) = match std::fs::read_to_string(&kmd) {
+                Ok(text) => (text, None),
+                Err(e) => (String::new(), Some(format!("cannot read {}: {e}", kmd.display()))),
+            };
+            out.push(Found { dir: dir.to_path_buf(), knowledge_md, unreadable });
             return Ok(());
         }
         if depth >= max_depth {

@@ -65,6 +65,17 @@ fn scan_builds_a_compact_catalog_skips_what_it_must_and_reports_collisions() {
     let (_, out, _) = lid(&["--json", "knowledge", "scan", &a, "--max-depth", "1"]);
     assert!(serde_json::from_str::<Value>(&out).unwrap()["packs"].as_array().unwrap().is_empty(), "{out}");
     assert!(!tmp.join("ran.txt").exists(), "nothing in a pack is ever run");
+    // A KNOWLEDGE.md that is not UTF-8 is a diagnostic; the other packs are still listed.
+    let c = tmp.join("c");
+    write(&c.join("good/KNOWLEDGE.md"), &kmd("good", "A readable pack", "ready", ""));
+    std::fs::create_dir_all(c.join("bad")).unwrap();
+    std::fs::write(c.join("bad/KNOWLEDGE.md"), b"---\nname: bad\ndescription: \xff\n---\n").unwrap();
+    let (code, out, err) = lid(&["--json", "knowledge", "scan", c.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["packs"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect::<Vec<_>>(), ["good"]);
+    assert_eq!(v["diagnostics"][0]["code"], "knowledge_front_matter_invalid", "{v}");
+    assert!(v["diagnostics"][0]["message"].as_str().unwrap().contains("UTF-8"), "{v}");
     let (code, _, err) = lid(&["knowledge", "scan", "/nonexistent-root"]);
     assert_ne!(code, 0);
     assert!(err.contains("not a directory"), "{err}");
