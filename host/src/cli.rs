@@ -141,10 +141,10 @@ pub enum Command {
         #[arg(long = "packs")]
         pack_roots: Vec<PathBuf>,
         /// The query that activates and ranks knowledge (default: the handoff's task)
-        #[arg(long)]
+        #[arg(long, requires = "pack_roots")]
         query: Option<String>,
         /// Activate this pack explicitly (repeatable)
-        #[arg(long = "pack")]
+        #[arg(long = "pack", requires = "pack_roots")]
         packs: Vec<String>,
     },
     /// Write the manifest and its units for other tools: a SKILL.md tree, one AGENTS.md,
@@ -361,6 +361,20 @@ fn cli_failure(e: &anyhow::Error) -> crate::apierror::ApiError {
         return ApiError::engine_ref(e);
     }
     ApiError::new(400, "cli_error", format!("{e:#}"))
+}
+
+/// The boot context's `unavailable` sources for knowledge diagnostics that mean a pack
+/// asked for, or found, could not be served; a name collision, a lower-trust shadow or a
+/// pack the caller disabled is not one.
+fn lacking_knowledge(diagnostics: &Value) -> Vec<Value> {
+    const LACKING: [&str; 5] = ["knowledge_pack_not_found", "knowledge_not_ready", "knowledge_front_matter_invalid", "knowledge_field_missing", "knowledge_pack_empty"];
+    diagnostics
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["code"].as_str().is_some_and(|c| LACKING.contains(&c)))
+        .map(|d| json!({"source": format!("knowledge pack {}", d["path"].as_str().unwrap_or_default()), "reason": format!("{}: {}", d["code"].as_str().unwrap_or_default(), d["message"].as_str().unwrap_or_default())}))
+        .collect()
 }
 
 /// `cli_error` when `out` holds files of the kinds `files` writes that `what` would not
@@ -660,6 +674,16 @@ fn run(cli: &Cli) -> Result<i32> {
                 let budget = req["budgets"]["knowledge"].as_u64().unwrap_or(2000) as u32;
                 let args = crate::knowledge_cli::ResolveArgs { roots: pack_roots, query: &query, packs, disabled: &[], implicit: true, budget, max_depth: crate::pack_dir::SCAN_MAX_DEPTH };
                 let sel = crate::knowledge_cli::resolve(&rt, &args)?;
+                // What the scan or the activation could not use (a pack that is not there,
+                // does not parse, or is not ready) is a source the bundle lacks: named in
+                // its warnings, and the bundle degraded.
+                let lacking = lacking_knowledge(&sel["record"]["diagnostics"]);
+                if !lacking.is_empty() {
+                    match req["unavailable"].as_array_mut() {
+                        Some(u) => u.extend(lacking),
+                        None => req["unavailable"] = Value::Array(lacking),
+                    }
+                }
                 if let Some(k) = req["knowledge"].as_array_mut() {
                     k.extend(sel["items"].as_array().cloned().unwrap_or_default());
                 } else {

@@ -135,4 +135,18 @@ fn boot_context_takes_its_knowledge_section_from_resolved_packs() {
     let texts: Vec<&str> = k["items"].as_array().unwrap().iter().map(|i| i["text"].as_str().unwrap()).collect();
     assert!(texts.iter().any(|t| t.contains("<knowledge_pack name=\"billing\"") && t.contains("second approver")), "{k}");
     assert_eq!(lid(&args).1, out, "byte-identical bundles");
+    assert_eq!((b["degraded"].as_bool(), b["warnings"].as_array().map(Vec::len)), (Some(false), Some(0)), "{b}");
+    // A --pack that is not there, or a pack that is not ready, is a source the bundle
+    // lacks: named in its warnings, and the bundle degraded.
+    let (_, b_root) = fixture(&tmp);
+    let (code, out, err) = lid(&["context", demo.to_str().unwrap(), "--packs", &a, "--packs", &b_root, "--query", "refund a customer", "--pack", "biling", "--pack", "legacy-billing"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(v["degraded"] == true && warnings.iter().any(|w| w.contains("knowledge_pack_not_found")) && warnings.iter().any(|w| w.contains("knowledge_not_ready")), "{v}");
+    assert!(!warnings.iter().any(|w| w.contains("knowledge_name_collision")), "a collision is not a missing source: {v}");
+    // --pack or --query without --packs is a usage error, not ignored.
+    let (code, out, _) = lid(&["--json", "context", demo.to_str().unwrap(), "--pack", "billing"]);
+    assert_eq!(code, 1);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["error"]["code"], "usage_error");
 }
