@@ -373,14 +373,17 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
     let fenced: Vec<String> = items.iter().map(crate::context::fence).collect();
     let token_estimate = budget - left;
     let status = if record_packs.iter().any(|p| !p.warnings.is_empty()) { "warning" } else { "passed" };
+    let mut record = Record { run_id: String::new(), query: req.query.clone(), status: status.into(), activated_packs: record_packs, token_estimate };
+    // The id is a digest of the whole record and the context it fenced: two resolutions
+    // that differ in anything (an activation, a status, a warning) never share a file.
     let mut h = Sha256::new();
-    h.update(req.query.as_bytes());
+    h.update(serde_json::to_vec(&record).unwrap_or_default());
     for f in &fenced {
         h.update([0]);
         h.update(f.as_bytes());
     }
-    let run_id = format!("context-{}", crate::digest::hex(&h.finalize()[..8]));
-    Ok(Selection { items, fenced, record: Record { run_id, query: req.query.clone(), status: status.into(), activated_packs: record_packs, token_estimate } })
+    record.run_id = format!("context-{}", crate::digest::hex(&h.finalize()[..8]));
+    Ok(Selection { items, fenced, record })
 }
 
 /// A pack id the knowledge reader accepts, from a catalog name.
@@ -460,9 +463,14 @@ mod tests {
         assert_eq!(r.token_estimate, s.items.iter().map(|i| crate::tokens::count(&i.text) as u32).sum::<u32>());
         assert_eq!(select(&req).unwrap(), s, "same inputs, same selection and record");
         // A small budget loads less and says so.
-        let tight = select(&Select { budget: Some(12), ..req }).unwrap();
+        let tight = select(&Select { budget: Some(12), ..req.clone() }).unwrap();
         assert!(tight.record.token_estimate <= 12);
         assert!(tight.record.activated_packs.iter().any(|p| !p.warnings.is_empty()));
         assert_eq!(tight.record.status, "warning");
+        assert_ne!(tight.record.run_id, s.record.run_id, "another record, another id");
+        // Nothing fenced either way, yet one pack activated against none: two ids.
+        let (empty, none) = (select(&Select { budget: Some(0), ..req.clone() }).unwrap(), select(&Select { budget: Some(0), packs: vec![], ..req.clone() }).unwrap());
+        assert!(empty.fenced.is_empty() && none.fenced.is_empty());
+        assert_ne!(empty.record.run_id, none.record.run_id);
     }
 }
