@@ -82,6 +82,14 @@ fn classify(c: char) -> Option<(&'static str, &'static str)> {
     }
 }
 
+/// The first character of `text` the admission lint refuses (a bidirectional control, an
+/// invisible zero-width or tag character, a control character other than a tab or a line
+/// break), as (its 1-based character position, the character, what it is): manifest text
+/// is served to agents as it is, so the manifest's strings are held to the units' rule.
+pub fn hidden_character(text: &str) -> Option<(usize, char, &'static str)> {
+    text.chars().enumerate().find_map(|(i, c)| classify(c).map(|(_, what)| (i + 1, c, what)))
+}
+
 /// How many columns a finding's message lists before it says "and N more".
 const LISTED_COLUMNS: usize = 8;
 

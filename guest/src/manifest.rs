@@ -473,6 +473,13 @@ fn name_problem(name: &str) -> Option<String> {
 }
 
 /// What is wrong with an entry's `description` (§21.2.2), if anything.
+/// A manifest string holding a character the admission lint refuses in units
+/// ([`crate::lint::hidden_character`]), named with where it is.
+fn hidden_text(field: &str, text: &str) -> Option<String> {
+    let (at, c, what) = crate::lint::hidden_character(text)?;
+    Some(format!("`{field}` holds {what} (U+{:04X}, character {at}): remove it; the manifest is served to agents as it is, and units are refused for the same characters", c as u32))
+}
+
 fn description_problem(description: &str) -> Option<String> {
     let chars = description.chars().count();
     if description.trim().is_empty() {
@@ -660,15 +667,26 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
 
     // Top-level fields.
     let str_field = |k: &str| obj.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    // An identity field that is there but not a string is reported as what it is (not
+    // as an empty string, nor as the default version that stands in for a missing one),
+    // and the scope checks that would follow from it are left out.
+    let mistyped: Vec<&str> = ["agent_id", "deployment", "manifest_version", "version"].into_iter().filter(|k| obj.get(*k).is_some_and(|v| !v.is_string())).collect();
+    for k in &mistyped {
+        let v = &obj[*k];
+        errors.push(problem("manifest_invalid", None, Some(k), format!("`{k}` must be a string, not {}", kind(v))));
+    }
     let agent_id = str_field("agent_id").unwrap_or_default();
     let deployment = str_field("deployment").unwrap_or_default();
     let version = str_field("manifest_version").or_else(|| str_field("version")).unwrap_or_else(default_version);
-    errors.extend([("agent_id", &agent_id), ("deployment", &deployment)].into_iter().filter_map(|(f, v)| identity_problem(f, v)));
-    if let Err(e) = crate::uri::check_version(&version) {
-        errors.push(problem("manifest_invalid", None, Some("manifest_version"), e.to_string()));
-    } else if let Some(prev) = opts.previous_version.as_deref().filter(|p| !p.is_empty()) {
-        if let Some(message) = version_conflict(&version, prev) {
-            errors.push(problem("manifest_version_conflict", None, Some("manifest_version"), message));
+    errors.extend([("agent_id", &agent_id), ("deployment", &deployment)].into_iter().filter(|(f, _)| !mistyped.contains(f)).filter_map(|(f, v)| identity_problem(f, v)));
+    let scope_known = !mistyped.iter().any(|k| matches!(*k, "agent_id" | "deployment"));
+    if !mistyped.iter().any(|k| k.ends_with("version")) {
+        if let Err(e) = crate::uri::check_version(&version) {
+            errors.push(problem("manifest_invalid", None, Some("manifest_version"), e.to_string()));
+        } else if let Some(prev) = opts.previous_version.as_deref().filter(|p| !p.is_empty()) {
+            if let Some(message) = version_conflict(&version, prev) {
+                errors.push(problem("manifest_version_conflict", None, Some("manifest_version"), message));
+            }
         }
     }
     if obj.contains_key("manifest_version") && obj.contains_key("version") {
@@ -680,6 +698,8 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     if let Some(role) = obj.get("agent_role").and_then(|v| v.as_str()) {
         if role.chars().any(char::is_control) {
             errors.push(problem("manifest_invalid", None, Some("agent_role"), "`agent_role` must be one line without control characters (line breaks, tabs, DEL…): it is set into the boot stub's first line".into()));
+        } else if let Some(message) = hidden_text("agent_role", role) {
+            errors.push(problem("manifest_invalid", None, Some("agent_role"), message));
         }
     }
     for k in ["published_at", "heartbeat_contract"] {
@@ -761,7 +781,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             match crate::uri::InstructionUri::parse(uri) {
                 Err(err) => errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), err.to_string())),
                 Ok(u) => {
-                    if u.deployment != deployment || u.agent != agent_id {
+                    if scope_known && (u.deployment != deployment || u.agent != agent_id) {
                         errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), format!("fact_uri {uri:?} is outside this agent's instruction scope instruction:{deployment}/{agent_id}/ (§21.4.4)")));
                     }
                     if u.unit != name {
@@ -815,6 +835,15 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
                 Some(a) if a.guarantee_load => {}
                 Some(_) => errors.push(p),
                 None => approvals_needed.push(p),
+            }
+        }
+        let texts = std::iter::once(("description", &e.description))
+            .chain(e.load_triggers.intents.iter().map(|t| ("load_triggers.intents", t)))
+            .chain(e.load_triggers.keywords.iter().map(|t| ("load_triggers.keywords", t)))
+            .chain(e.load_triggers.task_types.iter().map(|t| ("load_triggers.task_types", t)));
+        for (field, text) in texts {
+            if let Some(message) = hidden_text(field, text) {
+                errors.push(problem("manifest_entry_invalid", en, Some(field), message));
             }
         }
         if e.load_triggers.intents.is_empty() {
@@ -984,6 +1013,37 @@ mod tests {
         assert!(fields.contains(&(Some("long"), Some("description"))));
         assert!(fields.contains(&(Some("dup"), Some("name"))));
         assert!(fields.contains(&(Some("unknown"), Some("required_by_task_types"))));
+    }
+
+    #[test]
+    fn mistyped_identity_fields_are_named_as_what_they_are() {
+        let mut m: serde_json::Value = serde_json::from_str(&manifest(vec![entry("alpha")])).unwrap();
+        m["manifest_version"] = 7.into();
+        m["agent_id"] = 5.into();
+        let r = validate(&m.to_string(), &ValidateOptions::default());
+        let found: Vec<(&str, Option<&str>, &str)> = r.errors.iter().map(|p| (p.code.as_str(), p.field.as_deref(), p.message.as_str())).collect();
+        assert_eq!(
+            found,
+            [("manifest_invalid", Some("agent_id"), "`agent_id` must be a string, not a number"), ("manifest_invalid", Some("manifest_version"), "`manifest_version` must be a string, not a number")],
+            "no empty-string identity, no default version, no scope errors that follow from them"
+        );
+        m["agent_id"] = "cto".into();
+        m["manifest_version"] = serde_json::Value::Null;
+        assert_eq!(codes(&validate(&m.to_string(), &ValidateOptions::default())), ["manifest_invalid"]);
+    }
+
+    #[test]
+    fn manifest_text_is_held_to_the_units_character_rules() {
+        let mut e = entry("alpha");
+        e["description"] = "Triage \u{202e}tekcit\u{202c} a ticket".into();
+        e["load_triggers"]["intents"] = serde_json::json!(["fine", "bad\u{7}bell"]);
+        e["load_triggers"]["keywords"] = serde_json::json!(["zero\u{200b}width"]);
+        let mut m: serde_json::Value = serde_json::from_str(&manifest(vec![e])).unwrap();
+        m["agent_role"] = "C\u{2066}TO".into();
+        let r = validate(&m.to_string(), &ValidateOptions::default());
+        let fields: Vec<Option<&str>> = r.errors.iter().map(|p| p.field.as_deref()).collect();
+        assert_eq!(fields, [Some("agent_role"), Some("description"), Some("load_triggers.intents"), Some("load_triggers.keywords")], "{:#?}", r.errors);
+        assert!(r.errors[1].message.contains("U+202E, character 8"), "{}", r.errors[1].message);
     }
 
     #[test]
