@@ -31,7 +31,7 @@ pub enum Command {
         /// manifest.json, or an agent directory holding one
         manifest: PathBuf,
         /// Registered wake reasons (repeatable; default: lid's built-in enum)
-        #[arg(long = "wake-reason")]
+        #[arg(long = "wake-reason", value_parser = wake_reason_arg)]
         wake_reasons: Vec<String>,
         /// Enforce approvals as a publish would: guarantee-load | task-types:NAME | force-position:NAME
         #[arg(long = "approve", value_parser = approval_arg)]
@@ -125,7 +125,7 @@ pub enum Command {
         #[arg(long)]
         handoff: Option<PathBuf>,
         /// The (verified) wake reason whose task-type preloads fill the task section
-        #[arg(long = "wake-reason")]
+        #[arg(long = "wake-reason", value_parser = wake_reason_arg)]
         wake_reason: Option<String>,
         /// generic | paperclip-claude-code | openai-assistants
         #[arg(long)]
@@ -204,7 +204,7 @@ pub enum Command {
         #[arg(long = "approve", value_parser = approval_arg)]
         approvals: Vec<String>,
         /// Registered wake reasons (repeatable; default: lid's built-in enum)
-        #[arg(long = "wake-reason")]
+        #[arg(long = "wake-reason", value_parser = wake_reason_arg)]
         wake_reasons: Vec<String>,
     },
 }
@@ -277,6 +277,17 @@ pub enum KeysCommand {
 }
 
 /// A `--min-score`: a number from 0 to 1 (NaN would otherwise mean no minimum at all).
+/// A wake reason on the command line: one word of letters, digits and `_ - . :` (the
+/// names a trigger's `wake_reason` claim carries), not an empty or multi-line string that
+/// would register nothing a trigger can name.
+pub fn wake_reason_arg(s: &str) -> Result<String, String> {
+    if !s.is_empty() && s.len() <= 128 && s.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{s:?} is not a wake reason: one word of letters, digits, `_`, `-`, `.` or `:` (for example issue_assigned), at most 128 bytes"))
+    }
+}
+
 fn score_arg(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),

@@ -32,17 +32,17 @@ pub struct ServeArgs {
     #[arg(long)]
     pub heartbeat_public_key: Option<PathBuf>,
     /// Registered wake reasons (repeatable; default: lid's built-in enum)
-    #[arg(long = "wake-reason")]
+    #[arg(long = "wake-reason", value_parser = crate::cli::wake_reason_arg)]
     pub wake_reasons: Vec<String>,
     /// Org manifest JSON declaring supervisors (§21.4.5)
     #[arg(long)]
     pub org_manifest: Option<PathBuf>,
-    /// Wall-clock limit of one engine call, in ms (epoch interruption)
-    #[arg(long, default_value_t = 10_000)]
+    /// Wall-clock limit of one engine call, in ms (epoch interruption; 100 to 600000)
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub call_timeout_ms: u64,
-    /// Memory limit of one engine instance, in MiB
-    #[arg(long, default_value_t = 512)]
-    pub memory_mib: usize,
+    /// Memory limit of one engine instance, in MiB (16 to 4096)
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(16..=4096))]
+    pub memory_mib: u64,
     /// Exit when standard input closes (lets a supervising process, such as a test
     /// harness, take the server down with it)
     #[arg(long)]
@@ -63,8 +63,9 @@ fn demo_file(rel: &str) -> Option<&'static str> {
     demo_agent::DEMO_AGENT.iter().find(|(r, _)| *r == rel).map(|(_, text)| *text)
 }
 
-fn runtime(timeout_ms: u64, memory_mib: usize) -> Result<Arc<Runtime>> {
-    let opts = RuntimeOptions { pooling: true, call_timeout: Duration::from_millis(timeout_ms.max(1)), memory_limit: memory_mib.max(16) << 20, ..RuntimeOptions::default() };
+fn runtime(timeout_ms: u64, memory_mib: u64) -> Result<Arc<Runtime>> {
+    // (the flags' ranges keep both in bounds; the clamps keep `service` callers there too)
+    let opts = RuntimeOptions { pooling: true, call_timeout: Duration::from_millis(timeout_ms.max(1)), memory_limit: (memory_mib.clamp(16, 4096) as usize) << 20, ..RuntimeOptions::default() };
     Ok(Arc::new(Runtime::new(opts).context("starting the lid engine component")?))
 }
 

@@ -169,6 +169,11 @@ fn bad_requests_exit_1_with_their_code() {
         &["--json", "context", s(&demo()), "--budget", "task=abc"],
         &["--json", "validate", s(&demo()), "--approve", "bogus"],
         &["--json", "publish", s(&demo()), "--approve", "task-types:"],
+        &["--json", "validate", s(&demo()), "--wake-reason", ""],
+        &["--json", "validate", s(&demo()), "--wake-reason", "a\nb"],
+        &["--json", "serve", "--memory-mib", "17592186044416"],
+        &["--json", "serve", "--call-timeout-ms", "0"],
+        &["--json", "context", s(&demo()), "--query", "q"],
     ] {
         let out = lid(args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");

@@ -178,12 +178,9 @@ impl NewKey {
     /// creator's own identity (`entity_uri` left out or the same), so that one admin cannot
     /// mint a second administrator and co-sign for two (S7: "two distinct administrators");
     /// keys of other administrators come from the operator (`lid keys create` on the
-    /// database, the worker's `LID_ADMIN_KEYS`). An `entity_uri` is one line of at most 256
-    /// characters.
+    /// database, the worker's `LID_ADMIN_KEYS`).
     pub fn issued_by(mut self, creator: &Principal) -> Result<NewKey, Refusal> {
-        if let Some(e) = self.entity_uri.as_deref().filter(|e| e.chars().count() > 256 || e.chars().any(char::is_control)) {
-            return Err(Refusal::invalid_request(format!("`entity_uri` must be one line of at most 256 characters, not {e:?}")));
-        }
+        self.check_text()?;
         if self.role == "admin" {
             match self.entity_uri.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
                 None => self.entity_uri = Some(creator.entity_uri.clone()),
@@ -201,10 +198,24 @@ impl NewKey {
     }
 
 
+    /// An `entity_uri` and a `label` are each one line of at most 256 characters, without
+    /// control characters: they are listed one key a line, and logged.
+    fn check_text(&self) -> Result<(), Refusal> {
+        for (field, value) in [("entity_uri", &self.entity_uri), ("label", &self.label)] {
+            let Some(v) = value.as_deref() else { continue };
+            if v.chars().count() > 256 || v.chars().any(char::is_control) {
+                let shown: String = v.chars().take(80).collect();
+                return Err(Refusal::invalid_request(format!("`{field}` must be one line of at most 256 characters without control characters, not {shown:?}{}", if shown.len() < v.len() { "…" } else { "" })));
+            }
+        }
+        Ok(())
+    }
+
     /// The key this request creates, checked (role, binding, capabilities), and its
     /// secret `lid_{role}_{secret_hex}` (shown once; only its SHA-256 is stored). The id is
     /// `key_{id_hex}`; the hosts draw both hex strings from their system randomness.
     pub fn mint(&self, id_hex: &str, secret_hex: &str, now_ms: i64) -> Result<(KeyInfo, String), Refusal> {
+        self.check_text()?;
         let role = match self.role.as_str() {
             "admin" => Role::Admin,
             "agent" => Role::Agent,
@@ -287,6 +298,9 @@ mod tests {
             (serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["admin"]}), "admin keys only"),
             (serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["write"]}), "unknown capability"),
             (serde_json::json!({"role": "agent", "agent_id": "../x"}), "must be 1-128"),
+            (serde_json::json!({"role": "admin", "entity_uri": "x\ny"}), "`entity_uri` must be one line"),
+            (serde_json::json!({"role": "admin", "label": "evil\u{1b}[31m"}), "`label` must be one line"),
+            (serde_json::json!({"role": "admin", "label": "x".repeat(300)}), "\u{2026}"),
         ] {
             let e = req(bad.clone()).mint("a", "b", 0).unwrap_err();
             assert!(e.status == 400 && e.message.contains(needle), "{bad}: {}", e.message);
