@@ -108,7 +108,7 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
     } else {
         (dir.to_path_buf(), dir.join("manifest.json"))
     };
-    let manifest_json = std::fs::read_to_string(&manifest_path).with_context(|| format!("cannot read {}", manifest_path.display()))?;
+    let manifest_json = read_text(&manifest_path)?;
     let manifest: Value = serde_json::from_str(&manifest_json).map_err(|e| crate::apierror::ApiError::new(400, "invalid_json", format!("{} is not valid JSON: {e}", manifest_path.display())))?;
     let Some(entries) = manifest.get("entries").and_then(Value::as_array) else {
         return Err(crate::apierror::ApiError::new(400, "manifest_invalid", format!("{} has no `entries` array", manifest_path.display())).into());
@@ -171,6 +171,17 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
         facts = facts.with_derived_dir(dir.join("index"));
     }
     Ok(AgentDir { root, manifest_json, agent_id, facts: Arc::new(facts), missing })
+}
+
+/// A text file the user gives (a manifest, a probe set, a Markdown file to migrate),
+/// without a leading UTF-8 byte-order mark: editors on Windows write one, and the JSON
+/// and Markdown read here begin after it.
+pub fn read_text(path: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
 }
 
 /// A unit file's text, or why it cannot be had: `no file at …` when there is none, else

@@ -433,7 +433,7 @@ fn read_input(file: &Path) -> Result<String> {
     if file.as_os_str() == "-" {
         std::io::stdin().read_to_string(&mut text).context("cannot read stdin")?;
     } else {
-        text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+        text = agent_dir::read_text(file)?;
     }
     Ok(text)
 }
@@ -505,7 +505,7 @@ fn run(cli: &Cli) -> Result<i32> {
     match &cli.command {
         Command::Validate { manifest, wake_reasons, approvals, publish } => {
             let path = if manifest.is_dir() { manifest.join("manifest.json") } else { manifest.clone() };
-            let json = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let json = agent_dir::read_text(&path)?;
             let mut opts = json!({});
             if !wake_reasons.is_empty() {
                 opts["wake_reasons"] = json!(wake_reasons);
@@ -625,7 +625,7 @@ fn run(cli: &Cli) -> Result<i32> {
             Ok(if passed { 0 } else { 2 })
         }
         Command::MigrateInstructions { file, deployment, agent, out, role, split_regex } => {
-            let md = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let md = agent_dir::read_text(file)?;
             let opts = json!({"deployment": deployment, "agent": agent, "agent_role": role.clone().unwrap_or_default(), "split_regex": split_regex});
             let rt = runtime()?;
             let m = engine_ok(rt.migrate(&empty_storage(), &md, &opts.to_string())?)?;
@@ -982,7 +982,7 @@ fn probe_field_problem(p: &Value) -> Option<String> {
 /// `lid eval`: rank every probe's agent or pack units through the component (ranking
 /// only), then report hit@1/3/10, MRR and none AUC overall and per agent or pack.
 fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<i32> {
-    let text = std::fs::read_to_string(probes).with_context(|| format!("cannot read {}", probes.display()))?;
+    let text = agent_dir::read_text(probes)?;
     let rt = runtime()?;
     let mut loaded: BTreeMap<String, Loaded> = BTreeMap::new();
     let mut results = Vec::new();

@@ -585,6 +585,23 @@ fn audit_replay_proves_what_the_agent_saw() {
     assert!(message.contains("1 line(s) there are not JSON records and were not read: line 2"), "{message}");
 }
 
+/// A manifest or a Markdown file saved with a byte-order mark reads as the text after it.
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_text() {
+    let d = scratch("bom");
+    let agent = d.join("agent");
+    copy_dir(&demo(), &agent);
+    let manifest = std::fs::read(demo().join("manifest.json")).unwrap();
+    std::fs::write(agent.join("manifest.json"), [b"\xef\xbb\xbf".as_slice(), &manifest].concat()).unwrap();
+    assert_eq!(lid(&["validate", s(&agent), "--approve", "guarantee-load"]).status.code(), Some(0));
+    let md = d.join("AGENTS.md");
+    std::fs::write(&md, b"\xef\xbb\xbf## First\n\nFirst text.\n\n## Second\n\nSecond text.\n").unwrap();
+    let v = json_of(&lid(&["--json", "migrate-instructions", s(&md), "--deployment", "d", "--agent", "a", "--out", s(&d.join("out"))]));
+    let names: Vec<&str> = v["units"].as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["first", "second"], "{v}");
+    assert!(std::fs::read_to_string(d.join("out/units/first.md")).unwrap().starts_with("## First"));
+}
+
 /// A unit file that is there but cannot be read is reported with why, not as missing.
 #[test]
 fn an_unreadable_unit_file_is_reported_with_the_reason() {
