@@ -326,7 +326,7 @@ pub fn load(spec: &PackSpec, facts: &dyn Facts) -> Result<(Pack, Vec<Option<Reso
             }
         }
     })
-    .map_err(|e| crate::error::EngineError::InvalidRequest(format!("{}: {e}", e.code())))?;
+    .map_err(crate::error::EngineError::Knowledge)?;
     if let Some(e) = failure {
         return Err(crate::error::EngineError::BackendUnavailable(e.0));
     }

@@ -482,6 +482,14 @@ fn eval_packs_ranks_a_knowledge_pack_through_the_component() {
     let out = lid(&["--json", "eval", "--packs", s(&fixtures.join("packs")), "--probes", s(&bad)]);
     assert_eq!(out.status.code(), Some(1));
     assert!(json_of(&out)["error"]["message"].as_str().unwrap().contains("KNOWLEDGE.md"), "{}", String::from_utf8_lossy(&out.stdout));
+    // a pack whose KNOWLEDGE.md does not parse: its knowledge code and status, not a
+    // generic invalid_request
+    std::fs::create_dir_all(d.join("packs/broken/units")).unwrap();
+    std::fs::write(d.join("packs/broken/KNOWLEDGE.md"), "# just a title\n").unwrap();
+    std::fs::write(d.join("packs/broken/units/a.md"), "# A\n\nwater\n").unwrap();
+    std::fs::write(&bad, json!({"id": "x", "pack_id": "broken", "intent": "water", "required_units": ["a"]}).to_string()).unwrap();
+    let e = json_of(&lid(&["--json", "eval", "--packs", s(&d.join("packs")), "--probes", s(&bad)]));
+    assert_eq!((e["error"]["code"].as_str(), e["error"]["status"].as_u64()), (Some("knowledge_front_matter_invalid"), Some(422)), "{e}");
     // --agents and --packs exclude each other
     let out = lid(&["eval", "--agents", "a", "--packs", "b", "--probes", s(&bad)]);
     assert_ne!(out.status.code(), Some(0));
