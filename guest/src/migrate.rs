@@ -229,7 +229,8 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
     let draft = crate::manifest::validate(&crate::manifest::canonical_json(&manifest), &Default::default());
     if draft.token_count > crate::manifest::MANIFEST_TOKEN_CAP {
         warnings.push(format!(
-            "the draft manifest is {} tokens, over the {}-token cap (§21.2.1): merge sections (or split with a coarser --split-regex) or shorten descriptions before publishing",
+            "the draft manifest is {}{} tokens, over the {}-token cap (§21.2.1): merge sections (or split with a coarser --split-regex) or shorten descriptions before publishing",
+            if draft.token_count_at_least { "at least " } else { "" },
             draft.token_count,
             crate::manifest::MANIFEST_TOKEN_CAP
         ));
@@ -354,6 +355,11 @@ mod tests {
         assert_eq!(m.units.len(), 80);
         assert!(m.warnings.iter().any(|w| w.contains("over the 1000-token cap")), "{:?}", m.warnings);
         assert!(!migrate(DOC, &opts()).unwrap().warnings.iter().any(|w| w.contains("token cap")));
+        assert!(m.warnings.iter().any(|w| w.starts_with("the draft manifest is ") && !w.contains("at least")), "{:?}", m.warnings);
+        // too long to count: the figure is a floor, and says so
+        let huge: String = (0..1500).map(|i| format!("## Section number {i} about a topic\n\nThis section explains topic {i} in a sentence or two for the agent.\n\n")).collect();
+        let m = migrate(&huge, &opts()).unwrap();
+        assert!(m.warnings.iter().any(|w| w.starts_with("the draft manifest is at least ")), "{:?}", m.warnings);
     }
 
     #[test]
