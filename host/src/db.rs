@@ -45,8 +45,10 @@ pub enum DbError {
     Sql(#[from] rusqlite::Error),
     #[error("database pool poisoned")]
     Poisoned,
-    #[error("cannot open {path}: {source}")]
-    Open { path: PathBuf, source: rusqlite::Error },
+    /// (the error is said in the message, not chained as a source: printed with its
+    /// chain, as the CLI prints errors, it would be said twice)
+    #[error("cannot open {path}: {error}: pass --db a SQLite database file, or a path where one can be created")]
+    Open { path: PathBuf, error: rusqlite::Error },
     #[error("corrupt row: {0}")]
     Corrupt(String),
 }
@@ -152,7 +154,7 @@ fn open_conn(path: &Path, read_only: bool) -> DbResult<Connection> {
     } else {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI
     };
-    let c = Connection::open_with_flags(path, flags).map_err(|source| DbError::Open { path: path.to_path_buf(), source })?;
+    let c = Connection::open_with_flags(path, flags).map_err(|error| DbError::Open { path: path.to_path_buf(), error })?;
     c.busy_timeout(std::time::Duration::from_secs(5))?;
     c.set_prepared_statement_cache_capacity(64);
     Ok(c)
@@ -164,10 +166,16 @@ impl Db {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             let _ = std::fs::create_dir_all(dir);
         }
+        // A file that is not a database fails here, at its first statement: said as the
+        // path that could not be opened.
+        let opening = |e: DbError| match e {
+            DbError::Sql(error) => DbError::Open { path: path.to_path_buf(), error },
+            other => other,
+        };
         let mut w = open_conn(path, false)?;
-        w.pragma_update(None, "journal_mode", "WAL")?;
-        w.pragma_update(None, "synchronous", "NORMAL")?;
-        migrate(&mut w)?;
+        w.pragma_update(None, "journal_mode", "WAL").map_err(|e| opening(e.into()))?;
+        w.pragma_update(None, "synchronous", "NORMAL").map_err(|e| opening(e.into()))?;
+        migrate(&mut w).map_err(opening)?;
         Ok(Arc::new(Db {
             path: path.to_path_buf(),
             writer: Mutex::new(w),

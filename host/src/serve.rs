@@ -86,10 +86,12 @@ pub fn cli_actor() -> Actor {
 pub fn publish_dir(svc: &Service, dir: &Path, skip_coverage_gate: bool, approvals: &[String]) -> Result<Value, ApiError> {
     let path = if dir.is_dir() { dir.join("manifest.json") } else { dir.to_path_buf() };
     let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let text = std::fs::read_to_string(&path).map_err(|e| bad_request(format!("cannot read {}: {e}", path.display())))?;
+    // A local file that cannot be read is the CLI's own error, as for every command.
+    let unreadable = |f: &Path, e: std::io::Error| ApiError::new(400, "cli_error", format!("cannot read {}: {e}", f.display()));
+    let text = std::fs::read_to_string(&path).map_err(|e| unreadable(&path, e))?;
     let unit = |name: &str| {
         let f = root.join("units").join(format!("{name}.md"));
-        std::fs::read_to_string(&f).map_err(|e| bad_request(format!("cannot read {}: {e}", f.display())))
+        std::fs::read_to_string(&f).map_err(|e| unreadable(&f, e))
     };
     publish_manifest(svc, &path.display().to_string(), &text, unit, skip_coverage_gate, approvals)
 }
@@ -161,7 +163,7 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
     // The address first: a port in use stops here, before the database file is made.
     let listener = std::net::TcpListener::bind(&args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
     listener.set_nonblocking(true)?;
-    let db = Db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+    let db = Db::open(&args.db)?;
     db.checkpoint_in_background(checkpoint_every())?;
     let demo_secret = (args.demo && std::env::var(&args.heartbeat_secret_env).map(|s| s.is_empty()).unwrap_or(true)).then(|| crate::db::random_hex(24));
     let key = trigger_key(args, demo_secret.as_deref())?;

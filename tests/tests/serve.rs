@@ -449,6 +449,18 @@ fn reading_a_database_that_is_not_there_is_an_error_and_creates_nothing() {
         assert!(e["error"]["message"].as_str().unwrap().contains("no database at"), "{args:?}: {e}");
         assert!(!typo.exists(), "{args:?} created {t}");
     }
+    // A file that is not a database is named, said once, and left as it was.
+    let junk = dir.join("junk.db");
+    std::fs::write(&junk, "not a database\n").unwrap();
+    let j = junk.to_str().unwrap();
+    for args in [vec!["keys", "list", "--db", j], vec!["serve", "--db", j, "--addr", "127.0.0.1:0"]] {
+        let out = std::process::Command::new(lid_tests::http::lid_bin()).args(&args).arg("--json").stdin(std::process::Stdio::null()).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let e: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{args:?}: {}", String::from_utf8_lossy(&out.stdout)));
+        let message = e["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("cannot open {j}: file is not a database")) && message.matches("not a database").count() == 1, "{args:?}: {e}");
+        assert_eq!(std::fs::read_to_string(&junk).unwrap(), "not a database\n");
+    }
 }
 
 /// A `lid serve` that cannot listen (the port is taken) stops before it makes its
