@@ -427,6 +427,12 @@ fn engine_ok(r: Result<String, EngineFailure>) -> Result<Value> {
     serde_json::from_str(&s).context("engine returned invalid JSON")
 }
 
+/// The JSON in a file the user gave (`what` names it, with a line of it if need be):
+/// `invalid_json` with the line and column when it is not JSON, as for a request body.
+pub fn json_of_file(what: &str, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| crate::apierror::ApiError::new(400, "invalid_json", format!("{what} is not JSON: {e}")).into())
+}
+
 /// A file's text, or stdin's for `-`.
 fn read_input(file: &Path) -> Result<String> {
     let mut text = String::new();
@@ -661,14 +667,14 @@ fn run(cli: &Cli) -> Result<i32> {
         Command::Context { agent_dir, request, handoff, wake_reason, profile, budgets, markdown, pack_roots, query, packs } => {
             let a = load_agent(agent_dir)?;
             let mut req: Value = match request {
-                Some(f) => serde_json::from_str(&read_input(f)?).with_context(|| format!("{} is not JSON", f.display()))?,
+                Some(f) => json_of_file(&f.display().to_string(), &read_input(f)?)?,
                 None => json!({}),
             };
             if !req.is_object() {
                 anyhow::bail!("the boot context request must be a JSON object");
             }
             if let Some(h) = handoff {
-                req["handoff"] = serde_json::from_str(&read_input(h)?).with_context(|| format!("{} is not JSON", h.display()))?;
+                req["handoff"] = json_of_file(&h.display().to_string(), &read_input(h)?)?;
             }
             if let Some(w) = wake_reason {
                 req["wake_reason"] = json!(w);
@@ -987,7 +993,7 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<
     let mut loaded: BTreeMap<String, Loaded> = BTreeMap::new();
     let mut results = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let p: Value = serde_json::from_str(line).with_context(|| format!("{}:{}: not JSON", probes.display(), i + 1))?;
+        let p = json_of_file(&format!("{}:{}", probes.display(), i + 1), line)?;
         let scope = match corpora {
             Corpora::Agents(_) => p["agent_id"].as_str().or_else(|| p["pack_id"].as_str()),
             Corpora::Packs(_) => p["pack_id"].as_str().or_else(|| p["agent_id"].as_str()),

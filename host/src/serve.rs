@@ -170,7 +170,7 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
     let rt = runtime(args.call_timeout_ms, args.memory_mib)?;
     let svc = Arc::new(Service::new(db.clone(), rt, (!args.wake_reasons.is_empty()).then(|| args.wake_reasons.clone()), key)?);
     if let Some(p) = &args.org_manifest {
-        let org: Value = serde_json::from_str(&std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?)?;
+        let org = crate::cli::json_of_file(&p.display().to_string(), &crate::agent_dir::read_text(p)?)?;
         crate::auth::load_org_manifest(&db, &org).map_err(anyhow::Error::new)?;
     }
     if args.exit_with_stdin {

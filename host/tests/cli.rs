@@ -210,6 +210,18 @@ fn bad_requests_exit_1_with_their_code() {
     std::fs::write(extra.join("manifest.json"), "{ not json").unwrap();
     let v = json_of(&lid(&["--json", "stub", s(&extra)]));
     assert_eq!(v["error"]["code"], "invalid_json", "{v}");
+    // so is a request, a handoff or a probe line that is not JSON, named with its line
+    let (request, probes) = (d.join("request.json"), d.join("probes.jsonl"));
+    std::fs::write(&request, "{").unwrap();
+    std::fs::write(&probes, "{\"id\":\"x\",\"agent_id\":\"ceo\"").unwrap();
+    for (args, needle) in [
+        (vec!["--json", "context", s(&demo()), "--request", s(&request)], format!("{} is not JSON: EOF", request.display())),
+        (vec!["--json", "context", s(&demo()), "--handoff", s(&request)], format!("{} is not JSON: EOF", request.display())),
+        (vec!["--json", "eval", "--agents", s(&d), "--probes", s(&probes)], format!("{}:1 is not JSON: EOF", probes.display())),
+    ] {
+        let v = json_of(&lid(&args));
+        assert!(v["error"]["code"] == "invalid_json" && v["error"]["message"].as_str().unwrap().starts_with(&needle), "{args:?}: {v}");
+    }
     // A file the CLI cannot read is its own error, with a status too.
     let v = json_of(&lid(&["--json", "tokens", s(&d.join("missing.txt"))]));
     assert_eq!((v["error"]["code"].as_str(), v["error"]["status"].as_u64()), (Some("cli_error"), Some(400)), "{v}");
