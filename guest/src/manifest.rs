@@ -472,7 +472,6 @@ fn name_problem(name: &str) -> Option<String> {
     }
 }
 
-/// What is wrong with an entry's `description` (§21.2.2), if anything.
 /// A manifest string holding a character the admission lint refuses in units
 /// ([`crate::lint::hidden_character`]), named with where it is.
 fn hidden_text(field: &str, text: &str) -> Option<String> {
@@ -480,6 +479,7 @@ fn hidden_text(field: &str, text: &str) -> Option<String> {
     Some(format!("`{field}` holds {what} (U+{:04X}, character {at}): remove it; the manifest is served to agents as it is, and units are refused for the same characters", c as u32))
 }
 
+/// What is wrong with an entry's `description` (§21.2.2), if anything.
 fn description_problem(description: &str) -> Option<String> {
     let chars = description.chars().count();
     if description.trim().is_empty() {

@@ -276,7 +276,6 @@ pub enum KeysCommand {
     },
 }
 
-/// A `--min-score`: a number from 0 to 1 (NaN would otherwise mean no minimum at all).
 /// A wake reason on the command line: one word of letters, digits and `_ - . :` (the
 /// names a trigger's `wake_reason` claim carries), not an empty or multi-line string that
 /// would register nothing a trigger can name.
@@ -288,6 +287,7 @@ pub fn wake_reason_arg(s: &str) -> Result<String, String> {
     }
 }
 
+/// A `--min-score`: a number from 0 to 1 (NaN would otherwise mean no minimum at all).
 fn score_arg(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),

@@ -88,7 +88,8 @@ pub fn publish_dir(svc: &Service, dir: &Path, skip_coverage_gate: bool, approval
     let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
     // A local file that cannot be read is the CLI's own error, as for every command.
     let unreadable = |f: &Path, e: std::io::Error| ApiError::new(400, "cli_error", format!("cannot read {}: {e}", f.display()));
-    let text = std::fs::read_to_string(&path).map_err(|e| unreadable(&path, e))?;
+    // (the manifest read as every command reads it, after a byte-order mark if it has one)
+    let text = crate::agent_dir::read_text(&path).map_err(|e| ApiError::new(400, "cli_error", format!("{e:#}")))?;
     let unit = |name: &str| {
         let f = root.join("units").join(format!("{name}.md"));
         std::fs::read_to_string(&f).map_err(|e| unreadable(&f, e))

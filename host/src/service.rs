@@ -24,7 +24,6 @@ use lid_shared::publish::PublishRequest;
 use lid_shared::units::Kind;
 
 pub use lid_shared::heartbeat::PROFILES;
-/// Audit tokens expire after 24 h (§21.5.2).
 /// The rolling audit window (§21.5.3).
 pub const AUDIT_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
 

@@ -614,6 +614,8 @@ fn a_byte_order_mark_is_not_part_of_the_text() {
     let manifest = std::fs::read(demo().join("manifest.json")).unwrap();
     std::fs::write(agent.join("manifest.json"), [b"\xef\xbb\xbf".as_slice(), &manifest].concat()).unwrap();
     assert_eq!(lid(&["validate", s(&agent), "--approve", "guarantee-load"]).status.code(), Some(0));
+    let published = lid(&["publish", s(&agent), "--db", s(&d.join("lid.db")), "--approve", "guarantee-load"]);
+    assert_eq!(published.status.code(), Some(0), "publish reads it as validate does: {}", String::from_utf8_lossy(&published.stderr));
     let md = d.join("AGENTS.md");
     std::fs::write(&md, b"\xef\xbb\xbf## First\n\nFirst text.\n\n## Second\n\nSecond text.\n").unwrap();
     let v = json_of(&lid(&["--json", "migrate-instructions", s(&md), "--deployment", "d", "--agent", "a", "--out", s(&d.join("out"))]));

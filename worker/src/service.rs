@@ -19,7 +19,6 @@ use crate::store::{current_version, event, ledger_insert, sha_of, split_fact_uri
 use crate::util::{iso, now_ms, random_hex, sha256_hex, uuid4};
 
 pub use lid_shared::heartbeat::PROFILES;
-/// Audit tokens expire after 24 h (§21.5.2).
 /// The rolling audit window (§21.5.3).
 pub const AUDIT_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
 
