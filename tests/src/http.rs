@@ -87,6 +87,39 @@ impl Client {
         Ok(Resp { status, headers, body })
     }
 
+    /// POST a body the host is expected to refuse unread (413), as a client that reads the
+    /// response while it is still sending would: the body is written on a thread of its own
+    /// whose write errors are ignored, since a server may answer before the body is in and
+    /// then close the connection (which breaks the pipe of a client that writes first and
+    /// reads after, as `ureq` does; the refusal is already in the socket's receive queue).
+    pub fn post_oversized(&self, path: &str, key: Option<&str>, body: String) -> Resp {
+        use std::io::{Read, Write};
+        let addr = self.base.strip_prefix("http://").unwrap_or_else(|| panic!("a plain http base URL, not {}", self.base));
+        let stream = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        let mut head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+        if let Some(k) = key {
+            head.push_str(&format!("Authorization: Bearer {k}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut writer = stream.try_clone().expect("clone the socket");
+        let sender = std::thread::spawn(move || {
+            let _ = writer.write_all(head.as_bytes()).and_then(|()| writer.write_all(body.as_bytes()));
+        });
+        let mut raw = Vec::new();
+        let mut reader = stream;
+        let mut buf = [0u8; 8192];
+        // read until the server closes (or resets) the connection, keeping what arrived
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            raw.extend_from_slice(&buf[..n]);
+        }
+        let _ = reader.shutdown(std::net::Shutdown::Both);
+        let _ = sender.join();
+        parse_response(&raw).unwrap_or_else(|e| panic!("POST {path} (oversized): {e}: {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
+    }
+
     pub fn get(&self, path: &str, key: Option<&str>) -> Resp {
         self.req("GET", path, key, None)
     }
@@ -96,6 +129,38 @@ impl Client {
     pub fn put(&self, path: &str, key: Option<&str>, body: &Value) -> Resp {
         self.req("PUT", path, key, Some(&body.to_string()))
     }
+}
+
+/// An HTTP/1.1 response read off a socket to its end: the status, the headers and the
+/// body (by `Content-Length`, chunked, or to the end).
+fn parse_response(raw: &[u8]) -> Result<Resp, String> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("no complete response head")?;
+    let head = std::str::from_utf8(&raw[..end]).map_err(|e| format!("response head: {e}"))?;
+    let mut lines = head.split("\r\n");
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).ok_or("no status line")?;
+    let headers: Vec<(String, String)> = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    let mut rest = &raw[end + 4..];
+    let find = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let body = if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        let mut out = Vec::new();
+        loop {
+            let line_end = rest.windows(2).position(|w| w == b"\r\n").ok_or("a chunk size line")?;
+            let size_text = std::str::from_utf8(&rest[..line_end]).map_err(|e| e.to_string())?;
+            let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16).map_err(|e| format!("chunk size {size_text:?}: {e}"))?;
+            rest = &rest[line_end + 2..];
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(rest.get(..size).ok_or("a cut-off chunk")?);
+            rest = rest.get(size + 2..).unwrap_or_default();
+        }
+        out
+    } else if let Some(n) = find("content-length").and_then(|v| v.parse::<usize>().ok()) {
+        rest.get(..n).ok_or("a cut-off body")?.to_vec()
+    } else {
+        rest.to_vec()
+    };
+    Ok(Resp { status, headers, body: String::from_utf8_lossy(&body).into_owned() })
 }
 
 /// A `lid serve` process on a temporary database, killed on drop.

@@ -145,8 +145,7 @@ fn encoded_paths_big_bodies_challenges_and_resubmissions() {
     let r = c().post(&format!("/v1/agents/{encoded}/recall-instruction"), Some(&key), &json!({"intent": "cut a release", "max_chunks": 2}));
     assert_eq!(r.status, 200, "{encoded}: {}", r.body);
     let big = format!("{{\"intent\":\"{}\"}}", "a".repeat(9 << 20));
-    // (on a connection of its own: a server may close it after refusing the unread body)
-    let r = lid_tests::http::Client::new(&c().base).req("POST", &format!("/v1/agents/{agent}/recall-instruction"), Some(&key), Some(&big));
+    let r = c().post_oversized(&format!("/v1/agents/{agent}/recall-instruction"), Some(&key), big);
     assert_eq!((r.status, r.code().as_str()), (413, "request_too_large"), "{}", &r.body[..r.body.len().min(300)]);
     for k in [None, Some("lid_not_a_key")] {
         let r = c().get(&format!("/v1/agents/{agent}/boot-stub"), k);

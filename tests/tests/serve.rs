@@ -364,8 +364,7 @@ fn refusals_are_json_errors_with_codes() {
     assert_eq!(code(&r), (405, "method_not_allowed".to_string()), "{}", r.body);
     assert!(r.header("allow").is_some_and(|v| v.contains("PUT")), "{:?}", r.headers);
     let big = format!("{{\"intent\":\"{}\"}}", "a".repeat(9 << 20));
-    // (on a connection of its own: the server closes it after refusing the unread body)
-    let r = server.client().req("POST", &format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), Some(&big));
+    let r = c.post_oversized(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), big);
     assert_eq!(code(&r), (413, "request_too_large".to_string()), "{}", r.body);
     let r = c.get(&format!("/v1/agents/{agent}/boot-stub?profile=a&profile=generic"), Some(&admin));
     assert_eq!(code(&r), (400, "invalid_request".to_string()), "{}", r.body);
