@@ -161,11 +161,9 @@ fn remove_empty(created: &[PathBuf]) {
 mod tests {
     use super::*;
 
-    fn tmp(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("lid-write-tree-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A fresh temporary directory, removed when the test ends.
+    fn tmp(tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new().prefix(&format!("lid-write-tree-{tag}-")).tempdir().unwrap()
     }
 
     fn files(list: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
@@ -192,6 +190,7 @@ mod tests {
     #[test]
     fn writes_a_new_tree_and_replaces_only_its_own_files() {
         let d = tmp("new");
+        let d = d.path();
         let out = d.join("a/b/out");
         write_files(&out, &files(&[("units/x.md", "x"), ("manifest.json", "{}")])).unwrap();
         assert_eq!(tree(&out), [("manifest.json".into(), "{}".into()), ("units/x.md".into(), "x".into())]);
@@ -204,6 +203,7 @@ mod tests {
     #[test]
     fn leftovers_are_the_files_of_its_kinds_it_would_not_write() {
         let d = tmp("foreign");
+        let d = d.path();
         let out = d.join("out");
         write_files(&out, &files(&[("AGENTS.md", "a"), ("units/a.md", "a"), ("units/gone.md", "g"), ("units/notes.txt", "n"), (".cursor/rules/gone.mdc", "g")])).unwrap();
         std::fs::write(out.join("README.md"), "the project's own").unwrap();
@@ -215,6 +215,7 @@ mod tests {
     #[test]
     fn a_failure_part_way_leaves_the_tree_as_it_was() {
         let d = tmp("fail");
+        let d = d.path();
         let out = d.join("out");
         write_files(&out, &files(&[("units/a.md", "old a"), ("units/b.md", "old b")])).unwrap();
         // a directory where the third file goes: the first two are put back as they were
@@ -231,6 +232,6 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&blocked).unwrap(), "f");
         assert!(write_files(&out, &files(&[("../x.md", "x")])).is_err());
         assert!(!d.join("x.md").exists());
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 2, "no staging directory is left");
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 2, "no staging directory is left");
     }
 }
