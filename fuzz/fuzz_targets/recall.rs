@@ -30,10 +30,14 @@ fuzz_target!(|data: &[u8]| {
     let budget = req.token_budget.unwrap_or(DEFAULT_TOKEN_BUDGET) as u64;
     // §21.3.3: hinted units MUST be included (subject to the budget only); ranked ones
     // fill what is left of `max_chunks`.
-    let hinted = resp.chunks.iter().filter(|c| c.selected_by == "manifest_hint").count();
+    // A hinted guaranteed unit takes no slot; a ranked one does (it ranked among the top).
+    let m: serde_json::Value = serde_json::from_str(manifest).expect("the demo manifest is JSON");
+    let guaranteed: Vec<&str> = m["entries"].as_array().into_iter().flatten().filter(|e| e["guarantee_load"] == true).filter_map(|e| e["name"].as_str()).collect();
+    let is_guaranteed = |c: &&lid_core::recall::Chunk| guaranteed.contains(&c.name.as_str());
+    let hinted = resp.chunks.iter().filter(|c| c.selected_by == "manifest_hint" && !is_guaranteed(c)).count();
     let ranked = resp.chunks.iter().filter(|c| c.selected_by == "ranked").count();
     assert!(ranked <= max_chunks.saturating_sub(hinted), "{ranked} ranked + {hinted} hinted chunks for max_chunks {max_chunks}");
-    let picked = hinted + ranked;
+    let picked = resp.chunks.iter().filter(|c| !is_guaranteed(c)).count();
     let total: u64 = resp.chunks.iter().map(|c| c.tokens as u64).sum();
     assert_eq!(total, resp.total_tokens as u64, "total_tokens is the sum of the chunks");
     assert!(picked == 0 || total <= budget, "{total} tokens over the {budget}-token budget with non-guaranteed units");

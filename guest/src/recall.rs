@@ -1019,8 +1019,23 @@ pub fn assemble(corpus: &Corpus<'_>, ranked: &[Scored], hints: &[String], max_ch
             break;
         }
         let i = s.index;
-        // a unit nothing in the intent reached (score 0) is not a ranked answer
-        if included[i] || guaranteed.contains(&i) || s.score < min_score || s.score <= 0.0 {
+        // a unit nothing in the intent reached (score 0) is not a ranked answer; a prepended
+        // guaranteed unit goes first whatever its rank (§21.3.3 rule 1), so takes no slot
+        if included[i] || s.score < min_score || s.score <= 0.0 || (guaranteed.contains(&i) && corpus.refs_of(i).2 == Some("prepend")) {
+            continue;
+        }
+        if guaranteed.contains(&i) {
+            if !corpus.available(i) {
+                continue; // named as unavailable above
+            }
+            // A guaranteed unit that ranks among the top `max_chunks` takes its ranked place
+            // (§21.3.3 appends the guaranteed units "that were not already included"; most
+            // relevant first, §21.3.2). Its tokens are already reserved.
+            included[i] = true;
+            slots -= 1;
+            if let Some(c) = corpus.chunk(i, s.score, "ranked") {
+                body.push(c);
+            }
             continue;
         }
         let t = corpus.tokens_of(i) as u64;

@@ -139,6 +139,28 @@ fn a_hinted_guaranteed_unit_comes_with_the_hints_and_a_dropped_hint_is_named_onc
     assert_eq!(v["truncated"], json!(true));
 }
 
+/// §21.3.3 appends the guaranteed units "that were not already included": one that ranks
+/// among the top `max_chunks` takes its ranked place (most relevant first, §21.3.2) and a
+/// slot, and is not appended again; one that does not rank there is appended last.
+#[test]
+fn a_guaranteed_unit_that_ranks_takes_its_ranked_place() {
+    let rt = rt();
+    let a = demo();
+    let st = Storage { facts: a.facts.clone(), audit: Arc::new(NoAudit) };
+    let v = recall(&rt, &st, &a.manifest_json, json!({"intent": "what am I never allowed to do", "max_chunks": 3}));
+    let chunks = v["chunks"].as_array().unwrap();
+    assert_eq!((chunks[0]["name"].as_str(), chunks[0]["selected_by"].as_str()), (Some("ground-rules"), Some("ranked")), "{v}");
+    assert_eq!(names(&v).iter().filter(|x| *x == "ground-rules").count(), 1, "{v}");
+    assert_eq!(chunks.len(), 3, "it took one of the three ranked slots: {v}");
+    let scores: Vec<f64> = chunks.iter().map(|c| c["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "ranked chunks come most relevant first: {scores:?}");
+    // ranked below the top slot it asked for, it is appended after the ranked unit
+    let v = recall(&rt, &st, &a.manifest_json, json!({"intent": "roll back a bad deploy", "max_chunks": 1}));
+    let by: Vec<(&str, &str)> = v["chunks"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap(), c["selected_by"].as_str().unwrap())).collect();
+    assert_eq!(by.last(), Some(&("ground-rules", "guarantee_load")), "{v}");
+    assert_eq!(by.len(), 2, "{v}");
+}
+
 #[test]
 fn budget_drops_ranked_first_and_never_guaranteed() {
     let rt = rt();
