@@ -232,7 +232,8 @@ pub enum AuditCommand {
     /// when the agent would see exactly the same assembly, 2 when it would not.
     Replay {
         /// The agent directory; with --db, the record is read from the service database
-        /// and replayed against the agent's current state there (give the agent id here)
+        /// and replayed against the agent's state there as it was when the recall ran (the
+        /// manifest version it ran under, the facts written by then): give the agent id here
         agent_dir: PathBuf,
         /// The record's `audevent_…` id or its `audi_…` token
         id: String,
@@ -242,6 +243,10 @@ pub enum AuditCommand {
         /// The service database (`lid serve --db`) holding the record
         #[arg(long, conflicts_with = "file")]
         db: Option<PathBuf>,
+        /// With --db: replay against the agent's current state instead (a drift check: would
+        /// the agent see the same text now?)
+        #[arg(long, requires = "db")]
+        current: bool,
     },
 }
 
@@ -769,7 +774,7 @@ fn run(cli: &Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Audit { command: AuditCommand::Replay { agent_dir, id, file, db } } => {
+        Command::Audit { command: AuditCommand::Replay { agent_dir, id, file, db, current } } => {
             // The record, and the agent's state to replay it against (with the host context
             // the service's recalls get: the §21.5.5 soft lift).
             let (rec, storage, manifest_json, context) = match db {
@@ -780,7 +785,17 @@ fn run(cli: &Cli) -> Result<i32> {
                     if rec["agent_id"].as_str() != Some(agent.as_str()) {
                         anyhow::bail!("audit record {id:?} belongs to agent {}, not {agent:?}", rec["agent_id"]);
                     }
-                    let s = db.snapshot(&agent)?.with_context(|| format!("agent {agent:?} has no manifest in the database"))?;
+                    let s = if *current {
+                        db.snapshot(&agent)?.with_context(|| format!("agent {agent:?} has no manifest in the database"))?
+                    } else {
+                        // §21.5.3: the state at the recall, which every kept version allows
+                        let at = rec["created_at"].as_i64().unwrap_or_default();
+                        let version = rec["manifest_version"].as_str().filter(|v| !v.is_empty());
+                        Arc::new(db.snapshot_as_of(&agent, version, at)?.with_context(|| match version {
+                            Some(v) => format!("agent {agent:?} has no manifest {v:?} in the database (the one record {id:?} ran under); pass --current to replay against the current state"),
+                            None => format!("agent {agent:?} had no manifest when record {id:?} was written; pass --current to replay against the current state"),
+                        })?)
+                    };
                     let st = Storage { facts: s.facts.clone(), audit: Arc::new(NoAudit) };
                     (rec, st, s.manifest_json.clone(), json!({"lift_units": s.lift_units}).to_string())
                 }

@@ -323,7 +323,7 @@ impl Db {
                 return Ok(Some(s.clone()));
             }
         }
-        let snap = Arc::new(self.load_snapshot(agent, &manifest_id, generation)?);
+        let snap = Arc::new(self.load_snapshot(agent, &manifest_id, generation, None)?);
         self.snapshots.write().map_err(|_| DbError::Poisoned)?.insert(agent.to_string(), (stamp, snap.clone()));
         Ok(Some(snap))
     }
@@ -331,18 +331,40 @@ impl Db {
     /// The facts of an agent that has no manifest yet (units written before its first
     /// publish, which that publish may name without sending them again).
     pub fn unpublished_facts(self: &Arc<Self>, agent: &str) -> DbResult<SnapshotFacts> {
-        let map = self.read(|c| Ok(agent_facts(c, agent, "")?.map))?;
+        let map = self.read(|c| Ok(agent_facts(c, agent, "", None)?.map))?;
         Ok(SnapshotFacts { map, db: self.clone(), prepared: Default::default() })
     }
 
-    fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64) -> DbResult<Snapshot> {
+    /// The agent's state as it was at `at_ms` (§21.5.3 replay, §21.7 "replay recalls against
+    /// the manifest that was active at the time"): the manifest `version` when given (an
+    /// audit record names the one its recall ran under), else the one current then; the
+    /// facts written by then (a row is immutable but for `valid_until`, and quarantined
+    /// rows never become servable), and the knowledge packs current then. Not cached.
+    pub fn snapshot_as_of(self: &Arc<Self>, agent: &str, version: Option<&str>, at_ms: i64) -> DbResult<Option<Snapshot>> {
+        let id: Option<String> = self.read(|c| {
+            Ok(match version.filter(|v| !v.is_empty()) {
+                Some(v) => c.query_row("SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, v], |r| r.get(0)).optional()?,
+                None => c
+                    .query_row(
+                        "SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND created_at <= ?2 AND (superseded_at IS NULL OR superseded_at > ?2)
+                         ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                        params![agent, at_ms],
+                        |r| r.get(0),
+                    )
+                    .optional()?,
+            })
+        })?;
+        id.map(|id| self.load_snapshot(agent, &id, 0, Some(at_ms))).transpose()
+    }
+
+    fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at_ms: Option<i64>) -> DbResult<Snapshot> {
         self.read(|c| {
             let (version, fact_uri, token_count, created_at): (String, String, i64, i64) = c.query_row(
                 "SELECT version, fact_uri, token_count, created_at FROM instruction_manifests WHERE id = ?1",
                 params![manifest_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
-            let AgentFacts { map, manifest_json, provenance } = agent_facts(c, agent, &fact_uri)?;
+            let AgentFacts { map, manifest_json, provenance } = agent_facts(c, agent, &fact_uri, at_ms)?;
             let manifest_json = manifest_json.ok_or_else(|| DbError::Corrupt(format!("manifest fact {fact_uri} is missing")))?;
             let mut lift = Vec::new();
             let mut cov = c.prepare_cached("SELECT unit FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2 AND hit_at_10 < 0.4 ORDER BY unit")?;
@@ -439,8 +461,9 @@ pub struct Snapshot {
 /// The facts bucket of `agent` as the engine reads it (`wasi:keyvalue`, see the README):
 /// every fact that is not quarantined under its URI, each unit's version list under its
 /// key, and the content channel's sources; with the manifest fact at `manifest_uri`, if
-/// there is one, and its provenance.
-fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str) -> DbResult<AgentFacts> {
+/// there is one, and its provenance. With `at_ms`, as they were then: the facts written by
+/// then and the packs current then ([`Db::snapshot_as_of`]).
+fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i64>) -> DbResult<AgentFacts> {
     let mut map = BTreeMap::new();
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut manifest_json = None;
@@ -449,10 +472,10 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str) -> DbResult<Agen
     let mut st = c.prepare_cached(
         "SELECT uri, unit_key, version, content, interpret_as, valid_until, authored_by, authored_at, source_trust,
                 derived_from, tokens, sha256, provenance, unit_name
-         FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL ORDER BY rowid",
+         FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL AND (?2 IS NULL OR created_at <= ?2) ORDER BY rowid",
     )?;
     let mut content_units = std::collections::BTreeSet::new();
-    let mut rows = st.query(params![agent])?;
+    let mut rows = st.query(params![agent, at_ms])?;
     while let Some(r) = rows.next()? {
         let uri: String = r.get(0)?;
         let unit_key: String = r.get(1)?;
@@ -488,8 +511,11 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str) -> DbResult<Agen
     }
     // The recall content channel's sources (Spec-13): content units and current packs.
     let mut packs = Vec::new();
-    let mut pst = c.prepare_cached("SELECT pack, version, prefix, files, digest FROM knowledge_packs WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY pack")?;
-    let mut prow = pst.query(params![agent])?;
+    let mut pst = c.prepare_cached(
+        "SELECT pack, version, prefix, files, digest FROM knowledge_packs WHERE agent_id = ?1
+         AND CASE WHEN ?2 IS NULL THEN superseded_at IS NULL ELSE created_at <= ?2 AND (superseded_at IS NULL OR superseded_at > ?2) END ORDER BY pack",
+    )?;
+    let mut prow = pst.query(params![agent, at_ms])?;
     while let Some(r) = prow.next()? {
         let files: Value = serde_json::from_str(&r.get::<_, String>(3)?).map_err(|e| DbError::Corrupt(format!("knowledge_packs.files: {e}")))?;
         packs.push(json!({"id": r.get::<_, String>(0)?, "version": r.get::<_, String>(1)?, "prefix": r.get::<_, String>(2)?, "files": files, "digest": r.get::<_, String>(4)?}));
@@ -811,11 +837,13 @@ impl Db {
     }
 
     /// One audit record by its `audevent_…` id or `audi_…` token, with what replay needs:
-    /// `{id, agent_id, loaded_chunks, chunk_sha256, assembly_sha256, request}`.
+    /// `{id, agent_id, loaded_chunks, chunk_sha256, assembly_sha256, request, created_at,
+    /// session_start, manifest_version}`.
     pub fn audit_record(&self, id: &str) -> DbResult<Option<Value>> {
         self.read(|c| {
             let mut st = c.prepare_cached(
-                "SELECT a.id, a.agent_id, a.loaded_chunks, coalesce(m.chunk_sha256, '[]'), coalesce(m.assembly_sha256, ''), m.request
+                "SELECT a.id, a.agent_id, a.loaded_chunks, coalesce(m.chunk_sha256, '[]'), coalesce(m.assembly_sha256, ''), m.request,
+                        a.created_at, a.session_start, coalesce(m.manifest_version, '')
                  FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
                  WHERE a.id = ?1 OR a.audit_token = ?1 LIMIT 1",
             )?;
@@ -826,6 +854,7 @@ impl Db {
                         "id": r.get::<_, String>(0)?, "agent_id": r.get::<_, String>(1)?, "loaded_chunks": json(r.get(2)?),
                         "chunk_sha256": json(r.get(3)?), "assembly_sha256": r.get::<_, String>(4)?,
                         "request": r.get::<_, Option<String>>(5)?.map(json).unwrap_or(Value::Null),
+                        "created_at": r.get::<_, i64>(6)?, "session_start": r.get::<_, i64>(7)?, "manifest_version": r.get::<_, String>(8)?,
                     }))
                 })
                 .optional()?)

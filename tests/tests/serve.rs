@@ -284,13 +284,37 @@ fn service_audit_rows_replay_and_prove_what_the_agent_saw() {
     let n: i64 = c.query_row("SELECT count(*) FROM instruction_audit", [], |r| r.get(0)).unwrap();
     assert_eq!(n, 1);
 
-    // A new version of a unit the agent saw: the replay differs and names it.
+    // A new version of a unit the agent saw, then a new manifest: replayed against the state
+    // at the recall (§21.5.3: the manifest it ran under, the facts written by then) the
+    // assembly is the same; against the current state (--current) it differs and names it.
     let w = client.put(&format!("/v1/agents/{agent}/units/{first}"), Some(&admin), &json!({"content": "# Changed\n\nA different procedure now."}));
     assert_eq!(w.status, 201, "{}", w.body);
-    let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["audit", "replay", agent, &token, "--db", &db]).output().unwrap();
+    let mut v2 = demo_publish_body(agent, "v2");
+    v2["units"].as_object_mut().unwrap().remove(&first);
+    for e in v2["entries"].as_array_mut().unwrap() {
+        if e["name"] == json!(first) {
+            e["fact_uri"] = w.json()["uri"].clone();
+        }
+        e["description"] = json!(format!("{} Second edition.", e["description"].as_str().unwrap()));
+    }
+    let p = client.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &v2);
+    assert_eq!(p.status, 200, "{}", p.body);
+    let replay = |extra: &[&str]| std::process::Command::new(lid_tests::http::lid_bin()).args(["audit", "replay", agent, &token, "--db", &db]).args(extra).output().unwrap();
+    let out = replay(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("same "), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = replay(&["--current"]);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("DIFFERENT") && text.contains(&format!("recorded only: {first} ")), "{text}");
+    // a recall under v2 replays against v2 and the changed unit
+    let r2 = client.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "production is broken after the deploy, roll back", "max_chunks": 2})).json();
+    let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["audit", "replay", agent, r2["audit_token"].as_str().unwrap(), "--db", &db, "--json"]).output().unwrap();
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((rep["same"].as_bool(), rep["replayed_sha256"].as_str()), (Some(true), r2["assembly_sha256"].as_str()), "{rep}");
+    assert_ne!(r2["assembly_sha256"], json!(assembly), "the later recall saw the changed unit");
+    let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["audit", "replay", agent, &token, "--file", "x.jsonl", "--current"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "--current needs --db");
     // Another agent's name, or an unknown record: a clear error.
     let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["audit", "replay", "other-agent", &token, "--db", &db]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
