@@ -136,7 +136,7 @@ struct ProfileQuery {
 
 async fn boot_stub(State(svc): State<Shared>, Path(id): Path<String>, Query(q): Query<ProfileQuery>, h: HeaderMap) -> Result<Response, ApiError> {
     let (body, mv, tokens, sv) = as_caller(svc, &h, move |svc, p| {
-        p.require_read(&svc.db, &id)?;
+        p.require_own_read(&id, "boot stub")?;
         svc.boot_stub(&id, q.profile.as_deref()).map_err(|e| if e.code == "manifest_not_found" { ApiError::new(404, "boot_stub_not_found", format!("no boot stub for agent {id:?}: {}", e.message)) } else { e })
     })
     .await?;
@@ -179,7 +179,7 @@ async fn cosign(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap,
 
 async fn coverage(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
     as_caller(svc, &h, move |svc, p| {
-        p.require_read(&svc.db, &id)?;
+        p.require_own_read(&id, "coverage report")?;
         svc.coverage(&id, p.is_admin())
     })
     .await

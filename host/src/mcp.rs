@@ -135,7 +135,7 @@ impl Backend for ServiceBackend {
         agent: &str,
         profile: Option<&str>,
     ) -> Result<String, ApiError> {
-        principal(caller)?.require_read(&self.0.db, agent)?;
+        principal(caller)?.require_own_read(agent, "boot stub")?;
         match self.0.boot_stub(agent, profile) {
             Ok((body, ..)) => Ok(body),
             // As GET /v1/agents/{id}/boot-stub answers (§21.9).

@@ -797,11 +797,13 @@ fn access_matrix_every_route_every_caller() {
     let a = agent.as_str();
     type Row = (&'static str, String, Option<Value>, [u16; 4]);
     let rows: Vec<Row> = vec![
-        ("GET", format!("/v1/agents/{a}/boot-stub"), None, [200, 200, 403, 200]),
+        // §21.8.1: the boot stub is the agent's own or an admin's to read
+        ("GET", format!("/v1/agents/{a}/boot-stub"), None, [200, 200, 403, 403]),
         ("GET", format!("/v1/agents/{a}/instruction-manifest"), None, [200, 200, 403, 200]),
         ("PUT", format!("/v1/agents/{a}/instruction-manifest"), Some(demo_publish_body(a, "v9")), [200, 403, 403, 403]),
         ("POST", format!("/v1/agents/{a}/recall-instruction"), Some(json!({"intent": "cut a release"})), [200, 200, 403, 200]),
-        ("GET", format!("/v1/agents/{a}/instruction-manifest/coverage"), None, [200, 200, 403, 200]),
+        // S9: "only an admin API key may access any agent's coverage report"
+        ("GET", format!("/v1/agents/{a}/instruction-manifest/coverage"), None, [200, 200, 403, 403]),
         ("POST", format!("/v1/agents/{a}/heartbeat"), Some(json!({"trigger": trigger})), [200, 200, 403, 403]),
         ("PUT", format!("/v1/agents/{a}/units/release-checklist"), Some(json!({"content": "## Release\n\nTag, build, publish, announce."})), [201, 403, 403, 403]),
         ("POST", "/v1/instruction/audit".to_string(), Some(json!({"audit_token": token, "used_chunks": []})), [204, 204, 403, 403]),

@@ -174,7 +174,7 @@ fn allowed_methods(path: &str) -> Vec<String> {
 async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
-        p.require_read(&svc.store, &id).await?;
+        p.require_own_read(&id, "boot stub")?;
         let profile = query(&req, &["profile"])?.remove("profile");
         let (body, mv, tokens, sv) = svc.boot_stub(&id, profile.as_deref()).await.map_err(|e| {
             if e.code == "manifest_not_found" {
@@ -219,7 +219,7 @@ async fn cosign(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Respo
 async fn coverage(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
-        p.require_read(&svc.store, &id).await?;
+        p.require_own_read(&id, "coverage report")?;
         json_response(&svc.coverage(&id, p.is_admin()).await?, 200)
     }
     .await)

@@ -5,7 +5,10 @@
 //!
 //! - An **admin** key (`admin`, `read`) reads every agent and publishes manifests.
 //! - An **agent** key is bound to one agent and reads only that agent's stub, manifest,
-//!   recall and coverage; a declared supervisor's key also reads its reports'.
+//!   recall and coverage; a declared supervisor's key also reads its reports' manifest,
+//!   recall, packs and boot context (§21.4.5 rule 1), but not their boot stub (§21.8.1:
+//!   "the agent itself or an admin") or coverage report (S9: "only an admin API key may
+//!   access any agent's coverage report").
 //! - Writing instruction facts needs the `instruction:write` capability on top
 //!   (Spec-13): admin authority alone is not enough.
 
@@ -108,6 +111,19 @@ impl Principal {
         match self.agent_id.as_deref() {
             Some(me) => Ok(Some(me)),
             None => Err(scope_denied(agent)),
+        }
+    }
+
+    /// Read what only `agent` itself or an admin may read (`what`: the boot stub,
+    /// §21.8.1; the coverage report, S9): a supervisor's key is refused too.
+    pub fn require_own_read(&self, agent: &str, what: &str) -> Result<(), Refusal> {
+        if !self.has(CAP_READ) && !self.is_admin() {
+            return Err(Refusal::new(403, "capability_missing", "this API key lacks the `read` capability"));
+        }
+        if self.is_admin() || self.is_agent(agent) {
+            Ok(())
+        } else {
+            Err(Refusal::new(403, "instruction_scope_denied", format!("this API key may not read agent {agent:?}'s {what}: only the agent's own key or an admin key may (a declared supervisor reads its manifest and recalls, §21.4.5)")))
         }
     }
 
@@ -328,6 +344,13 @@ mod tests {
         assert_eq!(boss.read_check("a").unwrap(), Some("boss"), "a supervisor needs the org lookup");
         assert_eq!(no_read.read_check("a").unwrap_err().code, "capability_missing");
         assert_eq!(fake_admin.read_check("a").unwrap_err().code, "instruction_scope_denied", "an agent-role key with `admin` is no admin");
+        // the boot stub (§21.8.1) and the coverage report (S9): the agent or an admin only
+        assert!(admin.require_own_read("a", "boot stub").is_ok() && own.require_own_read("a", "boot stub").is_ok());
+        let e = boss.require_own_read("a", "coverage report").unwrap_err();
+        assert_eq!((e.status, &*e.code), (403, "instruction_scope_denied"));
+        assert!(e.message.contains("coverage report"), "{}", e.message);
+        assert_eq!(no_read.require_own_read("a", "boot stub").unwrap_err().code, "capability_missing");
+        assert_eq!(fake_admin.require_own_read("a", "boot stub").unwrap_err().code, "instruction_scope_denied");
 
         assert!(admin.require_self("a").is_ok() && own.require_self("a").is_ok());
         assert_eq!(boss.require_self("a").unwrap_err().code, "instruction_scope_denied");
