@@ -191,6 +191,14 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Re-certify the published manifests that are due through the coverage gate
+    /// (§21.8.3: every manifest, once the ranker changed; S10: a week after a gate
+    /// bypass). `lid serve` does this at start-up and hourly. Exit 0 when every manifest
+    /// re-certified passed, 2 when one failed (it stays served; publish a new version).
+    Recertify {
+        #[arg(long, default_value = "lid.db")]
+        db: PathBuf,
+    },
     /// Publish an agent directory (manifest + unit files) into the service database,
     /// through the same code path as `PUT /v1/agents/{id}/instruction-manifest`.
     Publish {
@@ -886,6 +894,22 @@ fn run(cli: &Cli) -> Result<i32> {
         Command::Serve(args) => crate::serve::run(args, cli.json),
         Command::Mcp(args) => crate::mcp::run_stdio(args),
         Command::Keys { command } => keys(cli, command),
+        Command::Recertify { db } => {
+            let svc = crate::serve::service(existing_db(db)?, Vec::new(), None)?;
+            let done = svc.recertify(crate::db::now_ms()).map_err(anyhow::Error::new)?;
+            let passed = done.iter().all(|r| r["passed"] == true);
+            if cli.json {
+                print_json(&json!({"ranker_version": svc.ranker_version(), "recertified": done}));
+            } else {
+                if done.is_empty() {
+                    outln!("nothing to re-certify: every current manifest is certified under {}", svc.ranker_version());
+                }
+                for line in crate::serve::recertified_lines(&done) {
+                    outln!("{line}");
+                }
+            }
+            Ok(if passed { 0 } else { 2 })
+        }
         Command::Publish { agent_dir, db, skip_coverage_gate, approvals, wake_reasons } => {
             let db = crate::db::Db::open(db)?;
             let svc = crate::serve::service(db, wake_reasons.clone(), None)?;

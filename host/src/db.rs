@@ -33,6 +33,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0002_content_channel.sql", include_str!("../../migrations/0002_content_channel.sql")),
     ("0003_audit_digests.sql", include_str!("../../migrations/0003_audit_digests.sql")),
     ("0004_audit_warnings.sql", include_str!("../../migrations/0004_audit_warnings.sql")),
+    ("0005_certifications.sql", include_str!("../../migrations/0005_certifications.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -294,7 +295,8 @@ impl Db {
     // ---- manifests and facts -----------------------------------------------------
 
     /// The current manifest row of `agent` and the agent's fact generation (newest fact
-    /// rowid); `None` when the agent has no manifest. Reads the facts table, so an
+    /// rowid plus its manifest re-certifications, which replace coverage rows and so the
+    /// soft lift: both only grow, so any change moves it); `None` when the agent has no manifest. Reads the facts table, so an
     /// unreadable fact store fails here.
     pub fn current_head(&self, agent: &str) -> DbResult<Option<(String, i64)>> {
         self.read(|c| head(c, agent))
@@ -414,11 +416,12 @@ impl Db {
     }
 }
 
-/// (current manifest row id, newest fact rowid) of `agent` on connection `c` (a
-/// transaction too): what a [`Snapshot`] was built from.
+/// (current manifest row id, fact generation) of `agent` on connection `c` (a
+/// transaction too): what a [`Snapshot`] was built from ([`Db::current_head`]).
 pub fn head(c: &Connection, agent: &str) -> DbResult<Option<(String, i64)>> {
     let mut st = c.prepare_cached(
         "SELECT m.id, (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1)
+                      + (SELECT count(*) FROM manifest_certifications WHERE agent_id = ?1)
          FROM instruction_manifests m WHERE m.agent_id = ?1 AND m.superseded_at IS NULL",
     )?;
     Ok(st.query_row(params![agent], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).optional()?)

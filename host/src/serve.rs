@@ -155,6 +155,42 @@ pub fn sign_trigger(secret: &str, agent: &str, wake_reason: &str, heartbeat_id: 
 /// 3.0 ms, at the same CPU per recall (10 s runs of the load example).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
 
+/// How often `lid serve` looks for manifests that fell due for re-certification (S10).
+const RECERTIFY_EVERY: Duration = Duration::from_secs(3600);
+
+/// One line per re-certified manifest, as `lid recertify` prints them and `lid serve` logs them.
+pub fn recertified_lines(done: &[Value]) -> Vec<String> {
+    done.iter()
+        .map(|r| {
+            let failing: Vec<String> = r["failing"].as_array().into_iter().flatten().map(|f| format!("{} ({:.0}%)", f["unit"].as_str().unwrap_or(""), f["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0)).collect();
+            let (agent, version, reason) = (r["agent_id"].as_str().unwrap_or(""), r["manifest_version"].as_str().unwrap_or(""), r["reason"].as_str().unwrap_or(""));
+            let under = r["certified_under"].as_str().unwrap_or("");
+            if failing.is_empty() {
+                format!("re-certified {agent} {version} ({reason}; was certified under {under:?})")
+            } else {
+                format!("FAILED re-certification {agent} {version} ({reason}): {}; it is still served: publish a version whose triggers cover them", failing.join(", "))
+            }
+        })
+        .collect()
+}
+
+/// Re-certify what is due (§21.8.3, S10), logging each result; a failure to run is logged,
+/// never fatal (the service keeps serving what it has).
+fn recertify_logged(svc: &Service) {
+    match svc.recertify(crate::db::now_ms()) {
+        Ok(done) => {
+            for (r, line) in done.iter().zip(recertified_lines(&done)) {
+                if r["passed"] == true {
+                    tracing::info!(agent = r["agent_id"].as_str().unwrap_or(""), "{line}");
+                } else {
+                    tracing::warn!(code = "recertification_failed", agent = r["agent_id"].as_str().unwrap_or(""), "{line}");
+                }
+            }
+        }
+        Err(e) => tracing::error!(code = %e.code, error = %e.message, "re-certification could not run"),
+    }
+}
+
 fn checkpoint_every() -> Duration {
     std::env::var("LID_CHECKPOINT_MS").ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(CHECKPOINT_EVERY)
 }
@@ -173,6 +209,16 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
     if let Some(p) = &args.org_manifest {
         let org = crate::cli::json_of_file(&p.display().to_string(), &crate::agent_dir::read_text(p)?)?;
         crate::auth::load_org_manifest(&db, &org).map_err(anyhow::Error::new)?;
+    }
+    // §21.8.3: manifests certified under another ranker go through the gate again before
+    // this one serves their recalls; S10: bypassed gates a week on, checked hourly.
+    recertify_logged(&svc);
+    {
+        let svc = svc.clone();
+        std::thread::spawn(move || loop {
+            std::thread::sleep(RECERTIFY_EVERY);
+            recertify_logged(&svc);
+        });
     }
     if args.exit_with_stdin {
         std::thread::spawn(|| {

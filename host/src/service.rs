@@ -409,6 +409,57 @@ impl Service {
         Ok(lid_shared::coverage::report(&subject, rows, &audit, &metrics, admin))
     }
 
+    /// Re-certify every current manifest that is due (§21.8.3, S10; see
+    /// [`lid_shared::publish::recertification_due`]): run the coverage gate over it under the
+    /// running ranker and, in one transaction per agent, replace its coverage rows, add a
+    /// `manifest_certifications` row and a `manifest_recertified` (or
+    /// `recertification_failed`) service event. A manifest that fails stays served, as
+    /// there is no other ranker to serve it with; the failure is recorded and reported
+    /// for an admin to fix with a new version. One result per manifest re-certified:
+    /// `{agent_id, manifest_version, reason, certified_under, ranker_version, passed, failing}`.
+    pub fn recertify(&self, now: i64) -> Result<Vec<Value>, ApiError> {
+        let ranker = self.ranker_version();
+        let heads: Vec<String> = self.db.read(|c| {
+            let mut st = c.prepare("SELECT agent_id FROM instruction_manifests WHERE superseded_at IS NULL ORDER BY agent_id")?;
+            let rows = st.query_map([], |r| r.get::<_, String>(0))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        let mut out = Vec::new();
+        for agent in heads {
+            let Some(s) = self.db.snapshot(&agent).map_err(ApiError::backend)? else { continue };
+            let last: Option<String> = self.db.read(|c| {
+                Ok(c.query_row(
+                    "SELECT ranker_version FROM manifest_certifications WHERE agent_id = ?1 AND manifest_version = ?2 ORDER BY certified_at DESC, rowid DESC LIMIT 1",
+                    params![agent, s.version],
+                    |r| r.get(0),
+                )
+                .optional()?)
+            })?;
+            let Some(reason) = lid_shared::publish::recertification_due(&s.provenance, s.created_at, last.as_deref(), &ranker, now) else { continue };
+            let st = Storage { facts: s.facts.clone(), audit: Arc::new(NoAudit) };
+            let cov = parse_json(&engine(self.rt.coverage(&st, &s.manifest_json, "{}"))?)?;
+            let failing: Vec<Value> = lid_shared::publish::failing_units(&cov).iter().map(|f| json!({"unit": f["unit"], "coverage_pct": f["coverage_pct"]})).collect();
+            let certified_under = last.as_deref().or_else(|| s.provenance["embedding_model_version"].as_str()).unwrap_or_default().to_string();
+            let result = json!({"agent_id": agent, "manifest_version": s.version, "reason": reason, "certified_under": certified_under, "ranker_version": ranker, "passed": failing.is_empty(), "failing": failing});
+            self.db.write(|tx| {
+                for u in cov["units"].as_array().into_iter().flatten() {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO coverage_reports (agent_id, manifest_version, unit, coverage_pct, hit_at_10, probe_count, evaluated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        params![agent, s.version, u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0), u["hit_at_10"].as_f64().unwrap_or(0.0), u["paraphrases"].as_i64().unwrap_or(0), now],
+                    )?;
+                }
+                tx.execute(
+                    "INSERT OR REPLACE INTO manifest_certifications (agent_id, manifest_version, ranker_version, reason, passed, failing, certified_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![agent, s.version, ranker, reason, failing.is_empty(), json!(failing).to_string(), now],
+                )?;
+                insert_event(tx, Some(&agent), if failing.is_empty() { "manifest_recertified" } else { "recertification_failed" }, &result, now)?;
+                Ok::<_, DbError>(())
+            })?;
+            out.push(result);
+        }
+        Ok(out)
+    }
+
     /// §21.5.3 metrics (through the engine) over audit rows.
     pub fn audit_metrics(&self, rows: &[crate::db::AuditRow], k: u32) -> Result<Value, ApiError> {
         let st = Storage::none();

@@ -351,6 +351,34 @@ pub fn demo_publish_body(agent: &str, version: &str) -> Value {
     })
 }
 
+/// The demo agent's publish body with four twin units that cannot all rank in the top 3
+/// for their own paraphrases, so the coverage gate fails them; `guaranteed: false` clears
+/// every `guarantee_load` (a bypass then needs no co-signature, S7).
+pub fn weak_publish_body(agent: &str, version: &str, guaranteed: bool) -> Value {
+    let mut body = demo_publish_body(agent, version);
+    // Room under the 1000-token cap for the twins.
+    body["units"].as_object_mut().unwrap().retain(|k, _| k != "writing-status-updates" && k != "dependency-upgrades");
+    let entries = body["entries"].as_array_mut().unwrap();
+    entries.retain(|e| e["name"] != "writing-status-updates" && e["name"] != "dependency-upgrades");
+    if !guaranteed {
+        for e in entries.iter_mut() {
+            e["guarantee_load"] = json!(false);
+        }
+    }
+    const TWINS: [&str; 4] = ["twin-a", "twin-b", "twin-c", "twin-d"];
+    for n in TWINS {
+        entries.push(json!({
+            "name": n, "description": "Archive old build artifacts.", "required_by_task_types": [], "guarantee_load": false,
+            "load_triggers": {"intents": ["archive the old build artifacts"], "keywords": [], "task_types": []},
+            "fact_uri": format!("instruction:demo/{agent}/{n}/v1"), "path": null,
+        }));
+    }
+    for n in TWINS {
+        body["units"][n] = json!("Archive old build artifacts to cold storage.");
+    }
+    body
+}
+
 /// Sign an HS256 heartbeat trigger.
 pub fn sign_trigger(secret: &str, claims: &Value) -> String {
     jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), claims, &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes())).expect("sign")

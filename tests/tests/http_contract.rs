@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use lid_tests::http::{agent_id, contract_target, demo_publish_body, now_s, sign_trigger, Client, Target};
+use lid_tests::http::{agent_id, contract_target, demo_publish_body, now_s, weak_publish_body, sign_trigger, Client, Target};
 use serde_json::{json, Value};
 
 fn target() -> &'static Target {
@@ -311,41 +311,16 @@ fn a_publish_refuses_what_lid_validate_refuses_in_the_document() {
     assert_ne!(c().get(&path, Some(&key)).json()["published_at"], "2020-01-01T00:00:00Z");
 }
 
-fn weak_body(agent: &str, version: &str, guaranteed: bool) -> Value {
-    let mut body = demo_publish_body(agent, version);
-    // Room under the 1000-token cap for the twins.
-    body["units"].as_object_mut().unwrap().retain(|k, _| k != "writing-status-updates" && k != "dependency-upgrades");
-    let entries = body["entries"].as_array_mut().unwrap();
-    entries.retain(|e| e["name"] != "writing-status-updates" && e["name"] != "dependency-upgrades");
-    if !guaranteed {
-        for e in entries.iter_mut() {
-            e["guarantee_load"] = json!(false);
-        }
-    }
-    const TWINS: [&str; 4] = ["twin-a", "twin-b", "twin-c", "twin-d"];
-    for n in TWINS {
-        entries.push(json!({
-            "name": n, "description": "Archive old build artifacts.", "required_by_task_types": [], "guarantee_load": false,
-            "load_triggers": {"intents": ["archive the old build artifacts"], "keywords": [], "task_types": []},
-            "fact_uri": format!("instruction:demo/{agent}/{n}/v1"), "path": null,
-        }));
-    }
-    for n in TWINS {
-        body["units"][n] = json!("Archive old build artifacts to cold storage.");
-    }
-    body
-}
-
 #[test]
 fn coverage_gate_rejects_weak_units_and_bypass_is_recorded() {
     let agent = agent_id("gate");
-    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &weak_body(&agent, "v1", false));
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &weak_publish_body(&agent, "v1", false));
     assert_eq!((r.status, r.code().as_str()), (400, "manifest_coverage_failure"), "{}", r.body);
     let failing = &r.json()["error"]["details"]["failing_units"];
     assert!(failing.as_array().unwrap().iter().any(|f| f["unit"].as_str().unwrap().starts_with("twin-") && f["coverage_pct"].as_f64().unwrap() < 0.8), "{failing}");
 
     // Single-admin bypass: allowed without guaranteed units, and recorded.
-    let mut skip = weak_body(&agent, "v1", false);
+    let mut skip = weak_publish_body(&agent, "v1", false);
     skip["skip_coverage_gate"] = json!(true);
     let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &skip);
     assert_eq!(r.status, 200, "{}", r.body);
@@ -360,7 +335,7 @@ fn coverage_gate_rejects_weak_units_and_bypass_is_recorded() {
 #[test]
 fn bypass_with_guaranteed_units_needs_two_admins() {
     let agent = agent_id("cosign");
-    let mut body = weak_body(&agent, "v1", true);
+    let mut body = weak_publish_body(&agent, "v1", true);
     body["skip_coverage_gate"] = json!(true);
     let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
     assert_eq!((r.status, r.code().as_str()), (403, "cosignature_required"), "{}", r.body);

@@ -1,7 +1,7 @@
 //! `lid serve` on its real SQLite file: crash safety under SIGKILL, storage faults, a
 //! runaway engine call, audit-token expiry and the CLI paths that share the routes' code.
 
-use lid_tests::http::{create_key, demo_publish_body, lid, temp_dir, Server};
+use lid_tests::http::{create_key, demo_publish_body, lid, temp_dir, weak_publish_body, Server};
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
@@ -319,6 +319,69 @@ fn service_audit_rows_replay_and_prove_what_the_agent_saw() {
     let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["audit", "replay", "other-agent", &token, "--db", &db]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("belongs to agent"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// §21.8.3: a manifest certified under another ranker is re-certified through the coverage
+/// gate (by `lid recertify`, and by `lid serve` before it serves); S10: a bypassed gate a
+/// week on. Each run is recorded (coverage rows, a certification row, an event) and done
+/// once; a failure exits 2 and names the units.
+#[test]
+fn manifests_are_recertified_after_a_ranker_change_or_a_week_after_a_bypass() {
+    let (server, admin) = fresh("recert", &[]);
+    let c = server.client();
+    let (agent, weak) = ("recert-agent", "recert-weak");
+    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    let mut skip = weak_publish_body(weak, "v1", false);
+    skip["skip_coverage_gate"] = json!(true);
+    assert_eq!(c.put(&format!("/v1/agents/{weak}/instruction-manifest"), Some(&admin), &skip).status, 200);
+    let db = server.db.to_str().unwrap().to_string();
+    let recertify = || {
+        let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["--json", "recertify", "--db", &db]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+        (out.status.code(), v)
+    };
+    // Nothing is due right after publishing (the bypass is not a week old yet).
+    let (code, v) = recertify();
+    assert_eq!((code, v["recertified"].clone()), (Some(0), json!([])), "{v}");
+    let ranker = v["ranker_version"].as_str().unwrap().to_string();
+
+    let sql = Connection::open(&server.db).unwrap();
+    let older = "lid-rank-9 (an older ranker)";
+    sql.execute("UPDATE instruction_facts SET provenance = json_set(provenance, '$.embedding_model_version', ?1) WHERE unit_name = 'manifest' AND agent_id = ?2", rusqlite::params![older, agent]).unwrap();
+    sql.execute("UPDATE coverage_reports SET hit_at_10 = 0.0, evaluated_at = 1 WHERE agent_id = ?1", [agent]).unwrap();
+    let (code, v) = recertify();
+    assert_eq!(code, Some(0), "{v}");
+    let done = v["recertified"].as_array().unwrap();
+    assert_eq!(done.len(), 1, "{v}");
+    assert_eq!((done[0]["agent_id"].as_str(), done[0]["reason"].as_str(), done[0]["certified_under"].as_str(), done[0]["ranker_version"].as_str(), done[0]["passed"].as_bool()), (Some(agent), Some("ranker_changed"), Some(older), Some(ranker.as_str()), Some(true)), "{v}");
+    // its coverage rows are the new run's, and the run is recorded once
+    let stale: i64 = sql.query_row("SELECT count(*) FROM coverage_reports WHERE agent_id = ?1 AND evaluated_at = 1", [agent], |r| r.get(0)).unwrap();
+    assert_eq!(stale, 0);
+    let events: i64 = sql.query_row("SELECT count(*) FROM service_events WHERE agent_id = ?1 AND kind = 'manifest_recertified'", [agent], |r| r.get(0)).unwrap();
+    assert_eq!(events, 1);
+    assert_eq!(recertify().1["recertified"], json!([]), "certified under this ranker now");
+
+    // A week after the bypass: the gate runs again, still fails, and says which units.
+    sql.execute("UPDATE instruction_manifests SET created_at = created_at - 8 * 86400000 WHERE agent_id = ?1", [weak]).unwrap();
+    let (code, v) = recertify();
+    assert_eq!(code, Some(2), "{v}");
+    let done = v["recertified"].as_array().unwrap();
+    assert_eq!((done.len(), done[0]["agent_id"].as_str(), done[0]["reason"].as_str(), done[0]["passed"].as_bool()), (1, Some(weak), Some("coverage_gate_bypassed"), Some(false)), "{v}");
+    assert!(done[0]["failing"].as_array().unwrap().iter().any(|f| f["unit"].as_str().unwrap().starts_with("twin-")), "{v}");
+    let kind: String = sql.query_row("SELECT kind FROM service_events WHERE agent_id = ?1 AND kind LIKE 'recert%'", [weak], |r| r.get(0)).unwrap();
+    assert_eq!(kind, "recertification_failed");
+    assert_eq!(recertify(), (Some(0), json!({"ranker_version": ranker, "recertified": []})), "recorded once: the next step is a new version");
+    // The manifest stays served.
+    assert_eq!(c.post(&format!("/v1/agents/{weak}/recall-instruction"), Some(&admin), &json!({"intent": "archive the old build artifacts"})).status, 200);
+
+    // `lid serve` re-certifies before it serves: a third agent's manifest from an older ranker.
+    let third = "recert-third";
+    assert_eq!(c.put(&format!("/v1/agents/{third}/instruction-manifest"), Some(&admin), &demo_publish_body(third, "v1")).status, 200);
+    sql.execute("UPDATE instruction_facts SET provenance = json_set(provenance, '$.embedding_model_version', ?1) WHERE unit_name = 'manifest' AND agent_id = ?2", rusqlite::params![older, third]).unwrap();
+    let second = Server::start(&server.dir, &server.db, SECRET, &[]);
+    let at: Option<i64> = sql.query_row("SELECT certified_at FROM manifest_certifications WHERE agent_id = ?1 AND reason = 'ranker_changed'", [third], |r| r.get(0)).ok();
+    assert!(at.is_some(), "re-certified before the address was printed: {}", second.log_text());
+    assert!(second.log_text().is_empty() || !second.log_text().contains("could not run"), "{}", second.log_text());
 }
 
 /// The server keeps API keys and agent heads in memory while the database is unchanged

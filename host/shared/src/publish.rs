@@ -161,6 +161,22 @@ pub fn failing_units(coverage: &Value) -> Vec<Value> {
         .collect()
 }
 
+/// Why a published manifest must go through the coverage gate again, if it must:
+/// `ranker_changed` when the ranker it was last certified under (its latest
+/// re-certification `last`, else its provenance's `embedding_model_version`) is not
+/// `ranker_version` (§21.8.3: "all existing manifests MUST be re-certified through this
+/// gate before the new model version is activated for production recall");
+/// `coverage_gate_bypassed` when its publish skipped a failing gate [`RECERTIFY_MS`] ago
+/// or more and nothing has re-certified it since (S10).
+pub fn recertification_due(provenance: &Value, published_at_ms: i64, last: Option<&str>, ranker_version: &str, now_ms: i64) -> Option<&'static str> {
+    let certified_under = last.or_else(|| provenance["embedding_model_version"].as_str()).unwrap_or_default();
+    if certified_under != ranker_version {
+        return Some("ranker_changed");
+    }
+    let bypassed = provenance["coverage_gate"]["would_have_failed"].as_array().is_some_and(|f| !f.is_empty());
+    (last.is_none() && bypassed && now_ms >= published_at_ms.saturating_add(RECERTIFY_MS)).then_some("coverage_gate_bypassed")
+}
+
 /// Whether skipping the gate needs a second admin's co-signature: any `guarantee_load` entry.
 pub fn needs_cosignature(entries: &[Value]) -> bool {
     entries.iter().any(|e| e["guarantee_load"].as_bool().unwrap_or(false))
@@ -319,6 +335,21 @@ mod tests {
 
     fn gate<'a>(failing: &'a [Value], skip: bool, signers: &[&str], cosignature_needed: bool) -> Gate<'a> {
         Gate { failing, skip, signers: signers.iter().map(|s| s.to_string()).collect(), cosignature_needed, version: "v2", manifest_sha256: "d", now_ms: 0 }
+    }
+
+    #[test]
+    fn recertification_is_due_on_a_new_ranker_or_a_week_after_a_bypass() {
+        let passed = json!({"embedding_model_version": "r2", "coverage_gate": {"skipped": false, "passed": true}});
+        assert_eq!(recertification_due(&passed, 0, None, "r2", RECERTIFY_MS * 9), None);
+        assert_eq!(recertification_due(&passed, 0, None, "r3", 1), Some("ranker_changed"));
+        assert_eq!(recertification_due(&passed, 0, Some("r3"), "r3", 1), None, "re-certified under r3 already");
+        assert_eq!(recertification_due(&json!(null), 0, None, "r3", 1), Some("ranker_changed"), "no provenance: never certified under r3");
+        let bypassed = json!({"embedding_model_version": "r2", "coverage_gate": {"skipped": true, "would_have_failed": [{"unit": "b", "coverage_pct": 0.6}]}});
+        assert_eq!(recertification_due(&bypassed, 1000, None, "r2", 1000 + RECERTIFY_MS - 1), None, "not yet a week");
+        assert_eq!(recertification_due(&bypassed, 1000, None, "r2", 1000 + RECERTIFY_MS), Some("coverage_gate_bypassed"));
+        assert_eq!(recertification_due(&bypassed, 1000, Some("r2"), "r2", 1000 + RECERTIFY_MS), None, "already re-certified");
+        let skipped_but_passing = json!({"embedding_model_version": "r2", "coverage_gate": {"skipped": true, "passed": true}});
+        assert_eq!(recertification_due(&skipped_but_passing, 0, None, "r2", RECERTIFY_MS * 9), None);
     }
 
     #[test]
