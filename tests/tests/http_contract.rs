@@ -753,6 +753,18 @@ fn coverage_report_hides_status_labels_from_agents() {
     }
     let ad = c().get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), admin()).json();
     assert!(ad["units"].as_array().unwrap().iter().all(|u| ["ok", "coverage_critical", "not_evaluated"].contains(&u["coverage_status"].as_str().unwrap_or(""))));
+    // §21.3.3 rule 4, for admins: the guaranteed unit's used share over closed recalls
+    let rec = recall(&agent, &key, "triage a new ticket");
+    let token = rec["audit_token"].as_str().unwrap();
+    assert_eq!(c().post("/v1/instruction/audit", Some(&key), &json!({"audit_token": token, "used_chunks": ["ground-rules"]})).status, 204);
+    let _open = recall(&agent, &key, "cut a release");
+    let ad = c().get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), admin()).json();
+    let unit = |r: &Value, n: &str| r["units"].as_array().unwrap().iter().find(|u| u["name"] == n).cloned().unwrap();
+    assert_eq!(unit(&ad, "ground-rules")["guarantee_relevance"], json!({"closed_recalls": 1, "used": 1, "p_relevant": 1.0}), "{ad}");
+    assert_eq!(ad["warnings"], json!([]), "one recall is too few to judge: {ad}");
+    assert!(unit(&ad, "triage-incoming").get("guarantee_relevance").is_none());
+    let a = c().get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), Some(&key)).json();
+    assert!(unit(&a, "ground-rules").get("guarantee_relevance").is_none() && a.get("warnings").is_none(), "admins only: {a}");
 }
 
 #[test]

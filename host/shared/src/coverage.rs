@@ -1,6 +1,7 @@
 //! The coverage route's report (§21.8.6): per unit, the publish-time probe run's figures
-//! and the rolling 7-day audit counts; `coverage_status` and the miss-rate alert only for
-//! admins (S11: an agent's key sees raw numbers).
+//! and the rolling 7-day audit counts; `coverage_status`, the miss-rate alert and the
+//! guaranteed units' relevance warnings (§21.3.3 rule 4) only for admins (S11: an agent's
+//! key sees raw numbers).
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,13 @@ use crate::time::iso;
 
 /// A unit whose probe hit@10 is below this is `coverage_critical`.
 pub const CRITICAL_HIT_AT_10: f64 = 0.4;
+
+/// §21.3.3 rule 4: "implementations SHOULD warn (non-fatal) if a guaranteed unit has an
+/// empirical `P(relevant | recall_invoked) < 0.6` based on the discovery audit".
+pub const GUARANTEE_MIN_RELEVANCE: f64 = 0.6;
+/// Closed recalls that loaded a guaranteed unit before its relevance is judged (fewer
+/// say too little to remove a flag an admin approved).
+pub const GUARANTEE_MIN_EVIDENCE: u64 = 20;
 
 /// One `coverage_reports` row (§21.5.5 probe set, evaluated at publish).
 #[derive(Debug, Clone, Deserialize)]
@@ -46,11 +54,17 @@ pub fn report(subject: &Subject, rows: Vec<CoverageRow>, audit: &[AuditRow], met
     }
     let m: Value = serde_json::from_str(subject.manifest_json).unwrap_or(Value::Null);
     let mut units = Vec::new();
+    let mut warnings = Vec::new();
     let mut evaluated_at = 0;
     for e in m["entries"].as_array().into_iter().flatten() {
         let name = e["name"].as_str().unwrap_or_default();
         let c = counts.get(name).copied().unwrap_or_default();
         let mut u = json!({"name": name, "audit_7d": {"loaded": c[0], "used": c[1], "missed": c[2]}});
+        if admin && e["guarantee_load"] == true {
+            let (relevance, warning) = guarantee_relevance(name, audit);
+            u["guarantee_relevance"] = relevance;
+            warnings.extend(warning);
+        }
         match by_unit.get(name) {
             Some(r) => {
                 evaluated_at = evaluated_at.max(r.evaluated_at);
@@ -80,8 +94,28 @@ pub fn report(subject: &Subject, rows: Vec<CoverageRow>, audit: &[AuditRow], met
     });
     if admin {
         out["audit_7d"]["alert"] = metrics["alert"].clone();
+        out["warnings"] = Value::Array(warnings);
     }
     out
+}
+
+/// A guaranteed unit's empirical `P(relevant | recall_invoked)` (§21.3.3 rule 4): of the
+/// closed recalls (the agent said what it used; heartbeat preloads are not recalls) that
+/// loaded it, the share that used it; with a `guarantee_low_relevance` warning when that
+/// is under [`GUARANTEE_MIN_RELEVANCE`] over [`GUARANTEE_MIN_EVIDENCE`] or more recalls.
+fn guarantee_relevance(name: &str, audit: &[AuditRow]) -> (Value, Option<Value>) {
+    let closed: Vec<&AuditRow> = audit.iter().filter(|r| r.audit_closed.is_some() && r.source != "task_type_preload" && r.loaded_chunks.iter().any(|c| c == name)).collect();
+    let used = closed.iter().filter(|r| r.used_chunks.iter().any(|c| c == name)).count() as u64;
+    let n = closed.len() as u64;
+    let p = (n > 0).then(|| (used as f64 / n as f64 * 1e6).round() / 1e6);
+    let relevance = json!({"closed_recalls": n, "used": used, "p_relevant": p});
+    let warning = p.filter(|&p| n >= GUARANTEE_MIN_EVIDENCE && p < GUARANTEE_MIN_RELEVANCE).map(|p| {
+        json!({
+            "code": "guarantee_low_relevance", "unit": name, "p_relevant": p,
+            "message": format!("guaranteed unit {name:?} was used in {used} of the {n} closed recalls that loaded it in the last 7 days (P(relevant) {p:.2} < {GUARANTEE_MIN_RELEVANCE}, §21.3.3 rule 4): consider publishing a version without `guarantee_load` on it"),
+        })
+    });
+    (relevance, warning)
 }
 
 #[cfg(test)]
@@ -90,6 +124,35 @@ mod tests {
 
     fn row(unit: &str, hit_at_10: f64, at: i64) -> CoverageRow {
         CoverageRow { unit: unit.into(), coverage_pct: 0.8, hit_at_10, probe_count: 5, evaluated_at: at }
+    }
+
+    /// §21.3.3 rule 4: the admin report gives each guaranteed unit's used/loaded share over
+    /// closed recalls, and warns below 0.6 once there are enough of them.
+    #[test]
+    fn guaranteed_units_relevance_and_its_warning() {
+        let manifest = r#"{"entries": [{"name": "rules", "guarantee_load": true}, {"name": "b"}]}"#;
+        let subject = Subject { agent: "eng", manifest_version: "v2", manifest_json: manifest, ranker_version: "r" };
+        let rec = |i: usize, used: bool, closed: bool, source: &str| {
+            json!({"id": i.to_string(), "agent_id": "eng", "heartbeat_id": format!("h{i}"), "session_start": 0, "intent": "x", "loaded_chunks": ["b", "rules"],
+                "used_chunks": if used { json!(["rules"]) } else { json!(["b"]) }, "audit_token": format!("t{i}"), "audit_closed": closed.then_some(5), "created_at": 0, "source": source})
+        };
+        let metrics = json!({"alert": false});
+        let run = |rows: Vec<Value>| report(&subject, vec![row("rules", 0.9, 1)], &serde_json::from_value::<Vec<AuditRow>>(Value::Array(rows)).unwrap(), &metrics, true);
+        // 10 of 20 closed recalls used it: 0.5 < 0.6, warned; open records and preloads do not count
+        let mut rows: Vec<Value> = (0..20).map(|i| rec(i, i % 2 == 0, true, "recall_instruction")).collect();
+        rows.extend((20..40).map(|i| rec(i, false, false, "recall_instruction")));
+        rows.extend((40..60).map(|i| rec(i, false, true, "task_type_preload")));
+        let r = run(rows.clone());
+        assert_eq!(r["units"][0]["guarantee_relevance"], json!({"closed_recalls": 20, "used": 10, "p_relevant": 0.5}));
+        assert!(r["units"][1].get("guarantee_relevance").is_none(), "only guaranteed units");
+        let w = r["warnings"].as_array().unwrap();
+        assert_eq!((w.len(), w[0]["code"].as_str(), w[0]["unit"].as_str()), (1, Some("guarantee_low_relevance"), Some("rules")), "{r}");
+        // too few closed recalls to judge: no warning; at 0.6 or more: none either
+        assert_eq!(run(rows[..19].to_vec())["warnings"], json!([]));
+        let mostly: Vec<Value> = (0..20).map(|i| rec(i, i % 5 != 0, true, "recall_instruction")).collect();
+        let r = run(mostly);
+        assert_eq!((r["units"][0]["guarantee_relevance"]["p_relevant"].as_f64(), r["warnings"].clone()), (Some(0.8), json!([])));
+        assert_eq!(run(vec![])["units"][0]["guarantee_relevance"], json!({"closed_recalls": 0, "used": 0, "p_relevant": null}));
     }
 
     #[test]
@@ -111,6 +174,7 @@ mod tests {
         assert_eq!((admin["evaluated_at"].as_str(), admin["audit_7d"]["alert"].as_bool()), (Some("1970-01-01T00:00:02Z"), Some(false)));
         let agent = report(&subject, rows(), &audit, &metrics, false);
         assert!(agent["units"].as_array().unwrap().iter().all(|u| u.get("coverage_status").is_none()));
+        assert!(agent.get("warnings").is_none());
         assert!(agent["audit_7d"].get("alert").is_none());
         assert_eq!(agent["units"][1]["hit_at_10"], 0.2);
     }
