@@ -34,6 +34,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0003_audit_digests.sql", include_str!("../../migrations/0003_audit_digests.sql")),
     ("0004_audit_warnings.sql", include_str!("../../migrations/0004_audit_warnings.sql")),
     ("0005_certifications.sql", include_str!("../../migrations/0005_certifications.sql")),
+    ("0006_audit_heartbeats.sql", include_str!("../../migrations/0006_audit_heartbeats.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -725,19 +726,12 @@ pub use lid_shared::audit::AuditRow;
 
 /// Insert one audit row (and its meta) inside the open transaction on `c`.
 fn insert_audit(c: &Connection, r: &AuditRow) -> DbResult<()> {
-    c.prepare_cached(
-        "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks,
-            missed_chunks, audit_token, audit_closed, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10)",
-    )?
+    c.prepare_cached(lid_shared::audit::INSERT_AUDIT_SQL)?
     .execute(params![
         r.id, r.agent_id, r.heartbeat_id, r.session_start, r.intent, json!(r.loaded_chunks).to_string(),
         json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at
     ])?;
-    c.prepare_cached(
-        "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
+    c.prepare_cached(lid_shared::audit::INSERT_AUDIT_META_SQL)?
     .execute(params![
         r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version, json!(r.content_served).to_string(),
         json!(r.chunk_sha256).to_string(), r.assembly_sha256, r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string),

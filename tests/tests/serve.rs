@@ -321,6 +321,40 @@ fn service_audit_rows_replay_and_prove_what_the_agent_saw() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("belongs to agent"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// §21.5.1: `session_start` is the heartbeat's start. A recall that names a heartbeat on
+/// record (here its preloads) takes that start; one that names none starts its own.
+#[test]
+fn a_recall_in_a_heartbeat_records_the_heartbeats_start() {
+    let (server, admin) = fresh("sessionstart", &[]);
+    let c = server.client();
+    let agent = "session-agent";
+    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    let trigger = lid_tests::http::sign_trigger(SECRET, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_s1", "exp": lid_tests::http::now_s() + 600}));
+    assert_eq!(c.post(&format!("/v1/agents/{agent}/heartbeat"), Some(&admin), &json!({"trigger": trigger})).status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    for hb in [Some("run_s1"), None] {
+        let mut body = json!({"intent": "roll back the deploy"});
+        if let Some(h) = hb {
+            body["heartbeat_id"] = json!(h);
+        }
+        assert_eq!(c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &body).status, 200);
+    }
+    let sql = Connection::open(&server.db).unwrap();
+    let rows: Vec<(String, i64, i64, String)> = sql
+        .prepare("SELECT a.heartbeat_id, a.session_start, a.created_at, m.source FROM instruction_audit a JOIN instruction_audit_meta m ON m.id = a.id WHERE a.agent_id = ?1 ORDER BY a.created_at, a.rowid")
+        .unwrap()
+        .query_map([agent], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let (preload, recall, alone) = (&rows[0], &rows[1], &rows[2]);
+    assert_eq!((preload.0.as_str(), preload.3.as_str()), ("run_s1", "task_type_preload"), "{rows:?}");
+    assert_eq!((recall.0.as_str(), recall.1), ("run_s1", preload.1), "the recall's session_start is its heartbeat's: {rows:?}");
+    assert!(recall.2 > recall.1, "it ran later: {rows:?}");
+    assert_eq!((alone.0.as_str(), alone.1), ("", alone.2), "no heartbeat: its own start: {rows:?}");
+}
+
 /// §21.8.3: a manifest certified under another ranker is re-certified through the coverage
 /// gate (by `lid recertify`, and by `lid serve` before it serves); S10: a bypassed gate a
 /// week on. Each run is recorded (coverage rows, a certification row, an event) and done

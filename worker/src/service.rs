@@ -98,13 +98,11 @@ impl Service {
         for line in lines {
             let r: AuditRow = serde_json::from_str(&line).map_err(|e| format!("audit record is not valid JSON: {e}"))?;
             let ins = self.store.stmt(
-                "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks, missed_chunks, audit_token, audit_closed, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10)",
+                lid_shared::audit::INSERT_AUDIT_SQL,
                 args![r.id, r.agent_id, r.heartbeat_id, r.session_start, r.intent, json!(r.loaded_chunks).to_string(), json!(r.used_chunks).to_string(), json!(r.missed_chunks).to_string(), r.audit_token, r.created_at],
             );
             let meta = self.store.stmt(
-                "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                lid_shared::audit::INSERT_AUDIT_META_SQL,
                 args![
                     r.id,
                     if r.source.is_empty() { "recall_instruction".to_string() } else { r.source.clone() },

@@ -45,6 +45,21 @@ pub struct AuditRow {
     pub error: Option<Value>,
 }
 
+/// Insert one audit row, as both hosts do (SQLite and D1 run the same SQL): parameters
+/// `id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks,
+/// missed_chunks, audit_token, created_at`. `session_start` is "the heartbeat start"
+/// (§21.5.1): a record naming a heartbeat already on record (its preloads, an earlier
+/// recall) takes that heartbeat's start; otherwise the record's own time is its start.
+/// `migrations/0006_audit_heartbeats.sql` indexes the lookup.
+pub const INSERT_AUDIT_SQL: &str = "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks, missed_chunks, audit_token, audit_closed, created_at)
+ VALUES (?1, ?2, ?3, coalesce((SELECT min(session_start) FROM instruction_audit WHERE agent_id = ?2 AND heartbeat_id = ?3 AND ?3 <> ''), ?4), ?5, ?6, ?7, ?8, ?9, NULL, ?10)";
+
+/// Insert one audit row's meta (`instruction_audit_meta`), as both hosts do: parameters
+/// `id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request,
+/// warnings, error`.
+pub const INSERT_AUDIT_META_SQL: &str = "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error)
+ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
 /// How long an audit token takes feedback (§21.5.2: 24 hours after its recall).
 pub const TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
 
