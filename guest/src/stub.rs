@@ -79,17 +79,13 @@ pub fn migration_mode(m: &Manifest) -> &'static str {
     }
 }
 
-/// The heartbeat contract URI: the manifest's `heartbeat_contract`, else the first unit
-/// whose name starts with `heartbeat`, else the manifest URI itself.
-pub fn heartbeat_contract(m: &Manifest) -> String {
-    if let Some(h) = &m.heartbeat_contract {
-        return h.clone();
+/// The heartbeat procedure's URI (§21.1.1): the manifest's `heartbeat_contract`, else the
+/// first unit whose name starts with `heartbeat`; `None` when the manifest names none.
+pub fn heartbeat_contract(m: &Manifest) -> Option<String> {
+    if let Some(h) = m.heartbeat_contract.as_ref().filter(|h| !h.is_empty()) {
+        return Some(h.clone());
     }
-    m.entries
-        .iter()
-        .find(|e| e.name.starts_with("heartbeat"))
-        .and_then(|e| e.fact_uri.clone().or_else(|| e.path.clone()))
-        .unwrap_or_else(|| crate::uri::manifest_uri(&m.deployment, &m.agent_id, &m.manifest_version))
+    m.entries.iter().find(|e| e.name.starts_with("heartbeat")).and_then(|e| e.fact_uri.clone().or_else(|| e.path.clone()))
 }
 
 /// `s` as a YAML double-quoted scalar: a JSON string, with the characters YAML does not
@@ -126,8 +122,14 @@ At the end of the heartbeat, submit which recalled units you used with the `audi
 pub fn render(m: &Manifest, profile: Option<&str>, facts: &dyn Facts) -> Result<Stub, EngineError> {
     let profile = resolve_profile(profile);
     let manifest_uri = crate::uri::manifest_uri(&m.deployment, &m.agent_id, &m.manifest_version);
-    let heartbeat = heartbeat_contract(m);
     let mut warnings = Vec::new();
+    // The field is required (§21.1.1); without a procedure of its own the manifest is where
+    // a heartbeat starts, and the body says so rather than calling the manifest a procedure.
+    let procedure = heartbeat_contract(m);
+    if procedure.is_none() {
+        warnings.push("the manifest names no heartbeat procedure (no `heartbeat_contract`, no `heartbeat*` unit): heartbeat_contract is the manifest's URI".to_string());
+    }
+    let heartbeat = procedure.clone().unwrap_or_else(|| manifest_uri.clone());
     let generated_at = match m.published_at.as_deref().filter(|t| !t.is_empty()) {
         Some(t) if crate::manifest::is_rfc3339(t) => t.to_string(),
         Some(t) => {
@@ -160,7 +162,10 @@ pub fn render(m: &Manifest, profile: Option<&str>, facts: &dyn Facts) -> Result<
     let mut body = String::new();
     body.push_str("\n# Agent Boot Stub\n\n");
     body.push_str(&format!("You are **{role}** (id: `{}`).\n\n", m.agent_id));
-    body.push_str(&format!("Your heartbeat procedure is at `{heartbeat}`.\n"));
+    match &procedure {
+        Some(h) => body.push_str(&format!("Your heartbeat procedure is at `{h}`.\n")),
+        None => body.push_str("No separate heartbeat procedure is published: start each heartbeat from your manifest.\n"),
+    }
     body.push_str(&format!("Your instruction manifest is at `{manifest_uri}`.\n\n"));
     body.push_str(
         "Call `recall_instruction(intent)` to load relevant instruction sections before\n\
@@ -233,5 +238,27 @@ mod tests {
         let frontmatter = stub.text.split("---").nth(1).unwrap();
         assert!(frontmatter.contains("agent_role:"), "{frontmatter}");
         assert!(frontmatter.chars().all(|c| yaml_printable(c) && c != '\u{85}'), "{frontmatter:?}");
+    }
+
+    /// §21.1.1: `heartbeat_contract` points at the heartbeat procedure. A manifest without
+    /// one still fills the required field (with its own URI) but the body does not call the
+    /// manifest a procedure, and the render warns; a `heartbeat*` unit or the manifest's
+    /// `heartbeat_contract` is named as the procedure.
+    #[test]
+    fn heartbeat_contract_is_a_procedure_or_said_to_be_missing() {
+        let m = crate::manifest::Manifest { agent_id: "eng".into(), deployment: "acme".into(), agent_role: "Engineer".into(), manifest_version: "v1".into(), ..Default::default() };
+        let facts = crate::store::MemoryFacts::new();
+        let stub = super::render(&m, None, &facts).unwrap();
+        assert!(stub.text.contains("heartbeat_contract: \"instruction:acme/eng/manifest/v1\"\n"), "{}", stub.text);
+        assert!(!stub.text.contains("heartbeat procedure is at") && stub.text.contains("No separate heartbeat procedure"), "{}", stub.text);
+        assert!(stub.warnings.iter().any(|w| w.contains("no heartbeat procedure")), "{:?}", stub.warnings);
+        let mut with = m.clone();
+        with.entries.push(crate::manifest::Entry { name: "heartbeat-contract".into(), fact_uri: Some("instruction:acme/eng/heartbeat-contract/v2".into()), ..Default::default() });
+        let stub = super::render(&with, None, &facts).unwrap();
+        assert!(stub.text.contains("heartbeat_contract: \"instruction:acme/eng/heartbeat-contract/v2\"\n"), "{}", stub.text);
+        assert!(stub.text.contains("Your heartbeat procedure is at `instruction:acme/eng/heartbeat-contract/v2`."), "{}", stub.text);
+        assert!(stub.warnings.iter().all(|w| !w.contains("heartbeat")), "{:?}", stub.warnings);
+        let named = crate::manifest::Manifest { heartbeat_contract: Some("instruction:acme/shared/heartbeat/v3".into()), ..m };
+        assert!(super::render(&named, None, &facts).unwrap().text.contains("Your heartbeat procedure is at `instruction:acme/shared/heartbeat/v3`."));
     }
 }
