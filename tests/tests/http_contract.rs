@@ -259,6 +259,18 @@ fn invalid_manifests_report_every_problem_with_codes() {
     let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &big);
     assert_eq!((r.status, r.code().as_str()), (400, "manifest_too_large"), "{}", r.body);
 
+    // A `path`-only entry: the service has no instructions root to read it from, so it
+    // is refused by name (it would be unavailable to every recall), its text or not.
+    let mut p = demo_publish_body(&agent, "v1");
+    p["entries"][1]["fact_uri"] = Value::Null;
+    p["entries"][1]["path"] = json!("units/legacy.md");
+    let name = p["entries"][1]["name"].as_str().unwrap().to_string();
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &p);
+    assert_eq!((r.status, r.code().as_str()), (400, "manifest_entry_invalid"), "{}", r.body);
+    let e = &r.json()["error"]["details"]["errors"][0];
+    assert_eq!((e["entry"].as_str(), e["field"].as_str()), (Some(name.as_str()), Some("fact_uri")), "{}", r.body);
+    assert!(e["message"].as_str().unwrap().contains(&format!("instruction:demo/{agent}/{name}/v1")), "{}", r.body);
+
     // More than 5 guaranteed units.
     let mut g = demo_publish_body(&agent, "v1");
     for e in g["entries"].as_array_mut().unwrap() {

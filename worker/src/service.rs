@@ -524,6 +524,9 @@ impl Service {
         }
         let token_count = report["token_count"].as_i64().unwrap_or(0);
         let entries = manifest["entries"].as_array().cloned().unwrap_or_default();
+        if let Some(refusal) = lid_shared::publish::path_only_entries(&entries, &deployment, agent) {
+            return Err(refusal.into());
+        }
 
         // 2. Unit contents sent with the manifest become new fact versions (Spec-13 gate).
         let ledger = match &snapshot {

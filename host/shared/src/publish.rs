@@ -125,6 +125,29 @@ pub fn unstored_units(entries: &[Value], exists: impl Fn(&str) -> bool) -> Optio
     Some(Refusal::new(400, "manifest_entry_invalid", format!("{} entr{} name a unit that is not stored: {}", names.len(), if names.len() == 1 { "y" } else { "ies" }, names.join(", "))).with_details(json!({"errors": problems})))
 }
 
+/// 400 `manifest_entry_invalid` for entries a service cannot serve: a `path` with no
+/// `fact_uri` (§21.2.2 allows it, "relative to the agent's instructions root"). The
+/// services keep units as stored facts and have no instructions root, so such a unit
+/// would be unavailable to every recall (and fail the coverage gate at 0 %); `path`-only
+/// entries are for agent directories (`lid recall AGENT_DIR`). Every such entry is named.
+pub fn path_only_entries(entries: &[Value], deployment: &str, agent: &str) -> Option<Refusal> {
+    let problems: Vec<Value> = entries
+        .iter()
+        .filter(|e| e["fact_uri"].as_str().is_none_or(str::is_empty))
+        .filter_map(|e| Some((e["name"].as_str()?, e["path"].as_str().filter(|p| !p.is_empty())?)))
+        .map(|(name, path)| {
+            json!({"code": "manifest_entry_invalid", "entry": name, "field": "fact_uri", "message": format!(
+                "entry {name:?} has only a `path` ({path}); the service serves units from stored facts and has no instructions root: give it a `fact_uri` (instruction:{deployment}/{agent}/{name}/v1) and send its text in `units` (`lid publish` sends units/{name}.md)"
+            )})
+        })
+        .collect();
+    if problems.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = problems.iter().filter_map(|p| p["entry"].as_str()).collect();
+    Some(Refusal::new(400, "manifest_entry_invalid", format!("{} entr{} with only a `path` cannot be served by the service (it keeps units as facts): {}; give each a `fact_uri`", names.len(), if names.len() == 1 { "y" } else { "ies" }, names.join(", "))).with_details(json!({"errors": problems})))
+}
+
 /// 409 `manifest_version_conflict`: `version` of `agent` is already published.
 pub fn version_conflict(agent: &str, version: &str) -> Refusal {
     Refusal::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version"))
@@ -350,6 +373,18 @@ mod tests {
         assert_eq!(recertification_due(&bypassed, 1000, Some("r2"), "r2", 1000 + RECERTIFY_MS), None, "already re-certified");
         let skipped_but_passing = json!({"embedding_model_version": "r2", "coverage_gate": {"skipped": true, "passed": true}});
         assert_eq!(recertification_due(&skipped_but_passing, 0, None, "r2", RECERTIFY_MS * 9), None);
+    }
+
+    #[test]
+    fn path_only_entries_are_named_with_the_fact_uri_to_give() {
+        let entries = [json!({"name": "a", "fact_uri": "instruction:acme/eng/a/v1", "path": "units/a.md"}), json!({"name": "b", "fact_uri": null, "path": "units/b.md"}), json!({"name": "c", "fact_uri": "", "path": "legacy/c.md"})];
+        let r = path_only_entries(&entries, "acme", "eng").unwrap();
+        assert_eq!((r.status, &*r.code), (400, "manifest_entry_invalid"));
+        assert!(r.message.contains("b, c"), "{}", r.message);
+        let errors = r.details["errors"].as_array().unwrap();
+        assert_eq!(errors.len(), 2);
+        assert!(errors[0]["message"].as_str().unwrap().contains("instruction:acme/eng/b/v1"), "{}", errors[0]);
+        assert!(path_only_entries(&entries[..1], "acme", "eng").is_none(), "a fact_uri with a fallback path is served");
     }
 
     #[test]
