@@ -15,6 +15,12 @@ fn fresh(tag: &str, extra: &[&str]) -> (Server, String) {
     (Server::start(&dir, &db, SECRET, extra).keeping(dir), admin)
 }
 
+/// Publish the demo agent as `agent` v1 through the route (as an admin).
+fn publish_demo(c: &lid_tests::http::Client, admin: &str, agent: &str) {
+    let r = c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(admin), &demo_publish_body(agent, "v1"));
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
 /// Every manifest row is complete: its manifest fact, every unit fact it names, its stubs
 /// and its coverage rows exist; exactly one row per agent is current.
 fn assert_consistent(db: &std::path::Path) -> usize {
@@ -51,7 +57,7 @@ fn sigkill_during_publishes_leaves_no_partial_manifest() {
     let (mut server, admin) = fresh("crash", &[]);
     let client = server.client();
     let agent = "crash-agent";
-    assert_eq!(client.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    publish_demo(&client, &admin, agent);
     // A stream of publishes, each with a new version of two units, from another thread;
     // the server is killed while they are in flight.
     let base = server.base.clone();
@@ -101,7 +107,7 @@ fn unreadable_facts_give_503_and_unwritable_audit_still_answers() {
     let (server, admin) = fresh("faults", &[]);
     let c = server.client();
     let agent = "fault-agent";
-    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    publish_demo(&c, &admin, agent);
     let path = format!("/v1/agents/{agent}/recall-instruction");
     assert_eq!(c.post(&path, Some(&admin), &json!({"intent": "roll back the deploy"})).status, 200);
 
@@ -171,7 +177,7 @@ fn audit_tokens_expire_after_24_hours() {
     let (server, admin) = fresh("expiry", &[]);
     let c = server.client();
     let agent = "expiry-agent";
-    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    publish_demo(&c, &admin, agent);
     let r = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "cut a release"})).json();
     let token = r["audit_token"].as_str().unwrap();
     let ext = Connection::open(&server.db).unwrap();
@@ -260,7 +266,7 @@ fn service_audit_rows_replay_and_prove_what_the_agent_saw() {
     let (server, admin) = fresh("replay", &[]);
     let client = server.client();
     let agent = "replay-agent";
-    assert_eq!(client.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    publish_demo(&client, &admin, agent);
     let r = client.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "production is broken after the deploy, roll back", "max_chunks": 2}));
     assert_eq!(r.status, 200, "{}", r.body);
     let v = r.json();
@@ -328,7 +334,7 @@ fn a_recall_in_a_heartbeat_records_the_heartbeats_start() {
     let (server, admin) = fresh("sessionstart", &[]);
     let c = server.client();
     let agent = "session-agent";
-    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    publish_demo(&c, &admin, agent);
     let trigger = lid_tests::http::sign_trigger(SECRET, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_s1", "exp": lid_tests::http::now_s() + 600}));
     assert_eq!(c.post(&format!("/v1/agents/{agent}/heartbeat"), Some(&admin), &json!({"trigger": trigger})).status, 200);
     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -364,7 +370,7 @@ fn manifests_are_recertified_after_a_ranker_change_or_a_week_after_a_bypass() {
     let (server, admin) = fresh("recert", &[]);
     let c = server.client();
     let (agent, weak) = ("recert-agent", "recert-weak");
-    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    publish_demo(&c, &admin, agent);
     let mut skip = weak_publish_body(weak, "v1", false);
     skip["skip_coverage_gate"] = json!(true);
     assert_eq!(c.put(&format!("/v1/agents/{weak}/instruction-manifest"), Some(&admin), &skip).status, 200);
@@ -428,7 +434,7 @@ fn a_key_revoked_from_the_cli_stops_at_once_and_concurrent_recalls_are_all_audit
     let (server, admin) = fresh("stamp", &[]);
     let c = server.client();
     let agent = "stamp-agent";
-    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    publish_demo(&c, &admin, agent);
     let dbs = server.db.to_str().unwrap();
     let made: Value = serde_json::from_str(&lid(&["keys", "create", "--json", "--db", dbs, "--role", "agent", "--agent", agent])).unwrap();
     let (key, id) = (made["key"].as_str().unwrap().to_string(), made["info"]["id"].as_str().unwrap().to_string());
@@ -479,7 +485,7 @@ fn refusals_are_json_errors_with_codes() {
     let (server, admin) = fresh("errshape", &[]);
     let c = server.client();
     let agent = "shape";
-    assert_eq!(c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &demo_publish_body(agent, "v1")).status, 200);
+    publish_demo(&c, &admin, agent);
     let code = |r: &lid_tests::http::Resp| (r.status, r.code());
     let r = c.req("DELETE", &format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), None);
     assert_eq!(code(&r), (405, "method_not_allowed".to_string()), "{}", r.body);
