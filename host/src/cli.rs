@@ -910,10 +910,23 @@ fn run(cli: &Cli) -> Result<i32> {
             }
             Ok(if passed { 0 } else { 2 })
         }
-        Command::Publish { agent_dir, db, skip_coverage_gate, approvals, wake_reasons } => {
-            let db = crate::db::Db::open(db)?;
+        Command::Publish { agent_dir, db: db_path, skip_coverage_gate, approvals, wake_reasons } => {
+            let existed = db_path.exists();
+            let db = crate::db::Db::open(db_path)?;
             let svc = crate::serve::service(db, wake_reasons.clone(), None)?;
-            let out = crate::serve::publish_dir(&svc, agent_dir, *skip_coverage_gate, approvals).map_err(anyhow::Error::new)?;
+            let out = match crate::serve::publish_dir(&svc, agent_dir, *skip_coverage_gate, approvals) {
+                Ok(out) => out,
+                Err(e) => {
+                    // a refused first publish leaves no database behind that it made
+                    drop(svc);
+                    if !existed {
+                        for suffix in ["", "-wal", "-shm"] {
+                            let _ = std::fs::remove_file(format!("{}{suffix}", db_path.display()));
+                        }
+                    }
+                    return Err(anyhow::Error::new(e));
+                }
+            };
             if cli.json {
                 print_json(&out);
             } else {
@@ -1066,6 +1079,10 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<
             "required_units": p["required_units"], "expect_none": p["expect_none"].as_bool().unwrap_or(false),
             "ranked": ranked, "k": k,
         }));
+    }
+    if results.is_empty() {
+        // zeros over no probes would read as a ranking that finds nothing
+        return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{} holds no probes: give one JSON object per line ({{\"id\", \"agent_id\" or \"pack_id\", \"intent\", \"required_units\"}})", probes.display())).into());
     }
     let mut report = engine_ok(rt.eval_report(&empty_storage(), &Value::Array(results).to_string())?)?;
     if let (Corpora::Packs(_), Some(obj)) = (&corpora, report.as_object_mut()) {

@@ -192,6 +192,12 @@ fn bad_requests_exit_1_with_their_code() {
     assert_eq!(v["error"]["code"], "guarantee_approval_required", "{v}");
     assert_eq!(v["error"]["status"], 400);
     assert_eq!(v["error"]["details"]["errors"][0]["entry"], "ground-rules", "{v}");
+    assert!(!db.exists() && !d.join("publish.db-wal").exists(), "a refused first publish leaves no database it made");
+    // an existing database is kept as it was when a publish is refused
+    assert_eq!(lid(&["keys", "create", "--role", "admin", "--db", s(&db)]).status.code(), Some(0));
+    assert_eq!(json_of(&lid(&["--json", "publish", s(&demo()), "--db", s(&db), "--skip-coverage-gate"]))["error"]["code"], "guarantee_approval_required");
+    assert!(db.exists());
+    assert_eq!(json_of(&lid(&["--json", "keys", "list", "--db", s(&db)]))["keys"].as_array().map(Vec::len), Some(1), "its key is still there");
     // `lid publish` refuses what `lid validate` refuses in the document itself, though it
     // sends the service only the manifest's fields (an unknown one would be dropped).
     let extra = d.join("extra");
@@ -436,6 +442,11 @@ fn eval_reports_the_documented_keys() {
     std::fs::write(&typed, format!("{}\n", json!({"id": "t4", "agent_id": "release-engineer", "intent": "roll back", "required_units": [], "expect_none": "yes"}))).unwrap();
     let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typed), "--json"]));
     assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("`expect_none` must be true or false")), "{v}");
+    // a probe file with no probes (empty, or blank lines only) is refused, not zeros
+    std::fs::write(&typed, "\n  \n").unwrap();
+    let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typed), "--json"]));
+    assert_eq!(v["error"]["code"], "invalid_request", "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("holds no probes")), "{v}");
 
     // `--misses` lists each missed probe with the unit ranked first; none when all hit
     let miss = json_of(&out)["misses"].clone();
