@@ -904,7 +904,7 @@ fn run(cli: &Cli) -> Result<i32> {
                 if done.is_empty() {
                     outln!("nothing to re-certify: every current manifest is certified under {}", svc.ranker_version());
                 }
-                for line in crate::serve::recertified_lines(&done) {
+                for line in done.iter().map(lid_shared::recertify::line) {
                     outln!("{line}");
                 }
             }

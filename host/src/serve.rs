@@ -158,28 +158,13 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
 /// How often `lid serve` looks for manifests that fell due for re-certification (S10).
 const RECERTIFY_EVERY: Duration = Duration::from_secs(3600);
 
-/// One line per re-certified manifest, as `lid recertify` prints them and `lid serve` logs them.
-pub fn recertified_lines(done: &[Value]) -> Vec<String> {
-    done.iter()
-        .map(|r| {
-            let failing: Vec<String> = r["failing"].as_array().into_iter().flatten().map(|f| format!("{} ({:.0}%)", f["unit"].as_str().unwrap_or(""), f["coverage_pct"].as_f64().unwrap_or(0.0) * 100.0)).collect();
-            let (agent, version, reason) = (r["agent_id"].as_str().unwrap_or(""), r["manifest_version"].as_str().unwrap_or(""), r["reason"].as_str().unwrap_or(""));
-            let under = r["certified_under"].as_str().unwrap_or("");
-            if failing.is_empty() {
-                format!("re-certified {agent} {version} ({reason}; was certified under {under:?})")
-            } else {
-                format!("FAILED re-certification {agent} {version} ({reason}): {}; it is still served: publish a version whose triggers cover them", failing.join(", "))
-            }
-        })
-        .collect()
-}
-
 /// Re-certify what is due (§21.8.3, S10), logging each result; a failure to run is logged,
 /// never fatal (the service keeps serving what it has).
 fn recertify_logged(svc: &Service) {
     match svc.recertify(crate::db::now_ms()) {
         Ok(done) => {
-            for (r, line) in done.iter().zip(recertified_lines(&done)) {
+            for r in &done {
+                let line = lid_shared::recertify::line(r);
                 if r["passed"] == true {
                     tracing::info!(agent = r["agent_id"].as_str().unwrap_or(""), "{line}");
                 } else {

@@ -418,44 +418,33 @@ impl Service {
     /// for an admin to fix with a new version. One result per manifest re-certified:
     /// `{agent_id, manifest_version, reason, certified_under, ranker_version, passed, failing}`.
     pub fn recertify(&self, now: i64) -> Result<Vec<Value>, ApiError> {
+        use lid_shared::recertify::{coverage_row, Candidate, Outcome, CANDIDATES_SQL, INSERT_CERTIFICATION_SQL, INSERT_COVERAGE_SQL};
         let ranker = self.ranker_version();
-        let heads: Vec<String> = self.db.read(|c| {
-            let mut st = c.prepare("SELECT agent_id FROM instruction_manifests WHERE superseded_at IS NULL ORDER BY agent_id")?;
-            let rows = st.query_map([], |r| r.get::<_, String>(0))?;
+        let candidates: Vec<Candidate> = self.db.read(|c| {
+            let mut st = c.prepare(CANDIDATES_SQL)?;
+            let rows = st.query_map([], |r| {
+                Ok(Candidate { agent_id: r.get(0)?, manifest_version: r.get(1)?, published_at: r.get(2)?, provenance: r.get(3)?, last_certified_under: r.get(4)? })
+            })?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })?;
         let mut out = Vec::new();
-        for agent in heads {
-            let Some(s) = self.db.snapshot(&agent).map_err(ApiError::backend)? else { continue };
-            let last: Option<String> = self.db.read(|c| {
-                Ok(c.query_row(
-                    "SELECT ranker_version FROM manifest_certifications WHERE agent_id = ?1 AND manifest_version = ?2 ORDER BY certified_at DESC, rowid DESC LIMIT 1",
-                    params![agent, s.version],
-                    |r| r.get(0),
-                )
-                .optional()?)
-            })?;
-            let Some(reason) = lid_shared::publish::recertification_due(&s.provenance, s.created_at, last.as_deref(), &ranker, now) else { continue };
+        for c in candidates {
+            let Some(reason) = c.due(&ranker, now) else { continue };
+            // A version published since the query certified itself.
+            let Some(s) = self.db.snapshot(&c.agent_id).map_err(ApiError::backend)?.filter(|s| s.version == c.manifest_version) else { continue };
             let st = Storage { facts: s.facts.clone(), audit: Arc::new(NoAudit) };
             let cov = parse_json(&engine(self.rt.coverage(&st, &s.manifest_json, "{}"))?)?;
-            let failing: Vec<Value> = lid_shared::publish::failing_units(&cov).iter().map(|f| json!({"unit": f["unit"], "coverage_pct": f["coverage_pct"]})).collect();
-            let certified_under = last.as_deref().or_else(|| s.provenance["embedding_model_version"].as_str()).unwrap_or_default().to_string();
-            let result = json!({"agent_id": agent, "manifest_version": s.version, "reason": reason, "certified_under": certified_under, "ranker_version": ranker, "passed": failing.is_empty(), "failing": failing});
+            let o = Outcome::new(&c, reason, &ranker, &cov);
             self.db.write(|tx| {
                 for u in cov["units"].as_array().into_iter().flatten() {
-                    tx.execute(
-                        "INSERT OR REPLACE INTO coverage_reports (agent_id, manifest_version, unit, coverage_pct, hit_at_10, probe_count, evaluated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![agent, s.version, u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0), u["hit_at_10"].as_f64().unwrap_or(0.0), u["paraphrases"].as_i64().unwrap_or(0), now],
-                    )?;
+                    let (unit, pct, hit, probes) = coverage_row(u);
+                    tx.execute(INSERT_COVERAGE_SQL, params![c.agent_id, c.manifest_version, unit, pct, hit, probes, now])?;
                 }
-                tx.execute(
-                    "INSERT OR REPLACE INTO manifest_certifications (agent_id, manifest_version, ranker_version, reason, passed, failing, certified_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![agent, s.version, ranker, reason, failing.is_empty(), json!(failing).to_string(), now],
-                )?;
-                insert_event(tx, Some(&agent), if failing.is_empty() { "manifest_recertified" } else { "recertification_failed" }, &result, now)?;
+                tx.execute(INSERT_CERTIFICATION_SQL, params![c.agent_id, c.manifest_version, ranker, reason, o.passed, o.failing_json, now])?;
+                insert_event(tx, Some(&c.agent_id), o.event_kind(), &o.result, now)?;
                 Ok::<_, DbError>(())
             })?;
-            out.push(result);
+            out.push(o.result);
         }
         Ok(out)
     }
@@ -751,11 +740,8 @@ impl Service {
                 .map_err(DbError::from)?;
             }
             for u in &cov_units {
-                tx.execute(
-                    "INSERT OR REPLACE INTO coverage_reports (agent_id, manifest_version, unit, coverage_pct, hit_at_10, probe_count, evaluated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![agent, version, u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0), u["hit_at_10"].as_f64().unwrap_or(0.0), u["paraphrases"].as_i64().unwrap_or(0), now],
-                )
-                .map_err(DbError::from)?;
+                let (unit, pct, hit, probes) = lid_shared::recertify::coverage_row(u);
+                tx.execute(lid_shared::recertify::INSERT_COVERAGE_SQL, params![agent, version, unit, pct, hit, probes, now]).map_err(DbError::from)?;
             }
             if skip && !failing.is_empty() {
                 insert_event(tx, Some(agent), "coverage_gate_bypassed", &json!({"version": version, "provenance": provenance["coverage_gate"]}), now)?;

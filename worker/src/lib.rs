@@ -21,7 +21,7 @@ pub mod util;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use worker::{event, Context, Env, Headers, Request, Response, RouteContext, Router};
+use worker::{event, Context, Env, Headers, Request, Response, RouteContext, Router, ScheduleContext, ScheduledEvent};
 
 use crate::auth::{Principal, ReadAccess};
 use crate::error::{ApiError, ApiResult};
@@ -472,4 +472,26 @@ pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
         return method_not_allowed(&method, &path);
     }
     Ok(res)
+}
+
+/// The Cron Trigger (`wrangler.toml` `[triggers]`, hourly): re-certify the manifests that
+/// fell due (§21.8.3 after a ranker change, S10 a week after a gate bypass), as `lid serve`
+/// does at start and hourly. One log line per manifest (`lid_shared::recertify::line`);
+/// a run that cannot read D1 is logged and retried by the next trigger.
+#[event(scheduled)]
+pub async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    let run = async { service(&env)?.recertify(util::now_ms()).await };
+    match run.await {
+        Ok(done) => {
+            for r in &done {
+                let line = lid_shared::recertify::line(r);
+                if r["passed"] == true {
+                    worker::console_log!("{line}");
+                } else {
+                    worker::console_warn!("recertification_failed: {line}");
+                }
+            }
+        }
+        Err(e) => worker::console_error!("re-certification could not run: {}: {}", e.code, e.message),
+    }
 }

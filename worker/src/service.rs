@@ -470,6 +470,46 @@ impl Service {
         Ok(out(false))
     }
 
+    /// Re-certify every current manifest that is due (§21.8.3, S10), as `lid serve` does
+    /// (`lid_shared::recertify`): run on the Cron Trigger (`wrangler.toml` `[triggers]`).
+    /// Per manifest, one D1 batch: its coverage rows, a `manifest_certifications` row and a
+    /// `manifest_recertified` / `recertification_failed` service event. A manifest that
+    /// fails stays served; the failure is recorded for an admin to fix with a new version.
+    pub async fn recertify(&self, now: i64) -> ApiResult<Vec<Value>> {
+        use lid_shared::recertify::{Candidate, CANDIDATES_SQL};
+        let ranker = ranker_version();
+        let candidates: Vec<Candidate> = self.store.all(CANDIDATES_SQL, vec![]).await?;
+        let mut out = Vec::new();
+        for c in candidates {
+            let Some(reason) = c.due(&ranker, now) else { continue };
+            // One manifest that cannot be read now (a KV read not yet visible, D1 busy) is
+            // logged and left for the next trigger; the others go on.
+            match self.recertify_one(&c, reason, &ranker, now).await {
+                Ok(Some(r)) => out.push(r),
+                Ok(None) => {}
+                Err(e) => worker::console_error!("re-certification of {} {} could not run: {}: {}; the next trigger retries it", c.agent_id, c.manifest_version, e.code, e.message),
+            }
+        }
+        Ok(out)
+    }
+
+    async fn recertify_one(&self, c: &lid_shared::recertify::Candidate, reason: &str, ranker: &str, now: i64) -> ApiResult<Option<Value>> {
+        use lid_shared::recertify::{coverage_row, Outcome, INSERT_CERTIFICATION_SQL, INSERT_COVERAGE_SQL};
+        // A version published since the query certified itself.
+        let Some(s) = self.store.snapshot(&c.agent_id).await?.filter(|s| s.version == c.manifest_version) else { return Ok(None) };
+        let cov = parse(&lid_core::api::coverage(&s.manifest_json, "{}", &s.facts)?)?;
+        let o = Outcome::new(c, reason, ranker, &cov);
+        let mut stmts = Vec::new();
+        for u in cov["units"].as_array().into_iter().flatten() {
+            let (unit, pct, hit, probes) = coverage_row(u);
+            stmts.push(self.store.stmt(INSERT_COVERAGE_SQL, args![c.agent_id, c.manifest_version, unit, pct, hit, probes, now])?);
+        }
+        stmts.push(self.store.stmt(INSERT_CERTIFICATION_SQL, args![c.agent_id, c.manifest_version, ranker, reason, o.passed as i64, o.failing_json, now])?);
+        stmts.push(event(&self.store, Some(&c.agent_id), o.event_kind(), &o.result, now)?);
+        self.store.batch(stmts).await.map_err(ApiError::storage)?;
+        Ok(Some(o.result))
+    }
+
     /// `POST …/instruction-manifest/cosignatures`: a second admin co-signs a coverage-gate
     /// bypass of one exact manifest (S7).
     pub async fn cosign(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
@@ -630,10 +670,8 @@ impl Service {
             )?);
         }
         for u in &cov_units {
-            stmts.push(self.store.stmt(
-                "INSERT OR REPLACE INTO coverage_reports (agent_id, manifest_version, unit, coverage_pct, hit_at_10, probe_count, evaluated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                args![agent, version, u["unit"].as_str().unwrap_or(""), u["coverage_pct"].as_f64().unwrap_or(0.0), u["hit_at_10"].as_f64().unwrap_or(0.0), u["paraphrases"].as_i64().unwrap_or(0), now],
-            )?);
+            let (unit, pct, hit, probes) = lid_shared::recertify::coverage_row(u);
+            stmts.push(self.store.stmt(lid_shared::recertify::INSERT_COVERAGE_SQL, args![agent, version, unit, pct, hit, probes, now])?);
         }
         if skip && !failing.is_empty() {
             stmts.push(event(&self.store, Some(agent), "coverage_gate_bypassed", &json!({"version": version, "provenance": provenance["coverage_gate"]}), now)?);

@@ -8,6 +8,7 @@
 //! - [`ids`]: agent ids and the org manifest's supervision pairs (§21.4.5, S9);
 //! - [`federation`]: federated facts and promotion requests (Spec-13);
 //! - [`publish`]: the coverage gate's verdict and the publish provenance (§21.8.3, S7);
+//! - [`recertify`]: re-certifying published manifests through the gate (§21.8.3, S10);
 //! - [`heartbeat`]: the heartbeat response (§21.1, §21.1.5, S1) and handoff addressing;
 //! - [`coverage`]: the coverage route's report (§21.8.6, S11);
 //! - [`audit`]: one `instruction_audit` row as the engine writes it (§21.5.1, §21.7);
@@ -23,6 +24,7 @@ pub mod heartbeat;
 pub mod ids;
 pub mod packs;
 pub mod publish;
+pub mod recertify;
 pub mod time;
 pub mod units;
 
