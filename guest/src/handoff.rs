@@ -81,8 +81,22 @@ pub fn is_rfc3339(s: &str) -> bool {
     }
 }
 
+/// The largest handoff message taken, in bytes of JSON: the Session layer it becomes has a
+/// 1000-token budget (`crate::context::SECTIONS`), so far larger messages carry nothing
+/// the boot context could show, and cost every boot context that reads them.
+pub const HANDOFF_MAX_BYTES: usize = 64 << 10;
+
+/// The longest `task`, in bytes: it is the boot context's default knowledge query, held to
+/// the recall intent's limit.
+pub const TASK_MAX_BYTES: usize = 8192;
+
 /// Validate a handoff message (JSON text), reporting every problem at once.
 pub fn parse_handoff(json: &str) -> Result<Handoff, HandoffError> {
+    if json.len() > HANDOFF_MAX_BYTES {
+        return Err(HandoffError {
+            problems: vec![problem("(body)", format!("the handoff is {} bytes; the limit is {HANDOFF_MAX_BYTES}: the Session layer shows at most 1000 tokens of it, so send a summary and reference large material by path in `context`", json.len()))],
+        });
+    }
     let v: Value = serde_json::from_str(json).map_err(|e| HandoffError { problems: vec![problem("(body)", format!("not valid JSON: {e}"))] })?;
     from_value(&v)
 }
@@ -131,10 +145,42 @@ fn from_value(v: &Value) -> Result<Handoff, HandoffError> {
         }
     };
     let (context, metadata) = (object("context"), object("metadata"));
+    if task.len() > TASK_MAX_BYTES {
+        problems.push(problem("task", format!("is {} bytes; the limit is {TASK_MAX_BYTES} (it is the boot context's default query): state the task in a few sentences and put the details in `context`", task.len())));
+    }
+    // The admission lint's rule for units (README "Admission lint"): a handoff is shown to
+    // the receiving agent in its boot context as it is.
+    for (k, t) in [("task_id", &task_id), ("from_agent", &from_agent), ("to_agent", &to_agent), ("task", &task), ("status", &status), ("created_at", &created_at)] {
+        if let Some(p) = hidden_in(k, t) {
+            problems.push(p);
+        }
+    }
+    for (k, m) in [("context", &context), ("metadata", &metadata)] {
+        if let Some(p) = m.iter().find_map(|(key, v)| hidden_in(&format!("{k}.{key}"), key).or_else(|| hidden_in_value(&format!("{k}.{key}"), v))) {
+            problems.push(p);
+        }
+    }
     if !problems.is_empty() {
         return Err(HandoffError { problems });
     }
     Ok(Handoff { task_id, from_agent, to_agent, task, context, status, created_at, metadata })
+}
+
+/// `field`'s text holding a character the admission lint refuses in units
+/// ([`crate::lint::hidden_character`]), as a problem naming it and where it is.
+fn hidden_in(field: &str, text: &str) -> Option<HandoffProblem> {
+    let (at, c, what) = crate::lint::hidden_character(text)?;
+    Some(problem(field, format!("holds {what} (U+{:04X}, character {at}): remove it; the handoff is shown to the receiving agent as it is, and units are refused for the same characters", c as u32)))
+}
+
+/// The first string (key or value) in `v` that [`hidden_in`] refuses.
+fn hidden_in_value(field: &str, v: &Value) -> Option<HandoffProblem> {
+    match v {
+        Value::String(s) => hidden_in(field, s),
+        Value::Array(a) => a.iter().find_map(|x| hidden_in_value(field, x)),
+        Value::Object(o) => o.iter().find_map(|(k, x)| hidden_in(field, k).or_else(|| hidden_in_value(field, x))),
+        _ => None,
+    }
 }
 
 /// A scalar written as is when it reads back the same from one Markdown line.
@@ -342,6 +388,30 @@ mod tests {
         let empty_key = parse_handoff(r#"{"":1}"#).unwrap_err();
         assert_eq!(empty_key.problems[0].field, "\"\"");
         assert!(parse_handoff("[]").is_err());
+    }
+
+    #[test]
+    fn hidden_characters_and_oversized_handoffs_are_refused() {
+        let mut v = sample();
+        v["task"] = json!("Roll back \u{202e}gnirts\u{202c} now");
+        v["context"] = json!({"note": ["ok", {"deep": "x\u{2066}y"}], "tab\tkey": "fine\tand\nlines"});
+        v["metadata"] = json!({"z\u{200b}w": 1});
+        let err = from_value(&v).unwrap_err();
+        let fields: Vec<&str> = err.problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, vec!["task", "context.note", "metadata.z\u{200b}w"], "{err}");
+        assert!(err.problems[0].message.contains("U+202E, character 11"), "{err}");
+        // tabs and line breaks stay allowed, as in units
+        let mut ok = sample();
+        ok["task"] = json!("Fix it\n\tthen report");
+        assert!(from_value(&ok).is_ok());
+
+        let mut long = sample();
+        long["task"] = json!("word ".repeat(TASK_MAX_BYTES / 5 + 1));
+        assert_eq!(from_value(&long).unwrap_err().problems[0].field, "task");
+        let mut huge = sample();
+        huge["context"] = json!({"blob": "x".repeat(HANDOFF_MAX_BYTES)});
+        let err = parse_handoff(&huge.to_string()).unwrap_err();
+        assert!(err.problems[0].field == "(body)" && err.problems[0].message.contains("the limit is 65536"), "{err}");
     }
 
     #[test]

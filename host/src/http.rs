@@ -61,6 +61,7 @@ pub fn router(svc: Shared) -> Router {
 /// as plain text or with no body, and are rewritten here with a code for their status.
 async fn json_errors(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let method = req.method().clone();
+    let mcp = req.uri().path() == "/mcp";
     let res = next.run(req).await;
     let status = res.status();
     let is_json = res.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
@@ -79,6 +80,9 @@ async fn json_errors(req: axum::extract::Request, next: axum::middleware::Next) 
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported_media_type", format!("{text}; send `Content-Type: application/json`")),
         StatusCode::NOT_ACCEPTABLE => ("not_acceptable", format!("{text}; accept `application/json` (and `text/event-stream` on /mcp)")),
         s if s.is_server_error() => ("internal_error", format!("the request failed and nothing was applied: {text}")),
+        // the MCP transport's answer for a session it does not hold
+        StatusCode::NOT_FOUND if mcp => return crate::mcp::session_not_found().into_response(),
+        _ if mcp => ("invalid_request", format!("{}: the MCP streamable HTTP transport (README \"MCP server\") wants `Mcp-Session-Id` on every request after `initialize`", if text.is_empty() { "the request could not be read" } else { &text })),
         _ => ("invalid_request", if text.is_empty() { "the request could not be read".to_string() } else { format!("{text}: check the query string and path against GET /openapi.json") }),
     };
     let mut out = ApiError::new(status.as_u16(), code, message).into_response();
@@ -98,19 +102,16 @@ async fn as_caller<T: Send + 'static>(svc: Shared, h: &HeaderMap, f: impl FnOnce
         .unwrap_or_else(|e| Err(ApiError::new(500, "internal_error", format!("the request handler failed and nothing was applied: {e}"))))
 }
 
-fn bearer(h: &HeaderMap) -> Option<String> {
-    h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_string)
+/// The `Authorization` header's text: a header that is not visible ASCII is still a key
+/// that was sent (and is then refused as invalid, not as missing).
+pub fn bearer(h: &HeaderMap) -> Option<String> {
+    h.get(header::AUTHORIZATION).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
 }
 
+/// The body as one JSON object, each field once ([`lid_shared::json::object`]).
 fn json_body(b: &Bytes) -> Result<Value, ApiError> {
-    if b.is_empty() {
-        return Err(ApiError::invalid_json("the body is empty"));
-    }
-    let v: Value = serde_json::from_slice(b).map_err(ApiError::invalid_json)?;
-    if !v.is_object() {
-        return Err(ApiError::invalid_json("expected a JSON object"));
-    }
-    Ok(v)
+    let text = std::str::from_utf8(b).map_err(ApiError::invalid_json)?;
+    Ok(lid_shared::json::object(text)?)
 }
 
 fn raw_json(s: String) -> Response {

@@ -841,29 +841,58 @@ pub fn router<S: Clone + Send + Sync + 'static>(svc: Arc<Service>) -> axum::Rout
         Arc::new(LocalSessionManager::default()),
         config,
     );
+    let sessions: Sessions = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
     axum::Router::new()
         .route_service("/mcp", service)
-        .route_layer(axum::middleware::from_fn_with_state(svc, authenticate))
+        .route_layer(axum::middleware::from_fn_with_state((svc, sessions), authenticate))
 }
 
-async fn authenticate(State(svc): State<Arc<Service>>, mut req: Request, next: Next) -> Response {
-    let key = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    match auth::authenticate(&svc.db, key.as_deref()) {
-        Ok(p) => {
-            req.extensions_mut().insert(p);
-            next.run(req).await
-        }
+/// The MCP sessions `/mcp` opened, each with the id of the key that opened it: a session
+/// is used (or closed) with that key only.
+type Sessions = Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The refusal for a session that is unknown, closed, or another key's (the same answer,
+/// so a session id tells a caller nothing about other callers).
+pub fn session_not_found() -> ApiError {
+    ApiError::new(404, "session_not_found", "no such MCP session for this key (sessions end when lid serve restarts, and belong to the key that opened them): start a new one with `initialize`")
+}
+
+async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, mut req: Request, next: Next) -> Response {
+    let key = crate::http::bearer(req.headers());
+    let p = match auth::authenticate(&svc.db, key.as_deref()) {
+        Ok(p) => p,
         Err(e) => {
             let mut r = e.into_response();
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            r
+            return r;
+        }
+    };
+    let key_id = p.key_id.clone();
+    let asked = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+    if let Some(sid) = &asked {
+        let foreign = sessions.lock().unwrap_or_else(|e| e.into_inner()).get(sid).is_some_and(|owner| *owner != key_id);
+        if foreign {
+            return session_not_found().into_response();
         }
     }
+    let closing = req.method() == axum::http::Method::DELETE;
+    req.extensions_mut().insert(p);
+    let res = next.run(req).await;
+    let mut map = sessions.lock().unwrap_or_else(|e| e.into_inner());
+    match (&asked, res.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
+        // `initialize` opened a session: it is this key's
+        (None, Some(opened)) if res.status().is_success() => {
+            map.insert(opened.to_string(), key_id);
+        }
+        (Some(sid), _) if closing && res.status().is_success() => {
+            map.remove(sid);
+        }
+        _ => {}
+    }
+    res
 }
 
 // ---- lid mcp (stdio) ------------------------------------------------------------------

@@ -257,18 +257,9 @@ impl Service {
 
     fn recall_with(&self, agent: &str, body: &str, audit: Arc<dyn crate::engine::AuditLog>, stamp: Option<crate::db::Stamp>) -> Result<String, ApiError> {
         // The host reads only the heartbeat id; the engine reads (and checks) the rest.
-        #[derive(serde::Deserialize)]
-        struct Head {
-            #[serde(default)]
-            heartbeat_id: Value,
-        }
-        if !body.trim_start().starts_with('{') {
-            return Err(ApiError::invalid_json("expected a JSON object"));
-        }
-        let head: Head = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
-        let heartbeat_id = lid_shared::heartbeat::recall_heartbeat_id(Some(&head.heartbeat_id))?;
+        let heartbeat_id = lid_shared::heartbeat::recall_body_heartbeat_id(body)?;
         let s = self.snapshot_at(agent, stamp)?;
-        let ctx = self.context(heartbeat_id, None, &s);
+        let ctx = self.context(&heartbeat_id, None, &s);
         let st = Storage { facts: s.facts.clone(), audit };
         // The first recall of a snapshot may build its corpus's index: not on the recall
         // slots, which then stay small (see `Runtime::recall_preparing`). Later ones send
@@ -513,7 +504,7 @@ impl Service {
         })?;
         match w {
             Ok(w) => Ok(json!({"uri": uri, "version": version, "sha256": fact.sha256(), "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": w == FactWrite::Unchanged, "admission_warnings": admission_warnings})),
-            Err(_) => Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version"))),
+            Err(_) => Err(lid_shared::units::version_taken(&uri, req.version).into()),
         }
     }
 

@@ -117,7 +117,23 @@ impl Client {
         }
         let _ = reader.shutdown(std::net::Shutdown::Both);
         let _ = sender.join();
-        parse_response(&raw).unwrap_or_else(|e| panic!("POST {path} (oversized): {e}: {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
+        parse_response(&raw, true).unwrap_or_else(|e| panic!("POST {path} (oversized): {e}: {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
+    }
+
+    /// A request written byte for byte, for what an HTTP library will not send or read:
+    /// `headers` as raw lines (each ending in CRLF; a header that is not ASCII), and HEAD,
+    /// whose answer has headers only. Read to the end of the connection.
+    pub fn raw(&self, method: &str, path: &str, headers: &[u8]) -> Resp {
+        use std::io::{Read, Write};
+        let addr = self.base.strip_prefix("http://").unwrap_or_else(|| panic!("a plain http base URL, not {}", self.base));
+        let mut stream = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n").into_bytes();
+        req.extend_from_slice(headers);
+        req.extend_from_slice(b"\r\n");
+        stream.write_all(&req).unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw);
+        parse_response(&raw, method != "HEAD").unwrap_or_else(|e| panic!("{method} {path}: {e}: {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
     }
 
     pub fn get(&self, path: &str, key: Option<&str>) -> Resp {
@@ -132,8 +148,9 @@ impl Client {
 }
 
 /// An HTTP/1.1 response read off a socket to its end: the status, the headers and the
-/// body (by `Content-Length`, chunked, or to the end).
-fn parse_response(raw: &[u8]) -> Result<Resp, String> {
+/// body (by `Content-Length`, chunked, or to the end; none when `has_body` is false, the
+/// answer to a HEAD).
+fn parse_response(raw: &[u8], has_body: bool) -> Result<Resp, String> {
     let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("no complete response head")?;
     let head = std::str::from_utf8(&raw[..end]).map_err(|e| format!("response head: {e}"))?;
     let mut lines = head.split("\r\n");
@@ -141,7 +158,12 @@ fn parse_response(raw: &[u8]) -> Result<Resp, String> {
     let headers: Vec<(String, String)> = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
     let mut rest = &raw[end + 4..];
     let find = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-    let body = if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+    let body = if !has_body {
+        if !rest.is_empty() {
+            return Err(format!("{} bytes of body after a response that has none", rest.len()));
+        }
+        Vec::new()
+    } else if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         let mut out = Vec::new();
         loop {
             let line_end = rest.windows(2).position(|w| w == b"\r\n").ok_or("a chunk size line")?;

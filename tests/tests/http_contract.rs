@@ -539,6 +539,27 @@ fn handoffs_validate_render_session_markdown_and_feed_the_boot_context() {
     assert_eq!(c().post(&path, Some(&key), &h2).status, 201);
     let b = c().get(&format!("/v1/agents/{agent}/boot-context"), Some(&key)).json();
     assert_eq!(b["sections"][1]["items"][0]["uri"], "handoff:task-43");
+
+    // What the admission lint refuses in units, an oversized task (it is the boot
+    // context's default query) and a sender that is no agent id are refused, and the
+    // session stays the last good handoff.
+    let mut hidden = h.clone();
+    hidden["task_id"] = json!("task-44");
+    hidden["task"] = json!("Roll back \u{202e}gnirts\u{202c} now");
+    hidden["context"] = json!({"note": "x\u{2066}y"});
+    let mut long = h.clone();
+    long["task_id"] = json!("task-45");
+    long["task"] = json!("word ".repeat(2000));
+    let mut sender_bad = h.clone();
+    sender_bad["task_id"] = json!("task-46");
+    sender_bad["from_agent"] = json!("Bad Agent");
+    for (bad, field) in [(&hidden, "U+202E"), (&long, "the limit is 8192"), (&sender_bad, "`from_agent`")] {
+        let r = c().post(&path, admin(), bad);
+        assert_eq!((r.status, r.code().as_str()), (400, "handoff_invalid"), "{}", r.body);
+        assert!(r.body.contains(field), "{field}: {}", r.body);
+    }
+    let b = c().get(&format!("/v1/agents/{agent}/boot-context"), Some(&key)).json();
+    assert_eq!(b["sections"][1]["items"][0]["uri"], "handoff:task-43", "nothing refused was stored");
 }
 
 /// Issue 5 §3: the composed boot context, in its fixed order, budgeted, with provenance,
@@ -1083,4 +1104,95 @@ fn federated_facts_stay_quarantined_until_an_admin_promotes_them() {
     assert_eq!((missing.status, missing.code().as_str()), (404, "quarantined_fact_not_found"));
     let bad = c().post(&fed, Some(&key), &json!({"name": "x", "content": "y", "origin": "no scheme"}));
     assert_eq!((bad.status, bad.code().as_str()), (400, "invalid_request"));
+}
+
+/// HEAD is GET without a body, on every GET route (RFC 9110 §9.3.2); a key that is not
+/// ASCII was still sent (`api_key_invalid`, not `api_key_required`); an agent id no agent
+/// can have is `invalid_request` on read routes as on write routes.
+#[test]
+fn head_requests_unreadable_keys_and_impossible_agent_ids() {
+    let (agent, key) = setup_agent("head");
+    let stub = format!("/v1/agents/{agent}/boot-stub");
+    let auth = format!("Authorization: Bearer {key}\r\n");
+    let get = c().get(&stub, Some(&key));
+    let head = c().raw("HEAD", &stub, auth.as_bytes());
+    assert_eq!((head.status, head.body.as_str()), (200, ""));
+    for h in ["content-type", "x-manifest-version"] {
+        assert_eq!(head.header(h), get.header(h), "{h}: {:?} against {:?}", head.headers, get.headers);
+    }
+    assert_eq!(c().raw("HEAD", &stub, b"").status, 401, "HEAD is authenticated as GET is");
+    assert_eq!(c().raw("HEAD", "/healthz", b"").status, 200);
+    let r = c().req("DELETE", &stub, Some(&key), None);
+    let allow = r.header("allow").unwrap_or_default().to_string();
+    assert!(r.status == 405 && allow.contains("GET") && allow.contains("HEAD"), "{allow:?}");
+
+    let r = c().raw("GET", &stub, b"Authorization: Bearer lid_\xe9\xe9\xe9\r\n");
+    assert_eq!((r.status, r.code().as_str()), (401, "api_key_invalid"), "{}", r.body);
+
+    for path in ["/v1/agents/a%20b/boot-stub", "/v1/agents/a%20b/instruction-manifest", "/v1/agents/a%20b/knowledge"] {
+        let r = c().get(path, admin());
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{path}: {}", r.body);
+    }
+}
+
+/// Values a host could store but not use afterwards are refused when they arrive, and
+/// nothing is written: a unit version with no next, a co-signature digest in the wrong
+/// case, a federated origin without a name, a trigger whose heartbeat id no recall could
+/// name. A knowledge pack takes `deployment` for an agent with no manifest, as unit
+/// writes do.
+#[test]
+fn values_that_could_not_be_used_later_are_refused_when_they_arrive() {
+    let (agent, key) = setup_agent("edgevals");
+    let writer = new_key("agent", Some(&agent), Some(vec!["read", "instruction:write"]));
+    let unit = format!("/v1/agents/{agent}/units/huge-version");
+    for v in ["v18446744073709551615", "v18446744073709551616"] {
+        let r = c().put(&unit, Some(&writer), &json!({"content": "# A\n\nx", "interpret_as": "content", "version": v}));
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{v}: {}", r.body);
+        assert!(r.body.contains("is too large"), "{}", r.body);
+    }
+    let r = c().put(&unit, Some(&writer), &json!({"content": "# A\n\nx", "interpret_as": "content"}));
+    assert_eq!((r.status, r.json()["version"].as_str()), (201, Some("v1")), "nothing was written before: {}", r.body);
+
+    let digest = "AB".repeat(32);
+    let r = c().post(&format!("/v1/agents/{agent}/instruction-manifest/cosignatures"), Some(&target().admin2), &json!({"version": "v9", "manifest_sha256": digest}));
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
+    assert!(r.body.contains("lowercase"), "{}", r.body);
+
+    let fed = format!("/v1/agents/{agent}/federated-facts");
+    for origin in ["org:", ":other-co"] {
+        let r = c().post(&fed, Some(&key), &json!({"name": "tip", "content": "text", "origin": origin}));
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{origin}: {}", r.body);
+    }
+    let listed = c().get(&fed, admin());
+    assert!(listed.status == 200 && !listed.body.contains("\"tip\""), "nothing was quarantined: {}", listed.body);
+
+    let claims = json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "r".repeat(300), "exp": now_s() + 600});
+    let r = c().post(&format!("/v1/agents/{agent}/heartbeat"), Some(&key), &json!({"trigger": sign_trigger(&target().secret, &claims)}));
+    assert_eq!((r.status, r.code().as_str()), (401, "heartbeat_trigger_invalid"), "{}", r.body);
+
+    let fresh = agent_id("pack-first");
+    let body = json!({"knowledge_md": KMD, "units": {"offline": "# Offline\n\nThe Acme Widget works offline.\n"}, "deployment": "demo"});
+    let r = c().put(&format!("/v1/agents/{fresh}/knowledge/acme-brief"), admin(), &body);
+    assert_eq!(r.status, 201, "{}", r.body);
+}
+
+/// A field given twice in a body is refused (`invalid_request`, naming it), never resolved
+/// to the last one, on every route that reads JSON, as the recall route refuses it; and
+/// nothing is written.
+#[test]
+fn a_field_given_twice_is_refused_not_resolved() {
+    let (agent, key) = setup_agent("twice");
+    let units = format!("/v1/agents/{agent}/units/twice-note");
+    let keys_body = format!(r#"{{"role": "agent", "agent_id": "{agent}", "agent_id": "someone-else"}}"#);
+    for (method, path, who, body) in [
+        ("PUT", "/v1/org-manifest", admin(), r#"{"supervisors": {"boss": ["a"]}, "supervisors": {"boss": ["b"]}}"#),
+        ("POST", "/v1/keys", admin(), keys_body.as_str()),
+        ("PUT", units.as_str(), Some(key.as_str()), r##"{"content": "# A\n\nfirst", "interpret_as": "content", "content": "# A\n\nsecond"}"##),
+    ] {
+        let r = c().req(method, path, who, Some(body));
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{method} {path}: {}", r.body);
+        assert!(r.body.contains("twice"), "{}", r.body);
+    }
+    let r = c().put(&units, Some(&key), &json!({"content": "# A\n\nonce", "interpret_as": "content"}));
+    assert_eq!((r.status, r.json()["version"].as_str()), (201, Some("v1")), "the refused write wrote nothing: {}", r.body);
 }

@@ -504,6 +504,39 @@ fn refusals_are_json_errors_with_codes() {
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
+/// An MCP session on `/mcp` is used and closed with the key that opened it only: another
+/// key gets the answer an unknown session gets (404 `session_not_found`, lid's error body),
+/// so a session id tells it nothing, and the session goes on for its owner.
+#[test]
+fn an_mcp_session_belongs_to_the_key_that_opened_it() {
+    let (server, admin) = fresh("mcpsession", &[]);
+    let c = server.client();
+    publish_demo(&c, &admin, "mcp-owner");
+    let key = |agent: &str| c.post("/v1/keys", Some(&admin), &json!({"role": "agent", "agent_id": agent})).json()["key"].as_str().unwrap().to_string();
+    let (owner, peer) = (key("mcp-owner"), key("mcp-peer"));
+    let accept = ("Accept", "application/json, text/event-stream");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = c.req_with("POST", "/mcp", Some(&owner), Some(&init.to_string()), &[accept]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let sid = r.header("mcp-session-id").expect("a session id").to_string();
+    let session = ("Mcp-Session-Id", sid.as_str());
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    assert_eq!(c.req_with("POST", "/mcp", Some(&owner), Some(&initialized), &[accept, session]).status, 202);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+
+    for (method, body) in [("POST", Some(list.as_str())), ("DELETE", None)] {
+        let r = c.req_with(method, "/mcp", Some(&peer), body, &[accept, session]);
+        assert_eq!((r.status, r.code()), (404, "session_not_found".to_string()), "{method} by another key: {}", r.body);
+    }
+    let unknown = c.req_with("POST", "/mcp", Some(&owner), Some(&list), &[accept, ("Mcp-Session-Id", "no-such-session")]);
+    assert_eq!((unknown.status, unknown.code()), (404, "session_not_found".to_string()), "the same answer: {}", unknown.body);
+    let r = c.req_with("POST", "/mcp", Some(&owner), Some(&list), &[accept, session]);
+    assert!(r.status == 200 && r.body.contains("recall_instruction"), "the owner's session is untouched: {}", r.body);
+    assert!(c.req_with("DELETE", "/mcp", Some(&owner), None, &[session]).status < 300);
+    let r = c.req_with("POST", "/mcp", Some(&owner), Some(&list), &[accept, session]);
+    assert_eq!((r.status, r.code()), (404, "session_not_found".to_string()), "closed: {}", r.body);
+}
+
 /// `lid [FLAGS] serve --demo` on a free port over a database in `dir`, its banner on a
 /// pipe, with the operator's `LID_HEARTBEAT_SECRET` or none; it ends when its stdin closes.
 fn demo_server(dir: &std::path::Path, flags: &[&str], secret: Option<&str>) -> std::process::Child {

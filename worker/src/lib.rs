@@ -120,16 +120,9 @@ async fn body_text(req: &mut Request) -> ApiResult<String> {
 }
 
 /// The body as a JSON object.
+/// The body as one JSON object, each field once ([`lid_shared::json::object`]).
 async fn json_body(req: &mut Request) -> ApiResult<Value> {
-    let b = body_text(req).await?;
-    if b.is_empty() {
-        return Err(ApiError::invalid_json("the body is empty"));
-    }
-    let v: Value = serde_json::from_str(&b).map_err(ApiError::invalid_json)?;
-    if !v.is_object() {
-        return Err(ApiError::invalid_json("expected a JSON object"));
-    }
-    Ok(v)
+    Ok(lid_shared::json::object(&body_text(req).await?)?)
 }
 
 async fn healthz(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
@@ -164,6 +157,10 @@ fn allowed_methods(path: &str) -> Vec<String> {
         let fits = p.len() == segments.len() && p.iter().zip(&segments).all(|(a, b)| (a.starts_with('{') && !b.is_empty()) || a == b);
         if fits {
             out.extend(ops.as_object().into_iter().flatten().map(|(m, _)| m.to_ascii_uppercase()).filter(|m| ["GET", "PUT", "POST", "DELETE", "HEAD", "PATCH"].contains(&m.as_str())));
+            // every GET route answers HEAD too (see `fetch`)
+            if ops.get("get").is_some() {
+                out.push("HEAD".into());
+            }
         }
     }
     out.sort();
@@ -467,9 +464,22 @@ pub fn router() -> Router<'static, ()> {
 #[event(fetch)]
 pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let (method, path) = (req.method().to_string(), req.path());
+    // HEAD is GET without the body (RFC 9110 §9.3.2), as `lid serve` answers it: the same
+    // authentication, checks, status and headers.
+    let head = req.method() == worker::Method::Head;
+    let req = if head {
+        let mut init = worker::RequestInit::new();
+        init.with_method(worker::Method::Get).with_headers(req.headers().clone());
+        Request::new_with_init(req.url()?.as_ref(), &init)?
+    } else {
+        req
+    };
     let res = router().run(req, env).await?;
     if res.status_code() == 405 {
         return method_not_allowed(&method, &path);
+    }
+    if head {
+        return Ok(Response::empty()?.with_status(res.status_code()).with_headers(res.headers().clone()));
     }
     Ok(res)
 }

@@ -192,13 +192,10 @@ impl Service {
     /// §21.8.4 / §21.3: recall; the audit record is stored before the answer.
     /// `head` is the agent's snapshot head, read with the caller's key.
     pub async fn recall(&self, agent: &str, body: &str, head: Option<(String, i64)>) -> ApiResult<String> {
-        let req: Value = serde_json::from_str(body).map_err(ApiError::invalid_json)?;
-        if !req.is_object() {
-            return Err(ApiError::invalid_json("expected a JSON object"));
-        }
+        // Only the heartbeat id is read here; the engine reads (and checks) the rest.
+        let heartbeat_id = lid_shared::heartbeat::recall_body_heartbeat_id(body)?;
         let s = self.store.snapshot_at(agent, head).await?.ok_or_else(|| ApiError::manifest_not_found(agent))?;
-        let heartbeat_id = lid_shared::heartbeat::recall_heartbeat_id(req.get("heartbeat_id"))?;
-        let ctx = context(heartbeat_id, None, &s.lift_units);
+        let ctx = context(&heartbeat_id, None, &s.lift_units);
         let audit = Buffered::default();
         let out = lid_core::api::recall(&s.manifest_json, body, &ctx, &s.facts, &audit)?;
         match self.flush_audit(&audit).await {
@@ -450,7 +447,7 @@ impl Service {
         let out = |unchanged: bool| json!({"uri": uri, "version": version, "sha256": sha, "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": unchanged, "admission_warnings": admission_warnings});
         match sha_of(&self.store, &uri).await? {
             Some(h) if h == sha => return Ok(out(true)),
-            Some(_) => return Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version"))),
+            Some(_) => return Err(lid_shared::units::version_taken(&uri, req.version).into()),
             None => {}
         }
         let now = now_ms();
@@ -463,7 +460,7 @@ impl Service {
             // The URI was taken concurrently (primary key), or D1 failed.
             return match sha_of(&self.store, &uri).await? {
                 Some(h) if h == sha => Ok(out(true)),
-                Some(_) => Err(ApiError::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version"))),
+                Some(_) => Err(lid_shared::units::version_taken(&uri, req.version).into()),
                 None => Err(ApiError::storage(e)),
             };
         }

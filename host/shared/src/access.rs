@@ -98,10 +98,14 @@ impl Principal {
         self.role == Role::Agent && self.agent_id.as_deref() == Some(agent)
     }
 
+    /// Every check on an agent's route first refuses an `agent` that is not an agent id
+    /// (400 `invalid_request`: no such agent can exist, so "not found" would mislead).
+    ///
     /// Reading `agent`'s instructions: `Ok(None)` allowed (admin, or the agent itself);
     /// `Ok(Some(me))` allowed only if the org manifest declares agent `me` a supervisor of
     /// `agent` (the host looks it up; if not, [`scope_denied`]); otherwise refused.
     pub fn read_check(&self, agent: &str) -> Result<Option<&str>, Refusal> {
+        crate::ids::check_agent_id(agent)?;
         if !self.has(CAP_READ) && !self.is_admin() {
             return Err(Refusal::new(403, "capability_missing", "this API key lacks the `read` capability"));
         }
@@ -117,6 +121,7 @@ impl Principal {
     /// Read what only `agent` itself or an admin may read (`what`: the boot stub,
     /// §21.8.1; the coverage report, S9): a supervisor's key is refused too.
     pub fn require_own_read(&self, agent: &str, what: &str) -> Result<(), Refusal> {
+        crate::ids::check_agent_id(agent)?;
         if !self.has(CAP_READ) && !self.is_admin() {
             return Err(Refusal::new(403, "capability_missing", "this API key lacks the `read` capability"));
         }
@@ -129,6 +134,7 @@ impl Principal {
 
     /// Act as the agent (heartbeats): the agent itself or an admin.
     pub fn require_self(&self, agent: &str) -> Result<(), Refusal> {
+        crate::ids::check_agent_id(agent)?;
         if self.is_admin() || self.is_agent(agent) {
             Ok(())
         } else {
@@ -147,6 +153,7 @@ impl Principal {
     /// Write instruction-typed facts for `agent` (Spec-13): `instruction:write`, held by an
     /// admin or by the agent's own key. General write authority is not enough.
     pub fn require_instruction_write(&self, agent: &str) -> Result<(), Refusal> {
+        crate::ids::check_agent_id(agent)?;
         if !(self.is_admin() || self.is_agent(agent)) {
             return Err(act_denied(agent));
         }
@@ -362,5 +369,12 @@ mod tests {
         assert!(writer.require_instruction_write("a").is_ok());
         assert_eq!(writer.require_instruction_write("b").unwrap_err().code, "instruction_scope_denied");
         assert_eq!((Role::from_stored("admin"), Role::from_stored("agent"), Role::Agent.as_str()), (Role::Admin, Role::Agent, "agent"));
+        // a route for an id no agent can have is refused as such, for every caller
+        for bad in ["a b", "..", &"x".repeat(129)] {
+            assert_eq!(admin.read_check(bad).unwrap_err().code, "invalid_request", "{bad}");
+            assert_eq!(admin.require_own_read(bad, "boot stub").unwrap_err().status, 400);
+            assert_eq!(admin.require_self(bad).unwrap_err().code, "invalid_request");
+            assert_eq!(writer.require_instruction_write(bad).unwrap_err().code, "invalid_request");
+        }
     }
 }

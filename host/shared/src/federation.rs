@@ -11,10 +11,14 @@ use crate::Refusal;
 pub fn federated_fields(body: &Value) -> Result<(&str, &str, &str), Refusal> {
     let s = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
     let (name, content, origin) = (s("name"), s("content"), s("origin"));
-    if check_agent_id(name).is_err() || content.is_empty() {
-        return Err(Refusal::invalid_request("send {\"name\": \"<unit-name>\", \"content\": \"…\", \"origin\": \"org:<sender>\"}: a unit name of [A-Za-z0-9._-] and the text"));
+    const SHAPE: &str = "send {\"name\": \"<unit-name>\", \"content\": \"…\", \"origin\": \"org:<sender>\"}";
+    if check_agent_id(name).is_err() {
+        return Err(Refusal::invalid_request(format!("`name` must be a unit name of 1-128 characters of [A-Za-z0-9._-]: {SHAPE}")));
     }
-    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || c.is_control()) || !origin.contains(':') {
+    if content.is_empty() {
+        return Err(Refusal::invalid_request(format!("`content` must be the fact's text, a non-empty string: {SHAPE}")));
+    }
+    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || c.is_control()) || !origin.split_once(':').is_some_and(|(scheme, name)| !scheme.is_empty() && !name.is_empty()) {
         return Err(Refusal::invalid_request("`origin` must name the sending organisation or federation peer as an entity URI (e.g. \"org:other-co\" or \"federation:peer-1\")"));
     }
     Ok((name, content, origin))
@@ -53,6 +57,8 @@ mod tests {
             json!({"name": "a", "content": "", "origin": "org:o"}),
             json!({"name": "a", "content": "x", "origin": "no-scheme"}),
             json!({"name": "a", "content": "x", "origin": "org:two words"}),
+            json!({"name": "a", "content": "x", "origin": "org:"}),
+            json!({"name": "a", "content": "x", "origin": ":other-co"}),
             json!({"name": "a", "content": "x"}),
         ] {
             assert_eq!(federated_fields(&bad).unwrap_err().status, 400, "{bad}");

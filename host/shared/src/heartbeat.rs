@@ -29,9 +29,20 @@ impl Trigger {
         if self.wake_reason.trim().is_empty() || self.heartbeat_id.trim().is_empty() {
             return Err(Refusal::new(401, "heartbeat_trigger_invalid", "the trigger must carry a non-empty `wake_reason` and `heartbeat_id`"));
         }
+        // The heartbeat id is what this heartbeat's recalls name: held to their rule, so
+        // that they can.
+        if recall_heartbeat_id(Some(&Value::String(self.heartbeat_id.clone()))).is_err() {
+            return Err(Refusal::new(401, "heartbeat_trigger_invalid", "the trigger's `heartbeat_id` must be one line of at most 256 characters (the id this heartbeat's recalls name)"));
+        }
+        if self.session_start.is_some_and(|ms| ms > SESSION_START_MAX_MS) {
+            return Err(Refusal::new(401, "heartbeat_trigger_invalid", "the trigger's `session_start` must be Unix milliseconds (at most 253402300799999, the end of year 9999)"));
+        }
         Ok(self)
     }
 }
+
+/// The latest `session_start` a trigger may carry, in Unix ms: 9999-12-31T23:59:59.999Z.
+pub const SESSION_START_MAX_MS: u64 = 253_402_300_799_999;
 
 /// The adapter profiles a stub is rendered and cached for at publish (§21.1.3); any other
 /// name is served as `generic`.
@@ -47,6 +58,23 @@ pub fn recall_heartbeat_id(v: Option<&serde_json::Value>) -> Result<&str, Refusa
         Some(serde_json::Value::String(_)) => Err(Refusal::invalid_request("`heartbeat_id` must be one line of at most 256 characters")),
         Some(other) => Err(Refusal::invalid_request(format!("`heartbeat_id` must be a string (the run's id), not {other}"))),
     }
+}
+
+/// A recall body's `heartbeat_id` ([`recall_heartbeat_id`]), read without parsing the
+/// rest: the engine reads and checks the whole request, so a host reads only this field
+/// (and a deeply nested value elsewhere gets the engine's field-named refusal, not a
+/// parser's depth limit).
+pub fn recall_body_heartbeat_id(body: &str) -> Result<String, Refusal> {
+    #[derive(Deserialize)]
+    struct Head {
+        #[serde(default)]
+        heartbeat_id: Value,
+    }
+    if !body.trim_start().starts_with('{') {
+        return Err(Refusal::invalid_json("expected a JSON object"));
+    }
+    let head: Head = serde_json::from_str(body).map_err(Refusal::invalid_json)?;
+    recall_heartbeat_id(Some(&head.heartbeat_id)).map(str::to_string)
 }
 
 /// The profile a stub request is served with.
@@ -105,6 +133,9 @@ pub fn handoff_parties<'a>(handoff: &'a Value, agent: &str) -> Result<(&'a str, 
     if to != agent {
         return Err(Refusal::new(400, "handoff_invalid", format!("the handoff is addressed to {to:?} but was posted to agent {agent:?}: post it to /v1/agents/{to}/handoff")));
     }
+    if let Err(e) = crate::ids::check_agent_id(from) {
+        return Err(Refusal::new(400, "handoff_invalid", format!("`from_agent`: {}", e.message)));
+    }
     Ok((to, from))
 }
 
@@ -141,8 +172,23 @@ mod tests {
         let t = |sub: &str, wake: &str, hb: &str| Trigger { sub: sub.into(), wake_reason: wake.into(), heartbeat_id: hb.into(), session_start: Some(1), exp: 9 };
         assert_eq!(t("eng", "incident", "h").for_agent("eng").unwrap().wake_reason, "incident");
         assert!(t("peer", "incident", "h").for_agent("eng").unwrap_err().message.contains("issued for agent \"peer\""));
-        for (w, h) in [(" ", "h"), ("incident", "")] {
-            assert_eq!(t("eng", w, h).for_agent("eng").unwrap_err().status, 401);
+        for (w, h) in [(" ", "h"), ("incident", ""), ("incident", "a\u{7}b"), ("incident", &"h".repeat(257))] {
+            assert_eq!(t("eng", w, h).for_agent("eng").unwrap_err().status, 401, "{w:?} {h:?}");
+        }
+        let late = Trigger { session_start: Some(SESSION_START_MAX_MS + 1), ..t("eng", "incident", "h") };
+        assert!(late.for_agent("eng").unwrap_err().message.contains("Unix milliseconds"));
+        let last = Trigger { session_start: Some(SESSION_START_MAX_MS), ..t("eng", "incident", "h") };
+        assert!(last.for_agent("eng").is_ok());
+    }
+
+    #[test]
+    fn a_recall_body_is_read_for_its_heartbeat_id_only() {
+        assert_eq!(recall_body_heartbeat_id(r#"{"intent": "x", "heartbeat_id": "run_1"}"#).unwrap(), "run_1");
+        assert_eq!(recall_body_heartbeat_id(r#"{"intent": "x"}"#).unwrap(), "");
+        let deep = format!(r#"{{"intent": "x", "manifest_hint": {}1{}}}"#, "[".repeat(200), "]".repeat(200));
+        assert_eq!(recall_body_heartbeat_id(&deep).unwrap(), "", "the rest is the engine's to check");
+        for (bad, code) in [("[1]", "invalid_json"), ("", "invalid_json"), (r#"{"heartbeat_id": 5}"#, "invalid_request")] {
+            assert_eq!(recall_body_heartbeat_id(bad).unwrap_err().code, code, "{bad}");
         }
     }
 
@@ -154,5 +200,8 @@ mod tests {
         let h = json!({"to_agent": "b", "from_agent": "a"});
         assert_eq!(handoff_parties(&h, "b").unwrap(), ("b", "a"));
         assert!(handoff_parties(&h, "c").unwrap_err().message.contains("post it to /v1/agents/b/handoff"));
+        let bad = handoff_parties(&json!({"to_agent": "b", "from_agent": "Bad Agent"}), "b").unwrap_err();
+        assert_eq!((bad.status, bad.code.as_ref()), (400, "handoff_invalid"));
+        assert!(bad.message.starts_with("`from_agent`: agent id \"Bad Agent\""), "{}", bad.message);
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! - [`access`]: who may do what: the caller's role and capabilities, the route checks
 //!   (§21.4.4–5, S9, Spec-13);
+//! - [`json`]: a request body as one JSON object, each field given once;
 //! - [`ids`]: agent ids and the org manifest's supervision pairs (§21.4.5, S9);
 //! - [`federation`]: federated facts and promotion requests (Spec-13);
 //! - [`publish`]: the coverage gate's verdict and the publish provenance (§21.8.3, S7);
@@ -22,6 +23,7 @@ pub mod coverage;
 pub mod federation;
 pub mod heartbeat;
 pub mod ids;
+pub mod json;
 pub mod packs;
 pub mod publish;
 pub mod recertify;

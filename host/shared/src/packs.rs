@@ -8,13 +8,14 @@ use crate::time::iso;
 use crate::Refusal;
 
 /// A knowledge pack upload's `knowledge_md` and `units` (file key to markdown text),
-/// each of its type; any other field is refused.
+/// each of its type; `deployment` (read by [`crate::units::deployment`], for an agent with
+/// no manifest yet) is allowed too; any other field is refused.
 pub fn upload_fields(body: &Value) -> Result<(&str, Map<String, Value>), Refusal> {
-    const SHAPE: &str = "send the pack as {\"knowledge_md\": \"<KNOWLEDGE.md text>\", \"units\": {\"<name or path>\": \"<text>\"}}";
+    const SHAPE: &str = "send the pack as {\"knowledge_md\": \"<KNOWLEDGE.md text>\", \"units\": {\"<name or path>\": \"<text>\"}} (and \"deployment\" for an agent with no manifest yet)";
     let Some(obj) = body.as_object() else {
         return Err(Refusal::invalid_request(SHAPE));
     };
-    if let Some(k) = obj.keys().find(|k| !["knowledge_md", "units"].contains(&k.as_str())) {
+    if let Some(k) = obj.keys().find(|k| !["knowledge_md", "units", "deployment"].contains(&k.as_str())) {
         return Err(Refusal::invalid_request(format!("unknown field `{k}`: {SHAPE}")));
     }
     let kmd = obj.get("knowledge_md").and_then(Value::as_str).ok_or_else(|| Refusal::invalid_request(SHAPE))?;

@@ -277,8 +277,10 @@ pub fn cosignature_request<'a>(agent: &str, body: &'a Value) -> Result<(&'a str,
     crate::ids::check_agent_id(agent)?;
     let version = body.get("version").and_then(Value::as_str).unwrap_or_default();
     let digest = body.get("manifest_sha256").and_then(Value::as_str).unwrap_or_default();
-    if version.is_empty() || digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Refusal::invalid_request("send {\"version\", \"manifest_sha256\"}: the digest is in the `cosignature_required` error of the publish"));
+    // lowercase, as the publish computes and compares it: an uppercase digest would be
+    // stored and never match
+    if version.is_empty() || digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Err(Refusal::invalid_request("send {\"version\", \"manifest_sha256\"} with the digest as 64 lowercase hex digits: it is in the `cosignature_required` error of the publish"));
     }
     Ok((version, digest))
 }
@@ -286,6 +288,16 @@ pub fn cosignature_request<'a>(agent: &str, body: &'a Value) -> Result<(&'a str,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cosignature_names_the_digest_in_lowercase() {
+        let d = "ab".repeat(32);
+        assert_eq!(cosignature_request("eng", &json!({"version": "v2", "manifest_sha256": d})).unwrap(), ("v2", d.as_str()));
+        for bad in [d.to_uppercase(), "ab".repeat(31), format!("{}zz", "ab".repeat(31))] {
+            let e = cosignature_request("eng", &json!({"version": "v2", "manifest_sha256": bad})).unwrap_err();
+            assert!(e.message.contains("64 lowercase hex digits"), "{bad}: {}", e.message);
+        }
+    }
 
     #[test]
     fn publish_requests() {

@@ -130,7 +130,7 @@ pub fn promotion(body: &Value) -> Result<(Kind, Promotion<'_>), Refusal> {
 pub fn next_version(latest: Option<&str>) -> Result<String, Refusal> {
     match latest.map(|v| v.strip_prefix(['v', 'V']).and_then(|n| n.parse::<u64>().ok())) {
         None => Ok("v1".to_string()),
-        Some(Some(n)) => Ok(format!("v{}", n.saturating_add(1))),
+        Some(Some(n)) => n.checked_add(1).map(|n| format!("v{n}")).ok_or_else(|| Refusal::invalid_request(format!("the unit's latest version {:?} has no next: pass `version` explicitly", latest.unwrap_or_default()))),
         Some(None) => Err(Refusal::invalid_request(format!("the unit's latest version {:?} is not of the form vN: pass `version` explicitly", latest.unwrap_or_default()))),
     }
 }
@@ -177,7 +177,14 @@ pub const PROMOTED_TRUST: f64 = 0.5;
 /// one; else -1, 0 or 1 against the latest).
 pub fn plan_version<E: From<Refusal>>(requested: Option<&str>, latest: Option<&Latest>, order: impl FnOnce(&str, Option<&str>) -> Result<i8, E>) -> Result<String, E> {
     let version = match requested {
-        Some(v) => v.to_string(),
+        Some(v) => {
+            // A `vN` must leave room for the next write's version (`next_version`).
+            let digits = v.strip_prefix(['v', 'V']).filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if digits.is_some_and(|n| n.parse::<u64>().map_or(true, |n| n == u64::MAX)) {
+                return Err(Refusal::invalid_request(format!("version {v:?} is too large: a unit's versions go up to v{} so that a next one exists", u64::MAX - 1)).into());
+            }
+            v.to_string()
+        }
         None => next_version(latest.map(|l| l.version.as_str()))?,
     };
     let o = order(&version, latest.map(|l| l.version.as_str()))?;
@@ -220,6 +227,16 @@ pub fn not_newer(uri: &str, latest: &Latest) -> Refusal {
         "fact_version_conflict",
         format!("{uri}: version is not newer than the unit's latest {:?}; versions increase monotonically (§21.4.1): leave `version` out to take the next one", latest.version),
     )
+}
+
+/// 409 `fact_version_conflict` for a write whose URI another write took first: retryable
+/// ([`written_concurrently`]) when the version was planned (the request named none: a
+/// retry plans the next one), else the version the caller named is taken for good.
+pub fn version_taken(uri: &str, asked: Option<&str>) -> Refusal {
+    match asked {
+        None => written_concurrently(uri),
+        Some(_) => Refusal::new(409, "fact_version_conflict", format!("{uri} already exists with other content; versions are immutable (§21.4.2): write a new version")),
+    }
 }
 
 /// 409 `fact_version_conflict`: the unit gained a version while this write was planned.
@@ -279,6 +296,7 @@ mod tests {
         assert_eq!(next_version(Some("v9")).unwrap(), "v10");
         assert_eq!(next_version(Some("V2")).unwrap(), "v3");
         assert!(next_version(Some("1.2.0")).is_err());
+        assert!(next_version(Some("v18446744073709551615")).unwrap_err().message.contains("has no next"));
     }
 
     #[test]
@@ -300,6 +318,19 @@ mod tests {
         assert!(e.code == "fact_version_conflict" && e.message.starts_with("instruction:d/a/u/v9:"), "{}", e.message);
         assert_eq!(plan_version(Some("vx"), None, order).unwrap_err().code, "invalid_request");
         assert_eq!(plan_version(None, None, order).unwrap(), "v1");
+        // a version with no next is refused before anything is written
+        for huge in ["v18446744073709551615", "v18446744073709551616", "v99999999999999999999999"] {
+            assert!(plan_version(Some(huge), None, order).unwrap_err().message.contains("is too large"), "{huge}");
+        }
+        assert_eq!(plan_version(Some("v18446744073709551614"), None, |_, _| Ok::<i8, Refusal>(1)).unwrap(), "v18446744073709551614");
+    }
+
+    #[test]
+    fn a_taken_version_is_retryable_only_when_it_was_planned() {
+        let planned = version_taken("instruction:d/a/u/v3", None);
+        assert_eq!((planned.status, planned.code.as_ref(), planned.details["retryable"].as_bool()), (409, "fact_version_conflict", Some(true)));
+        let named = version_taken("instruction:d/a/u/v3", Some("v3"));
+        assert!(named.details.is_null() && named.message.contains("versions are immutable"), "{}", named.message);
     }
 
     #[test]
