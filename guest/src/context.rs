@@ -132,6 +132,11 @@ pub struct ContextRequest {
     pub wake_reason: Option<String>,
     #[serde(default)]
     pub handoff: Option<serde_json::Value>,
+    /// `handoff` is the one the host stored (accepted under the checks of its time), not
+    /// the caller's: one that no longer passes them makes the session source unavailable
+    /// (a warning, `degraded`) instead of refusing the request.
+    #[serde(default)]
+    pub handoff_stored: bool,
     #[serde(default)]
     pub layers: Vec<LayerItem>,
     #[serde(default)]
@@ -317,13 +322,23 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
     let stub = crate::stub::render(m, req.profile.as_deref(), facts)?;
     candidates[0].push(item("boot-stub", "boot_stub", 0, "agent", &manifest_uri, &m.manifest_version, m.published_at.clone(), stub.text.clone()));
     let mut task = None;
-    if let Some(h) = &req.handoff {
-        let h = crate::handoff::parse_handoff(&h.to_string()).map_err(EngineError::Handoff)?;
-        let uri = format!("handoff:{}", h.task_id);
-        candidates[1].push(item("handoff", "handoff", 1, "agent", &uri, &h.status, Some(h.created_at.clone()), crate::handoff::render_session(&h)));
-        task = Some(h.task);
-    }
     let mut degraded = !req.unavailable.is_empty();
+    if let Some(h) = &req.handoff {
+        match crate::handoff::parse_handoff(&h.to_string()) {
+            Ok(h) => {
+                let uri = format!("handoff:{}", h.task_id);
+                candidates[1].push(item("handoff", "handoff", 1, "agent", &uri, &h.status, Some(h.created_at.clone()), crate::handoff::render_session(&h)));
+                task = Some(h.task);
+            }
+            // A handoff the host stored under older, looser checks: the session source is
+            // unavailable, not the whole boot context.
+            Err(e) if req.handoff_stored => {
+                warnings.push(format!("source_unavailable: the stored handoff no longer passes the handoff checks ({e}); composed without it: post a new handoff"));
+                degraded = true;
+            }
+            Err(e) => return Err(EngineError::Handoff(e)),
+        }
+    }
     let query = req.knowledge_query.clone().or(task).filter(|q| !q.trim().is_empty());
     let stored = match query {
         Some(q) => stored_knowledge(m, facts, &q).unwrap_or_else(|e| {
@@ -627,5 +642,11 @@ mod tests {
         let mut req = request();
         req.handoff = Some(serde_json::json!({"task_id": "x"}));
         assert_eq!(compose(&m, &facts, &NoAudit, &req, &Default::default()).unwrap_err().code(), "handoff_invalid");
+        // the host's stored handoff, accepted under older checks: the session is unavailable
+        req.handoff_stored = true;
+        let b = compose(&m, &facts, &NoAudit, &req, &Default::default()).expect("composed without the session");
+        assert!(b.degraded && b.sections[1].items.iter().all(|i| i.selected_by != "handoff"), "{:?}", b.sections[1]);
+        assert!(b.warnings.iter().any(|w| w.starts_with("source_unavailable: the stored handoff")), "{:?}", b.warnings);
+        req.handoff_stored = false;
     }
 }

@@ -280,7 +280,10 @@ impl Service {
             heartbeat = (t.heartbeat_id, t.session_start);
         }
         match self.latest_handoff(agent).await {
-            Ok(Some(h)) => req["handoff"] = h,
+            Ok(Some(h)) => {
+                req["handoff"] = h;
+                req["handoff_stored"] = json!(true);
+            }
             Ok(None) => {}
             Err(e) => req["unavailable"] = json!([{"source": "session", "reason": e.message}]),
         }
