@@ -257,6 +257,7 @@ impl Service {
 
     fn recall_with(&self, agent: &str, body: &str, audit: Arc<dyn crate::engine::AuditLog>, stamp: Option<crate::db::Stamp>) -> Result<String, ApiError> {
         // The host reads only the heartbeat id; the engine reads (and checks) the rest.
+        let body = lid_shared::json::without_bom(body);
         let heartbeat_id = lid_shared::heartbeat::recall_body_heartbeat_id(body)?;
         let s = self.snapshot_at(agent, stamp)?;
         let ctx = self.context(&heartbeat_id, None, &s);

@@ -1195,4 +1195,16 @@ fn a_field_given_twice_is_refused_not_resolved() {
     }
     let r = c().put(&units, Some(&key), &json!({"content": "# A\n\nonce", "interpret_as": "content"}));
     assert_eq!((r.status, r.json()["version"].as_str()), (201, Some("v1")), "the refused write wrote nothing: {}", r.body);
+    // a mistyped field is refused too, where it would have minted a key without the
+    // capabilities asked for
+    let typo = c().post("/v1/keys", admin(), &json!({"role": "agent", "agent_id": agent, "capabilites": ["read", "instruction:write"]}));
+    assert_eq!((typo.status, typo.code().as_str()), (400, "invalid_request"), "{}", typo.body);
+    assert!(typo.body.contains("capabilites"), "{}", typo.body);
+    // a recall body after a byte-order mark is read as other bodies are; an empty one says so
+    let path = format!("/v1/agents/{agent}/recall-instruction");
+    let r = c().req("POST", &path, Some(&key), Some("\u{feff}{\"intent\": \"roll back the deploy\"}"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = c().req("POST", &path, Some(&key), Some(""));
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_json"), "{}", r.body);
+    assert!(r.body.contains("the body is empty"), "{}", r.body);
 }

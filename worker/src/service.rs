@@ -193,6 +193,7 @@ impl Service {
     /// `head` is the agent's snapshot head, read with the caller's key.
     pub async fn recall(&self, agent: &str, body: &str, head: Option<(String, i64)>) -> ApiResult<String> {
         // Only the heartbeat id is read here; the engine reads (and checks) the rest.
+        let body = lid_shared::json::without_bom(body);
         let heartbeat_id = lid_shared::heartbeat::recall_body_heartbeat_id(body)?;
         let s = self.store.snapshot_at(agent, head).await?.ok_or_else(|| ApiError::manifest_not_found(agent))?;
         let ctx = context(&heartbeat_id, None, &s.lift_units);

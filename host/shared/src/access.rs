@@ -182,8 +182,10 @@ pub struct KeyInfo {
     pub revoked_at: Option<i64>,
 }
 
-/// A request to create a key.
+/// A request to create a key. A field it does not have is refused: a mistyped
+/// `capabilities` would otherwise mint a key with the default ones.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NewKey {
     pub role: String,
     #[serde(default)]
@@ -312,6 +314,8 @@ mod tests {
         let (info, secret) = req(serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["read", "instruction:write", "read"]})).mint("ab", "cd", 7).unwrap();
         assert_eq!((info.id.as_str(), secret.as_str(), info.entity_uri.as_str(), info.created_at), ("key_ab", "lid_agent_cd", "agent:eng", 7));
         assert_eq!(info.capabilities, ["instruction:write", "read"]);
+        let typo = serde_json::from_value::<NewKey>(serde_json::json!({"role": "agent", "agent_id": "eng", "capabilites": ["read", "instruction:write"]})).unwrap_err();
+        assert!(typo.to_string().contains("unknown field `capabilites`"), "a mistyped field is refused, not defaulted: {typo}");
         let (admin, _) = req(serde_json::json!({"role": "admin", "capabilities": ["read"], "label": "ops"})).mint("01", "02", 0).unwrap();
         assert_eq!((admin.capabilities.clone(), admin.entity_uri.as_str(), admin.label.as_str()), (vec!["admin".to_string(), "read".to_string()], "admin:key_01", "ops"));
         for (bad, needle) in [

@@ -61,7 +61,7 @@ pub fn recall_heartbeat_id(v: Option<&serde_json::Value>) -> Result<&str, Refusa
 }
 
 /// A recall body's `heartbeat_id` ([`recall_heartbeat_id`]), read without parsing the
-/// rest: the engine reads and checks the whole request, so a host reads only this field
+/// rest (the host strips a byte-order mark first, [`crate::json::without_bom`]): the engine reads and checks the whole request, so a host reads only this field
 /// (and a deeply nested value elsewhere gets the engine's field-named refusal, not a
 /// parser's depth limit).
 pub fn recall_body_heartbeat_id(body: &str) -> Result<String, Refusal> {
@@ -69,6 +69,9 @@ pub fn recall_body_heartbeat_id(body: &str) -> Result<String, Refusal> {
     struct Head {
         #[serde(default)]
         heartbeat_id: Value,
+    }
+    if body.trim().is_empty() {
+        return Err(Refusal::invalid_json("the body is empty"));
     }
     if !body.trim_start().starts_with('{') {
         return Err(Refusal::invalid_json("expected a JSON object"));

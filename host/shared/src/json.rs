@@ -15,9 +15,15 @@ use crate::Refusal;
 /// Marks the duplicate-field error inside serde's error text.
 const TWICE: &str = "lid: field given twice: ";
 
+/// `body` after a UTF-8 byte-order mark, if it starts with one (JSON has none; editors
+/// and some clients write it).
+pub fn without_bom(body: &str) -> &str {
+    body.strip_prefix('\u{feff}').unwrap_or(body)
+}
+
 /// The body as a JSON object (see the module documentation).
 pub fn object(body: &str) -> Result<Value, Refusal> {
-    let body = body.strip_prefix('\u{feff}').unwrap_or(body);
+    let body = without_bom(body);
     if body.trim().is_empty() {
         return Err(Refusal::invalid_json("the body is empty"));
     }

@@ -275,6 +275,9 @@ impl Gate<'_> {
 /// `manifest_sha256` from the `cosignature_required` error of the publish.
 pub fn cosignature_request<'a>(agent: &str, body: &'a Value) -> Result<(&'a str, &'a str), Refusal> {
     crate::ids::check_agent_id(agent)?;
+    if let Some(k) = body.as_object().and_then(|o| o.keys().find(|k| !["version", "manifest_sha256"].contains(&k.as_str()))) {
+        return Err(Refusal::invalid_request(format!("unknown field `{k}`: a co-signature is {{\"version\", \"manifest_sha256\"}}")));
+    }
     let version = body.get("version").and_then(Value::as_str).unwrap_or_default();
     let digest = body.get("manifest_sha256").and_then(Value::as_str).unwrap_or_default();
     // lowercase, as the publish computes and compares it: an uppercase digest would be
@@ -293,6 +296,8 @@ mod tests {
     fn a_cosignature_names_the_digest_in_lowercase() {
         let d = "ab".repeat(32);
         assert_eq!(cosignature_request("eng", &json!({"version": "v2", "manifest_sha256": d})).unwrap(), ("v2", d.as_str()));
+        let extra = cosignature_request("eng", &json!({"version": "v2", "manifest_sha256": d, "signer": "bob"})).unwrap_err();
+        assert!(extra.message.starts_with("unknown field `signer`"), "{}", extra.message);
         for bad in [d.to_uppercase(), "ab".repeat(31), format!("{}zz", "ab".repeat(31))] {
             let e = cosignature_request("eng", &json!({"version": "v2", "manifest_sha256": bad})).unwrap_err();
             assert!(e.message.contains("64 lowercase hex digits"), "{bad}: {}", e.message);
