@@ -257,8 +257,7 @@ impl Service {
 
     fn recall_with(&self, agent: &str, body: &str, audit: Arc<dyn crate::engine::AuditLog>, stamp: Option<crate::db::Stamp>) -> Result<String, ApiError> {
         // The host reads only the heartbeat id; the engine reads (and checks) the rest.
-        let body = lid_shared::json::without_bom(body);
-        let heartbeat_id = lid_shared::heartbeat::recall_body_heartbeat_id(body)?;
+        let (body, heartbeat_id) = lid_shared::heartbeat::recall_body(body)?;
         let s = self.snapshot_at(agent, stamp)?;
         let ctx = self.context(&heartbeat_id, None, &s);
         let st = Storage { facts: s.facts.clone(), audit };
@@ -435,7 +434,7 @@ impl Service {
                     let (unit, pct, hit, probes) = coverage_row(u);
                     tx.execute(INSERT_COVERAGE_SQL, params![c.agent_id, c.manifest_version, unit, pct, hit, probes, now])?;
                 }
-                tx.execute(INSERT_CERTIFICATION_SQL, params![c.agent_id, c.manifest_version, ranker, reason, o.passed, o.failing_json, now])?;
+                tx.execute(INSERT_CERTIFICATION_SQL, params![c.agent_id, c.manifest_version, ranker, reason, o.passed(), o.failing_json(), now])?;
                 insert_event(tx, Some(&c.agent_id), o.event_kind(), &o.result, now)?;
                 Ok::<_, DbError>(())
             })?;

@@ -119,7 +119,6 @@ async fn body_text(req: &mut Request) -> ApiResult<String> {
     String::from_utf8(b).map_err(ApiError::invalid_json)
 }
 
-/// The body as a JSON object.
 /// The body as one JSON object, each field once ([`lid_shared::json::object`]).
 async fn json_body(req: &mut Request) -> ApiResult<Value> {
     Ok(lid_shared::json::object(&body_text(req).await?)?)

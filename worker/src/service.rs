@@ -193,8 +193,7 @@ impl Service {
     /// `head` is the agent's snapshot head, read with the caller's key.
     pub async fn recall(&self, agent: &str, body: &str, head: Option<(String, i64)>) -> ApiResult<String> {
         // Only the heartbeat id is read here; the engine reads (and checks) the rest.
-        let body = lid_shared::json::without_bom(body);
-        let heartbeat_id = lid_shared::heartbeat::recall_body_heartbeat_id(body)?;
+        let (body, heartbeat_id) = lid_shared::heartbeat::recall_body(body)?;
         let s = self.store.snapshot_at(agent, head).await?.ok_or_else(|| ApiError::manifest_not_found(agent))?;
         let ctx = context(&heartbeat_id, None, &s.lift_units);
         let audit = Buffered::default();
@@ -505,7 +504,7 @@ impl Service {
             let (unit, pct, hit, probes) = coverage_row(u);
             stmts.push(self.store.stmt(INSERT_COVERAGE_SQL, args![c.agent_id, c.manifest_version, unit, pct, hit, probes, now])?);
         }
-        stmts.push(self.store.stmt(INSERT_CERTIFICATION_SQL, args![c.agent_id, c.manifest_version, ranker, reason, o.passed as i64, o.failing_json, now])?);
+        stmts.push(self.store.stmt(INSERT_CERTIFICATION_SQL, args![c.agent_id, c.manifest_version, ranker, reason, o.passed() as i64, o.failing_json(), now])?);
         stmts.push(event(&self.store, Some(&c.agent_id), o.event_kind(), &o.result, now)?);
         self.store.batch(stmts).await.map_err(ApiError::storage)?;
         Ok(Some(o.result))

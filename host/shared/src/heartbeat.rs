@@ -60,16 +60,18 @@ pub fn recall_heartbeat_id(v: Option<&serde_json::Value>) -> Result<&str, Refusa
     }
 }
 
-/// A recall body's `heartbeat_id` ([`recall_heartbeat_id`]), read without parsing the
-/// rest (the host strips a byte-order mark first, [`crate::json::without_bom`]): the engine reads and checks the whole request, so a host reads only this field
-/// (and a deeply nested value elsewhere gets the engine's field-named refusal, not a
-/// parser's depth limit).
-pub fn recall_body_heartbeat_id(body: &str) -> Result<String, Refusal> {
+/// A recall body for the engine (after a UTF-8 byte-order mark, if any:
+/// [`crate::json::without_bom`]) and its `heartbeat_id` ([`recall_heartbeat_id`]), read
+/// without parsing the rest: the engine reads and checks the whole request, so a host
+/// reads only this field (and a deeply nested value elsewhere gets the engine's
+/// field-named refusal, not a parser's depth limit).
+pub fn recall_body(body: &str) -> Result<(&str, String), Refusal> {
     #[derive(Deserialize)]
     struct Head {
         #[serde(default)]
         heartbeat_id: Value,
     }
+    let body = crate::json::without_bom(body);
     if body.trim().is_empty() {
         return Err(Refusal::invalid_json("the body is empty"));
     }
@@ -77,7 +79,7 @@ pub fn recall_body_heartbeat_id(body: &str) -> Result<String, Refusal> {
         return Err(Refusal::invalid_json("expected a JSON object"));
     }
     let head: Head = serde_json::from_str(body).map_err(Refusal::invalid_json)?;
-    recall_heartbeat_id(Some(&head.heartbeat_id)).map(str::to_string)
+    Ok((body, recall_heartbeat_id(Some(&head.heartbeat_id))?.to_string()))
 }
 
 /// The profile a stub request is served with.
@@ -186,12 +188,14 @@ mod tests {
 
     #[test]
     fn a_recall_body_is_read_for_its_heartbeat_id_only() {
-        assert_eq!(recall_body_heartbeat_id(r#"{"intent": "x", "heartbeat_id": "run_1"}"#).unwrap(), "run_1");
-        assert_eq!(recall_body_heartbeat_id(r#"{"intent": "x"}"#).unwrap(), "");
+        let id = |b: &str| recall_body(b).map(|(_, id)| id);
+        assert_eq!(id(r#"{"intent": "x", "heartbeat_id": "run_1"}"#).unwrap(), "run_1");
+        assert_eq!(id(r#"{"intent": "x"}"#).unwrap(), "");
         let deep = format!(r#"{{"intent": "x", "manifest_hint": {}1{}}}"#, "[".repeat(200), "]".repeat(200));
-        assert_eq!(recall_body_heartbeat_id(&deep).unwrap(), "", "the rest is the engine's to check");
+        assert_eq!(id(&deep).unwrap(), "", "the rest is the engine's to check");
+        assert_eq!(recall_body("\u{feff}{\"intent\": \"x\"}").unwrap(), ("{\"intent\": \"x\"}", String::new()), "the engine gets the body after the mark");
         for (bad, code) in [("[1]", "invalid_json"), ("", "invalid_json"), (r#"{"heartbeat_id": 5}"#, "invalid_request")] {
-            assert_eq!(recall_body_heartbeat_id(bad).unwrap_err().code, code, "{bad}");
+            assert_eq!(id(bad).unwrap_err().code, code, "{bad}");
         }
     }
 

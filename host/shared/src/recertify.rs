@@ -66,28 +66,33 @@ impl Candidate {
 pub struct Outcome {
     /// `{agent_id, manifest_version, reason, certified_under, ranker_version, passed,
     /// failing: [{unit, coverage_pct}]}`: what `lid recertify` prints, the service event's
-    /// detail and the worker's log line.
+    /// detail and the worker's log line; the certification row's columns come from it.
     pub result: Value,
-    /// The `manifest_certifications` row's `failing` column.
-    pub failing_json: String,
-    pub passed: bool,
 }
 
 impl Outcome {
     pub fn new(c: &Candidate, reason: &str, ranker_version: &str, coverage: &Value) -> Outcome {
         let failing: Vec<Value> = crate::publish::failing_units(coverage).iter().map(|f| json!({"unit": f["unit"], "coverage_pct": f["coverage_pct"]})).collect();
-        let passed = failing.is_empty();
-        let failing_json = Value::from(failing.clone()).to_string();
         let result = json!({
             "agent_id": c.agent_id, "manifest_version": c.manifest_version, "reason": reason, "certified_under": c.certified_under(),
-            "ranker_version": ranker_version, "passed": passed, "failing": failing,
+            "ranker_version": ranker_version, "passed": failing.is_empty(), "failing": failing,
         });
-        Outcome { result, failing_json, passed }
+        Outcome { result }
+    }
+
+    /// Every unit passed the gate.
+    pub fn passed(&self) -> bool {
+        self.result["passed"] == true
+    }
+
+    /// The `manifest_certifications` row's `failing` column: `[{unit, coverage_pct}]`.
+    pub fn failing_json(&self) -> String {
+        self.result["failing"].to_string()
     }
 
     /// The service event a run records: `manifest_recertified` or `recertification_failed`.
     pub fn event_kind(&self) -> &'static str {
-        if self.passed {
+        if self.passed() {
             "manifest_recertified"
         } else {
             "recertification_failed"
@@ -134,10 +139,10 @@ mod tests {
         let c = candidate(json!({"embedding_model_version": "r1"}), None);
         let cov = json!({"units": [{"unit": "good", "passed": true, "coverage_pct": 1.0}, {"unit": "weak", "passed": false, "coverage_pct": 0.4, "failed": ["p"]}]});
         let o = Outcome::new(&c, "ranker_changed", "r2", &cov);
-        assert_eq!((o.passed, o.event_kind(), o.failing_json.as_str()), (false, "recertification_failed", r#"[{"unit":"weak","coverage_pct":0.4}]"#));
+        assert_eq!((o.passed(), o.event_kind(), o.failing_json().as_str()), (false, "recertification_failed", r#"[{"unit":"weak","coverage_pct":0.4}]"#));
         assert_eq!(o.result["certified_under"], "r1");
         assert!(line(&o.result).starts_with("FAILED re-certification a v1 (ranker_changed): weak (40%); it is still served"), "{}", line(&o.result));
         let ok = Outcome::new(&c, "ranker_changed", "r2", &json!({"units": [{"unit": "good", "passed": true}]}));
-        assert_eq!((ok.passed, ok.event_kind(), line(&ok.result)), (true, "manifest_recertified", r#"re-certified a v1 (ranker_changed; was certified under "r1")"#.to_string()));
+        assert_eq!((ok.passed(), ok.event_kind(), line(&ok.result)), (true, "manifest_recertified", r#"re-certified a v1 (ranker_changed; was certified under "r1")"#.to_string()));
     }
 }
