@@ -63,6 +63,19 @@ impl ApiError {
         lid_shared::Refusal::backend_unavailable(e).into()
     }
 
+    /// A failed read of an agent's snapshot: its current manifest fact quarantined for its
+    /// attestation (§21.4.3) is `manifest_unattested` (ours, 503), anything else
+    /// [`ApiError::backend`].
+    pub fn snapshot(e: DbError) -> Self {
+        match e {
+            DbError::ManifestUnattested { agent, uri, reason } => {
+                tracing::error!(agent, uri, reason, "manifest unattested");
+                lid_shared::attest::manifest_unattested(&agent, &uri, &reason).into()
+            }
+            e => Self::backend(e),
+        }
+    }
+
     /// A failure of the component itself (trap, interrupt): not the caller's input.
     /// Logged with the whole error (a trap's wasm backtrace included).
     pub fn engine(e: anyhow::Error) -> Self {

@@ -912,6 +912,7 @@ fn run(cli: &Cli) -> Result<i32> {
         }
         Command::Publish { agent_dir, db: db_path, skip_coverage_gate, approvals, wake_reasons } => {
             let existed = db_path.exists();
+            let key_existed = crate::db::org_key_path(db_path).exists();
             let db = crate::db::Db::open(db_path)?;
             let svc = crate::serve::service(db, wake_reasons.clone(), None)?;
             let out = match crate::serve::publish_dir(&svc, agent_dir, *skip_coverage_gate, approvals) {
@@ -922,6 +923,9 @@ fn run(cli: &Cli) -> Result<i32> {
                     if !existed {
                         for suffix in ["", "-wal", "-shm"] {
                             let _ = std::fs::remove_file(format!("{}{suffix}", db_path.display()));
+                        }
+                        if !key_existed {
+                            let _ = std::fs::remove_file(crate::db::org_key_path(db_path));
                         }
                     }
                     return Err(anyhow::Error::new(e));

@@ -25,6 +25,8 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock, RwLock, TryLockError, Weak};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use serde_json::{json, Value};
 
+use lid_shared::attest::{OrgKey, Signed, Unattested};
+
 use crate::engine::{FactSource, DERIVED_PREFIX};
 
 /// Every migration, in order (file name, SQL). `tests` check this matches `migrations/`.
@@ -35,6 +37,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0004_audit_warnings.sql", include_str!("../../migrations/0004_audit_warnings.sql")),
     ("0005_certifications.sql", include_str!("../../migrations/0005_certifications.sql")),
     ("0006_audit_heartbeats.sql", include_str!("../../migrations/0006_audit_heartbeats.sql")),
+    ("0007_attestation.sql", include_str!("../../migrations/0007_attestation.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -53,6 +56,12 @@ pub enum DbError {
     Open { path: PathBuf, error: rusqlite::Error },
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// The org key (§21.4.3) cannot be read, or is missing where facts were signed by one.
+    #[error("{0}")]
+    OrgKey(String),
+    /// The agent's current manifest fact failed its attestation and is quarantined.
+    #[error("the current manifest fact {uri} of agent {agent:?} failed its attestation ({reason}) and is quarantined")]
+    ManifestUnattested { agent: String, uri: String, reason: String },
 }
 
 pub type DbResult<T> = Result<T, DbError>;
@@ -114,6 +123,141 @@ pub struct Db {
     pub(crate) principals: RwLock<HashMap<String, (Stamp, crate::auth::Principal)>>,
     /// The group-commit audit writer's queue (started on the first audit row).
     audit_queue: OnceLock<mpsc::Sender<AuditJob>>,
+    /// The org key that signs every fact written and checks every fact read (§21.4.3).
+    attestor: Attestor,
+}
+
+/// The org key and the facts it has already verified (by the SHA-256 of their signed
+/// payload and chain), so that a snapshot rebuilt after one write checks one signature.
+pub struct Attestor {
+    key: OrgKey,
+    verified: Mutex<std::collections::HashSet<[u8; 32]>>,
+}
+
+impl Attestor {
+    fn new(key: OrgKey) -> Self {
+        Attestor { key, verified: Mutex::new(Default::default()) }
+    }
+
+    pub fn key(&self) -> &OrgKey {
+        &self.key
+    }
+
+    /// [`OrgKey::verify`], remembering facts that passed.
+    pub fn verify(&self, fact: &Signed, chain: Option<&str>) -> Result<(), Unattested> {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        h.update(fact.payload());
+        h.update([0]);
+        h.update(chain.unwrap_or("").as_bytes());
+        let id: [u8; 32] = h.finalize().into();
+        if self.verified.lock().map(|v| v.contains(&id)).unwrap_or(false) {
+            return Ok(());
+        }
+        self.key.verify(fact, chain)?;
+        if let Ok(mut v) = self.verified.lock() {
+            if v.len() >= VERIFIED_MAX {
+                v.clear();
+            }
+            v.insert(id);
+        }
+        Ok(())
+    }
+}
+
+/// Bound of the verified-facts memo; it is emptied when full.
+const VERIFIED_MAX: usize = 1 << 16;
+
+/// The org key's file beside a database: `lid.db` → `lid.db.org-key`.
+pub fn org_key_path(db: &Path) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push(".org-key");
+    PathBuf::from(p)
+}
+
+/// Read the org key at `path`, or make one there when the database `c` holds no signed
+/// fact (a new database, or one from before attestation). A missing key where facts were
+/// signed is an error, never a new key: with one, every stored fact would be quarantined.
+fn org_key(c: &Connection, db: &Path, path: &Path) -> DbResult<OrgKey> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => OrgKey::parse(&text).map_err(|e| DbError::OrgKey(format!("the org key file {} is not an org key: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let signed: i64 = c.query_row("SELECT count(*) FROM instruction_facts WHERE attestation_chain IS NOT NULL", [], |r| r.get(0))?;
+            if signed > 0 {
+                return Err(DbError::OrgKey(format!(
+                    "the org key file {} is missing, and {signed} facts in {} are signed by an org key: restore the file the database was used with (or pass --org-key with its path); a new key would quarantine every fact",
+                    path.display(),
+                    db.display()
+                )));
+            }
+            let mut seed = [0u8; 32];
+            getrandom::fill(&mut seed).map_err(|e| DbError::OrgKey(format!("cannot make an org key: no randomness ({e})")))?;
+            let key = OrgKey::from_seed(seed);
+            match write_private(path, &format!("{}\n", key.to_text())) {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), kid = key.kid(), "made a new org key");
+                    Ok(key)
+                }
+                // another process (`lid keys create` beside `lid serve`) made it first
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => org_key(c, db, path),
+                Err(e) => Err(DbError::OrgKey(format!("cannot write the new org key to {}: {e}", path.display()))),
+            }
+        }
+        Err(e) => Err(DbError::OrgKey(format!("cannot read the org key file {}: {e}", path.display()))),
+    }
+}
+
+/// Write `text` to a new file at `path` readable by its owner only, whole or not at all
+/// (a temporary file renamed into place; an existing file is never replaced).
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = {
+        let mut p = path.as_os_str().to_owned();
+        p.push(format!(".tmp-{}", random_hex(6)));
+        PathBuf::from(p)
+    };
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let r = (|| {
+        let mut f = o.open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::hard_link(&tmp, path)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    r
+}
+
+/// Sign, once, the facts written before attestation (`migrations/0007_attestation.sql`:
+/// rows up to the rowid it recorded that have no chain), then forget the mark. Returns
+/// how many were signed; a `facts_adopted` service event records it.
+fn adopt(tx: &Transaction, key: &OrgKey) -> DbResult<usize> {
+    let max: Option<i64> = tx.query_row("SELECT max(max_rowid) FROM attestation_adoption", [], |r| r.get(0))?;
+    let Some(max) = max else { return Ok(0) };
+    let mut rows = Vec::new();
+    {
+        let mut st = tx.prepare(
+            "SELECT rowid, uri, version, interpret_as, content, authored_by, authored_at, source_trust FROM instruction_facts
+             WHERE rowid <= ?1 AND attestation_chain IS NULL ORDER BY rowid",
+        )?;
+        let mut q = st.query(params![max])?;
+        while let Some(r) = q.next()? {
+            let (uri, version, kind, content, by, at): (String, String, String, String, String, String) = (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
+            let chain = key.sign(&Signed { uri: &uri, version: &version, interpret_as: &kind, content: &content, authored_by: &by, authored_at: &at, source_trust: r.get(7)? });
+            rows.push((r.get::<_, i64>(0)?, chain));
+        }
+    }
+    for (rowid, chain) in &rows {
+        tx.execute("UPDATE instruction_facts SET attestation_chain = ?1 WHERE rowid = ?2", params![chain, rowid])?;
+    }
+    tx.execute("DELETE FROM attestation_adoption", [])?;
+    if !rows.is_empty() {
+        insert_event(tx, None, "facts_adopted", &json!({"facts": rows.len(), "kid": key.kid()}), now_ms())?;
+        tracing::info!(facts = rows.len(), kid = key.kid(), "signed the facts written before attestation");
+    }
+    Ok(rows.len())
 }
 
 /// What the database looked like at one moment, as far as cached reads care: the writer
@@ -163,8 +307,15 @@ fn open_conn(path: &Path, read_only: bool) -> DbResult<Connection> {
 }
 
 impl Db {
-    /// Open (creating if needed) and migrate the database at `path`.
+    /// Open (creating if needed) and migrate the database at `path`, with the org key
+    /// beside it ([`org_key_path`]).
     pub fn open(path: &Path) -> DbResult<Arc<Db>> {
+        Self::open_with_key(path, None)
+    }
+
+    /// [`Db::open`] with the org key at `key` (made there if the database holds no
+    /// signed fact), or beside the database.
+    pub fn open_with_key(path: &Path, key: Option<&Path>) -> DbResult<Arc<Db>> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             let _ = std::fs::create_dir_all(dir);
         }
@@ -178,6 +329,12 @@ impl Db {
         w.pragma_update(None, "journal_mode", "WAL").map_err(|e| opening(e.into()))?;
         w.pragma_update(None, "synchronous", "NORMAL").map_err(|e| opening(e.into()))?;
         migrate(&mut w).map_err(opening)?;
+        let key = org_key(&w, path, &key.map(Path::to_path_buf).unwrap_or_else(|| org_key_path(path)))?;
+        {
+            let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            adopt(&tx, &key)?;
+            tx.commit()?;
+        }
         Ok(Arc::new(Db {
             path: path.to_path_buf(),
             writer: Mutex::new(w),
@@ -187,6 +344,7 @@ impl Db {
             local_writes: AtomicU64::new(0),
             principals: RwLock::new(HashMap::new()),
             audit_queue: OnceLock::new(),
+            attestor: Attestor::new(key),
         }))
     }
 
@@ -334,7 +492,9 @@ impl Db {
     /// The facts of an agent that has no manifest yet (units written before its first
     /// publish, which that publish may name without sending them again).
     pub fn unpublished_facts(self: &Arc<Self>, agent: &str) -> DbResult<SnapshotFacts> {
-        let map = self.read(|c| Ok(agent_facts(c, agent, "", None)?.map))?;
+        let read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
+        self.quarantine_unattested(agent, &read.unattested)?;
+        let map = read.map;
         Ok(SnapshotFacts { map, db: self.clone(), prepared: Default::default() })
     }
 
@@ -361,14 +521,62 @@ impl Db {
     }
 
     fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at_ms: Option<i64>) -> DbResult<Snapshot> {
+        let mut unattested = Vec::new();
+        let snap = self.read_snapshot(agent, manifest_id, generation, at_ms, &mut unattested);
+        self.quarantine_unattested(agent, &unattested)?;
+        snap
+    }
+
+    /// The org key that signs and checks facts.
+    pub fn attestor(&self) -> &Attestor {
+        &self.attestor
+    }
+
+    /// Quarantine facts whose attestation failed (§21.4.3, §19.5): `quarantine =
+    /// 'quarantined'` with the reason, so no read serves them again, and a `fact_unattested` service event
+    /// each with the reason. An admin can read them (`GET …/federated-facts`) and promote
+    /// one, which writes a new signed version.
+    fn quarantine_unattested(&self, agent: &str, facts: &[(String, Unattested)]) -> DbResult<()> {
+        if facts.is_empty() {
+            return Ok(());
+        }
+        let kid = self.attestor.key().kid().to_string();
+        self.write(|tx| {
+            let now = now_ms();
+            for (uri, why) in facts {
+                if tx.execute(lid_shared::attest::QUARANTINE_SQL, params![why.reason(), uri])? == 1 {
+                    tracing::warn!(agent, uri = %uri, reason = why.reason(), "quarantined a fact that failed its attestation");
+                    insert_event(tx, Some(agent), lid_shared::attest::EVENT, &json!({"uri": uri, "reason": why.reason(), "message": why.to_string(), "kid": kid}), now)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn read_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at_ms: Option<i64>, unattested: &mut Vec<(String, Unattested)>) -> DbResult<Snapshot> {
         self.read(|c| {
             let (version, fact_uri, token_count, created_at): (String, String, i64, i64) = c.query_row(
                 "SELECT version, fact_uri, token_count, created_at FROM instruction_manifests WHERE id = ?1",
                 params![manifest_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
-            let AgentFacts { map, manifest_json, provenance } = agent_facts(c, agent, &fact_uri, at_ms)?;
-            let manifest_json = manifest_json.ok_or_else(|| DbError::Corrupt(format!("manifest fact {fact_uri} is missing")))?;
+            let read = agent_facts(c, agent, &fact_uri, at_ms, &self.attestor)?;
+            *unattested = read.unattested;
+            let AgentFacts { map, manifest_json, provenance, .. } = read;
+            let manifest_json = match (manifest_json, unattested.iter().find(|(u, _)| *u == fact_uri)) {
+                (Some(m), _) => m,
+                (None, Some((_, why))) => return Err(DbError::ManifestUnattested { agent: agent.to_string(), uri: fact_uri, reason: why.to_string() }),
+                (None, None) => {
+                    // quarantined by an earlier read
+                    let reason: Option<String> = c
+                        .query_row("SELECT quarantine_reason FROM instruction_facts WHERE uri = ?1 AND quarantine_reason IS NOT NULL", params![fact_uri], |r| r.get(0))
+                        .optional()?;
+                    return Err(match reason {
+                        Some(reason) => DbError::ManifestUnattested { agent: agent.to_string(), uri: fact_uri, reason },
+                        None => DbError::Corrupt(format!("manifest fact {fact_uri} is missing")),
+                    });
+                }
+            };
             let mut lift = Vec::new();
             let mut cov = c.prepare_cached("SELECT unit FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2 AND hit_at_10 < 0.4 ORDER BY unit")?;
             for u in cov.query_map(params![agent, version], |r| r.get::<_, String>(0))? {
@@ -467,7 +675,7 @@ pub struct Snapshot {
 /// key, and the content channel's sources; with the manifest fact at `manifest_uri`, if
 /// there is one, and its provenance. With `at_ms`, as they were then: the facts written by
 /// then and the packs current then ([`Db::snapshot_as_of`]).
-fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i64>) -> DbResult<AgentFacts> {
+fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i64>, attestor: &Attestor) -> DbResult<AgentFacts> {
     let mut map = BTreeMap::new();
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut manifest_json = None;
@@ -475,21 +683,30 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
     // Quarantined (and promoted-from) rows never reach the engine (Spec-13).
     let mut st = c.prepare_cached(
         "SELECT uri, unit_key, version, content, interpret_as, valid_until, authored_by, authored_at, source_trust,
-                derived_from, tokens, sha256, provenance, unit_name
+                derived_from, tokens, sha256, provenance, unit_name, attestation_chain
          FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL AND (?2 IS NULL OR created_at <= ?2) ORDER BY rowid",
     )?;
     let mut content_units = std::collections::BTreeSet::new();
+    let mut unattested = Vec::new();
     let mut rows = st.query(params![agent, at_ms])?;
     while let Some(r) = rows.next()? {
         let uri: String = r.get(0)?;
         let unit_key: String = r.get(1)?;
         let version: String = r.get(2)?;
         let content: String = r.get(3)?;
+        let interpret_as: String = r.get(4)?;
+        let (authored_by, authored_at, source_trust): (String, String, f64) = (r.get(6)?, r.get(7)?, r.get(8)?);
+        // §21.4.3: a fact the org key did not sign, or whose signed fields changed since,
+        // is never served (the caller quarantines it).
+        let signed = Signed { uri: &uri, version: &version, interpret_as: &interpret_as, content: &content, authored_by: &authored_by, authored_at: &authored_at, source_trust };
+        if let Err(why) = attestor.verify(&signed, r.get::<_, Option<String>>(14)?.as_deref()) {
+            unattested.push((uri, why));
+            continue;
+        }
         if uri == manifest_uri {
             manifest_json = Some(content.clone());
             provenance = serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or(Value::Null);
         }
-        let interpret_as: String = r.get(4)?;
         if interpret_as == "content" && uri.starts_with("instruction:") {
             content_units.insert(unit_key.clone());
         }
@@ -499,9 +716,9 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
             version: &version,
             interpret_as: &interpret_as,
             valid_until: r.get::<_, Option<String>>(5)?.as_deref(),
-            authored_by: &r.get::<_, String>(6)?,
-            authored_at: &r.get::<_, String>(7)?,
-            source_trust: r.get(8)?,
+            authored_by: &authored_by,
+            authored_at: &authored_at,
+            source_trust,
             derived_from: r.get::<_, Option<String>>(9)?.as_deref(),
             tokens: r.get(10)?,
             sha256: &r.get::<_, String>(11)?,
@@ -527,12 +744,14 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
     if !content_units.is_empty() || !packs.is_empty() {
         map.insert(format!("{CONTENT_SOURCES_PREFIX}{agent}"), json!({"facts": content_units, "packs": packs}).to_string().into_bytes());
     }
-    Ok(AgentFacts { map, manifest_json, provenance })
+    Ok(AgentFacts { map, manifest_json, provenance, unattested })
 }
 
 /// What [`agent_facts`] read.
 struct AgentFacts {
     map: BTreeMap<String, Vec<u8>>,
+    /// Facts left out for their attestation, to be quarantined.
+    unattested: Vec<(String, Unattested)>,
     /// The manifest fact's text, when it was among the facts.
     manifest_json: Option<String>,
     /// The manifest fact's provenance (`Null` without it).
@@ -634,6 +853,19 @@ pub struct NewFact {
 }
 
 impl NewFact {
+    /// The fields the org key signs.
+    pub fn signed(&self) -> Signed<'_> {
+        Signed {
+            uri: &self.uri,
+            version: &self.version,
+            interpret_as: &self.interpret_as,
+            content: &self.content,
+            authored_by: &self.authored_by,
+            authored_at: &self.authored_at,
+            source_trust: self.source_trust,
+        }
+    }
+
     pub fn sha256(&self) -> String {
         sha256_hex(self.content.as_bytes())
     }
@@ -668,7 +900,8 @@ pub enum FactWrite {
 /// Insert one immutable fact version inside `tx`: the previous version of the unit gets
 /// `valid_until` = this version's time and is named in `derived_from` (§21.4.2–3).
 /// A URI that exists with other content is a conflict (`Err(existing sha256)`).
-pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64) -> DbResult<Result<FactWrite, String>> {
+/// The fact carries the org key's signature (§21.4.3).
+pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, key: &OrgKey) -> DbResult<Result<FactWrite, String>> {
     let sha = f.sha256();
     let existing: Option<String> = tx.query_row("SELECT sha256 FROM instruction_facts WHERE uri = ?1", params![f.uri], |r| r.get(0)).optional()?;
     if let Some(h) = existing {
@@ -687,11 +920,12 @@ pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64) -> DbResult<Result<F
     }
     tx.execute(
         "INSERT INTO instruction_facts (uri, unit_key, agent_id, unit_name, version, content, interpret_as, sha256, tokens,
-            authored_by, authored_at, source_trust, derived_from, valid_until, provenance, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, ?14, ?15)",
+            authored_by, authored_at, source_trust, derived_from, valid_until, provenance, created_at, attestation_chain)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, ?14, ?15, ?16)",
         params![
             f.uri, f.unit_key, f.agent_id, f.unit_name, f.version, f.content, f.interpret_as, sha, f.tokens,
-            f.authored_by, f.authored_at, f.source_trust, prev.as_ref().map(|p| p.1.clone()), f.provenance.to_string(), now
+            f.authored_by, f.authored_at, f.source_trust, prev.as_ref().map(|p| p.1.clone()), f.provenance.to_string(), now,
+            key.sign(&f.signed())
         ],
     )?;
     Ok(Ok(FactWrite::Inserted))

@@ -19,6 +19,10 @@ pub struct ServeArgs {
     /// The SQLite database (created and migrated if missing)
     #[arg(long, default_value = "lid.db")]
     pub db: PathBuf,
+    /// The org key that signs every stored fact (§21.4.3; default: the database's path plus
+    /// `.org-key`, made there when the database holds no signed fact)
+    #[arg(long)]
+    pub org_key: Option<PathBuf>,
     /// Listen address (port 0 picks a free port; the address is printed)
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: String,
@@ -185,7 +189,7 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
     // The address first: a port in use stops here, before the database file is made.
     let listener = std::net::TcpListener::bind(&args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
     listener.set_nonblocking(true)?;
-    let db = Db::open(&args.db)?;
+    let db = Db::open_with_key(&args.db, args.org_key.as_deref())?;
     db.checkpoint_in_background(checkpoint_every())?;
     let demo_secret = (args.demo && std::env::var(&args.heartbeat_secret_env).map(|s| s.is_empty()).unwrap_or(true)).then(|| crate::db::random_hex(24));
     let key = trigger_key(args, demo_secret.as_deref())?;
@@ -232,9 +236,9 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
         // with --json it is one JSON object with the demo's keys and trigger.
         let base = format!("http://{addr}");
         if json_banner {
-            println!("{}", json!({"listening": base, "db": args.db, "demo": demo_setup.as_ref().map(Demo::json)}));
+            println!("{}", json!({"listening": base, "db": args.db, "org_key": {"kid": db.attestor().key().kid(), "public_key": db.attestor().key().public_text()}, "demo": demo_setup.as_ref().map(Demo::json)}));
         } else {
-            println!("lid serve listening on {base} (db {})", args.db.display());
+            println!("lid serve listening on {base} (db {}, org key {})", args.db.display(), db.attestor().key().kid());
             for l in demo_setup.iter().flat_map(|d| d.lines(&base)) {
                 println!("{l}");
             }

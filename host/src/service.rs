@@ -142,9 +142,19 @@ impl Service {
         self.snapshot_at(agent, self.db.stamp())
     }
 
+    /// The agent's snapshot for a write (or re-certification): one whose manifest fact is
+    /// quarantined for its attestation is none, so that an admin can publish again (and
+    /// write units first), as for an agent that has no manifest yet.
+    fn writable_snapshot(&self, agent: &str) -> Result<Option<Arc<crate::db::Snapshot>>, ApiError> {
+        match self.db.snapshot(agent) {
+            Err(DbError::ManifestUnattested { .. }) => Ok(None),
+            r => r.map_err(ApiError::backend),
+        }
+    }
+
     /// [`Service::snapshot`] checked against a [`crate::db::Stamp`] the caller has taken.
     fn snapshot_at(&self, agent: &str, stamp: Option<crate::db::Stamp>) -> Result<Arc<crate::db::Snapshot>, ApiError> {
-        self.db.snapshot_at(agent, stamp).map_err(ApiError::backend)?.ok_or_else(|| ApiError::manifest_not_found(agent))
+        self.db.snapshot_at(agent, stamp).map_err(ApiError::snapshot)?.ok_or_else(|| ApiError::manifest_not_found(agent))
     }
 
     /// The engine call's context: time, entropy, heartbeat, the snapshot's soft-lifted
@@ -425,7 +435,7 @@ impl Service {
         for c in candidates {
             let Some(reason) = c.due(&ranker, now) else { continue };
             // A version published since the query certified itself.
-            let Some(s) = self.db.snapshot(&c.agent_id).map_err(ApiError::backend)?.filter(|s| s.version == c.manifest_version) else { continue };
+            let Some(s) = self.writable_snapshot(&c.agent_id)?.filter(|s| s.version == c.manifest_version) else { continue };
             let st = Storage { facts: s.facts.clone(), audit: Arc::new(NoAudit) };
             let cov = parse_json(&engine(self.rt.coverage(&st, &s.manifest_json, "{}"))?)?;
             let o = Outcome::new(&c, reason, &ranker, &cov);
@@ -454,7 +464,7 @@ impl Service {
 
     /// The current manifest's (deployment, version), if any.
     fn current(&self, agent: &str) -> Result<Option<(String, String)>, ApiError> {
-        Ok(self.db.snapshot(agent).map_err(ApiError::backend)?.map(|s| current_of(&s)))
+        Ok(self.writable_snapshot(agent)?.map(|s| current_of(&s)))
     }
 
     /// `PUT /v1/agents/{id}/units/{name}`: a new immutable version of one unit's content.
@@ -472,7 +482,7 @@ impl Service {
             return Err(e.into());
         }
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})])?;
-        let snapshot = self.db.snapshot(agent).map_err(ApiError::backend)?;
+        let snapshot = self.writable_snapshot(agent)?;
         let deployment = lid_shared::units::deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
@@ -497,7 +507,7 @@ impl Service {
             if latest_in(tx, &unit_key)? != latest && !fact_exists(tx, &uri)? {
                 return Err(lid_shared::units::written_concurrently(&uri).into());
             }
-            let r = insert_fact(tx, &fact, now)?;
+            let r = insert_fact(tx, &fact, now, self.db.attestor().key())?;
             if r == Ok(FactWrite::Inserted) {
                 // The stub embeds always-applicable units: a new version invalidates it.
                 tx.execute("DELETE FROM boot_stubs WHERE agent_id = ?1", params![agent]).map_err(DbError::from)?;
@@ -593,7 +603,7 @@ impl Service {
         crate::auth::check_agent_id(agent)?;
         let req = PublishRequest::read(agent, body)?;
         let (obj, version, skip) = (req.obj, req.version.clone(), req.skip);
-        let snapshot = self.db.snapshot(agent).map_err(ApiError::backend)?;
+        let snapshot = self.writable_snapshot(agent)?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
         let exists = self.db.read(|c| Ok(c.query_row("SELECT 1 FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, version], |_| Ok(())).optional()?))?;
@@ -707,11 +717,11 @@ impl Service {
         let written: Vec<String> = staged.iter().map(|f| f.uri.clone()).collect();
         self.db.write(|tx| {
             for f in &staged {
-                if let Err(h) = insert_fact(tx, f, now)? {
+                if let Err(h) = insert_fact(tx, f, now, self.db.attestor().key())? {
                     return Err(ApiError::new(409, "fact_version_conflict", format!("{} was written concurrently with other content (sha256 {h})", f.uri)));
                 }
             }
-            if let Err(_h) = insert_fact(tx, &mfact, now)? {
+            if let Err(_h) = insert_fact(tx, &mfact, now, self.db.attestor().key())? {
                 return Err(ApiError::new(409, "manifest_version_conflict", format!("{manifest_uri} already exists; versions are immutable")));
             }
             tx.execute("UPDATE instruction_manifests SET superseded_at = ?1 WHERE agent_id = ?2 AND superseded_at IS NULL", params![now, agent]).map_err(DbError::from)?;
@@ -836,7 +846,7 @@ impl Service {
         let paths: Vec<&str> = files.iter().filter_map(|f| f["path"].as_str()).collect();
         self.db.write(|tx| {
             for f in &facts {
-                if let Err(h) = insert_fact(tx, f, now)? {
+                if let Err(h) = insert_fact(tx, f, now, self.db.attestor().key())? {
                     return Err(ApiError::new(409, "fact_version_conflict", format!("{} was written concurrently with other content (sha256 {h}); retry the upload", f.uri)));
                 }
             }
@@ -898,7 +908,7 @@ impl Service {
         fact.source_trust = 0.0;
         let now = now_ms();
         let (written, status) = self.db.write(|tx| {
-            let w = insert_fact(tx, &fact, now)?;
+            let w = insert_fact(tx, &fact, now, self.db.attestor().key())?;
             if w == Ok(FactWrite::Inserted) {
                 tx.execute("UPDATE instruction_facts SET quarantine = 'quarantined', origin = ?1 WHERE uri = ?2", params![origin, uri])?;
                 insert_event(tx, Some(agent), "fact_quarantined", &json!({"uri": uri, "name": name, "origin": origin, "entity_uri": who.entity_uri}), now)?;
@@ -923,12 +933,13 @@ impl Service {
     pub fn federated_facts(&self, agent: &str) -> Result<Value, ApiError> {
         let facts = self.db.read(|c| {
             let mut st = c.prepare_cached(
-                "SELECT uri, unit_name, origin, quarantine, sha256, content, created_at, provenance FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NOT NULL ORDER BY created_at, uri",
+                "SELECT uri, unit_name, origin, quarantine, sha256, content, created_at, provenance, quarantine_reason FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NOT NULL ORDER BY created_at, uri",
             )?;
             let rows = st.query_map(params![agent], |r| {
                 let prov: Value = serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or(Value::Null);
                 Ok(json!({"uri": r.get::<_, String>(0)?, "name": r.get::<_, String>(1)?, "origin": r.get::<_, Option<String>>(2)?, "quarantine": r.get::<_, String>(3)?,
-                    "sha256": r.get::<_, String>(4)?, "content": r.get::<_, String>(5)?, "received_at": iso(r.get(6)?), "sender_claims": prov["sender_claims"]}))
+                    "sha256": r.get::<_, String>(4)?, "content": r.get::<_, String>(5)?, "received_at": iso(r.get(6)?), "sender_claims": prov["sender_claims"],
+                    "quarantine_reason": r.get::<_, Option<String>>(8)?}))
             })?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })?;
@@ -961,7 +972,7 @@ impl Service {
         let name = requested.name.unwrap_or(&qname).to_string();
         lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
-        let snapshot = self.db.snapshot(agent).map_err(ApiError::backend)?;
+        let snapshot = self.writable_snapshot(agent)?;
         let deployment = lid_shared::units::deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let in_manifest = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
@@ -974,14 +985,15 @@ impl Service {
         }
         let origin = origin.unwrap_or_default();
         let provenance = json!({"promoted_from": uri, "promoted_by": who.entity_uri, "key_id": who.key_id, "origin": origin});
-        let mut fact = self.new_fact(agent, &name, &live, &unit_key, &version, &content, interpret_as, &origin, provenance)?;
+        let author = lid_shared::units::promoted_author(&origin, &who.entity_uri);
+        let mut fact = self.new_fact(agent, &name, &live, &unit_key, &version, &content, interpret_as, author, provenance)?;
         fact.source_trust = lid_shared::units::PROMOTED_TRUST;
         let now = now_ms();
         self.db.write(|tx| {
             if latest_in(tx, &unit_key)? != latest {
                 return Err(lid_shared::units::written_concurrently(&live).into());
             }
-            if insert_fact(tx, &fact, now)? != Ok(FactWrite::Inserted) {
+            if insert_fact(tx, &fact, now, self.db.attestor().key())? != Ok(FactWrite::Inserted) {
                 return Err(ApiError::new(409, "fact_version_conflict", format!("{live} already exists; pass another `version`")));
             }
             if tx.execute("UPDATE instruction_facts SET quarantine = 'promoted' WHERE uri = ?1 AND quarantine = 'quarantined'", params![uri]).map_err(DbError::from)? != 1 {

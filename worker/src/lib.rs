@@ -5,7 +5,8 @@
 //! facts in KV (`FACTS`), the §21.7 tables and lid's in D1 (`DB`, created by
 //! `migrations/*.sql`), bootstrap admin keys from the `LID_ADMIN_KEYS` secret, the
 //! heartbeat trigger key from `LID_HEARTBEAT_SECRET` (HS256) or `LID_HEARTBEAT_PUBLIC_KEY`
-//! (EdDSA, see [`jwt`]). One handler per route; each
+//! (EdDSA, see [`jwt`]), the org key that signs and checks every fact from the
+//! `LID_ORG_SIGNING_KEY` secret (§21.4.3, see [`store`]). One handler per route; each
 //! authenticates, checks scope (§21.4.5) and calls [`service::Service`].
 //!
 //! The browser preview (`/preview/`) is static: `wrangler.toml` serves `preview/dist/`
@@ -35,8 +36,12 @@ pub static OPENAPI: &str = include_str!("../../host/src/openapi.json");
 pub const BODY_LIMIT: usize = 8 << 20;
 
 fn service(env: &Env) -> ApiResult<Service> {
-    let store = Store { db: env.d1("DB").map_err(ApiError::storage)?, kv: env.kv("FACTS").map_err(ApiError::storage)? };
     let text = |name: &str| env.secret(name).map(|s| s.to_string()).or_else(|_| env.var(name).map(|v| v.to_string())).ok().filter(|s| !s.trim().is_empty());
+    let org = match text("LID_ORG_SIGNING_KEY") {
+        Some(t) => lid_shared::attest::OrgKey::parse(&t).map_err(|e| format!("LID_ORG_SIGNING_KEY is not an org key ({e})")),
+        None => Err("the worker has no org key (LID_ORG_SIGNING_KEY is not set)".to_string()),
+    };
+    let store = Store { db: env.d1("DB").map_err(ApiError::storage)?, kv: env.kv("FACTS").map_err(ApiError::storage)?, org };
     Ok(Service {
         store,
         env_keys: text("LID_ADMIN_KEYS").map(|s| auth::parse_env_keys(&s)).unwrap_or_default(),

@@ -425,7 +425,7 @@ impl Service {
             return Err(e.into());
         }
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})]).await?;
-        let current = self.store.snapshot(agent).await.map_err(|e| if e.code == "recall_backend_unavailable" { e } else { ApiError::backend(e.message) })?;
+        let current = self.store.writable_snapshot(agent).await.map_err(|e| if e.code == "recall_backend_unavailable" { e } else { ApiError::backend(e.message) })?;
         let deployment = lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
@@ -496,7 +496,7 @@ impl Service {
     async fn recertify_one(&self, c: &lid_shared::recertify::Candidate, reason: &str, ranker: &str, now: i64) -> ApiResult<Option<Value>> {
         use lid_shared::recertify::{coverage_row, Outcome, INSERT_CERTIFICATION_SQL, INSERT_COVERAGE_SQL};
         // A version published since the query certified itself.
-        let Some(s) = self.store.snapshot(&c.agent_id).await?.filter(|s| s.version == c.manifest_version) else { return Ok(None) };
+        let Some(s) = self.store.writable_snapshot(&c.agent_id).await?.filter(|s| s.version == c.manifest_version) else { return Ok(None) };
         let cov = parse(&lid_core::api::coverage(&s.manifest_json, "{}", &s.facts)?)?;
         let o = Outcome::new(c, reason, ranker, &cov);
         let mut stmts = Vec::new();
@@ -534,7 +534,7 @@ impl Service {
         check_agent_id(agent)?;
         let req = PublishRequest::read(agent, body)?;
         let (obj, version, skip) = (req.obj, req.version.clone(), req.skip);
-        let snapshot = self.store.snapshot(agent).await?;
+        let snapshot = self.store.writable_snapshot(agent).await?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
         #[derive(Deserialize)]
@@ -605,7 +605,9 @@ impl Service {
             }
         }
         let staged_facts: Vec<Fact> = staged.iter().map(|s| s.0.clone()).collect();
-        let (facts, _complete) = self.store.facts_for(&manifest_json, &ledger, &staged_facts).await?;
+        let mut bad = Vec::new();
+        let (facts, _complete) = self.store.facts_for(&manifest_json, &ledger, &staged_facts, &mut bad).await?;
+        self.store.quarantine_unattested(agent, &bad).await?;
         if let Some(refusal) = lid_shared::publish::unstored_units(&entries, |uri| ledger.iter().any(|r| r.uri == uri) || staged_facts.iter().any(|f| f.uri == uri)) {
             return Err(refusal.into());
         }
@@ -716,7 +718,7 @@ use lid_shared::units::Kind;
 impl Service {
     /// The agent's deployment: the current manifest's, else `deployment` from the body.
     async fn deployment_of(&self, agent: &str, body: &Value) -> ApiResult<String> {
-        let current = self.store.snapshot(agent).await?;
+        let current = self.store.writable_snapshot(agent).await?;
         Ok(lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?)
     }
 
@@ -882,11 +884,12 @@ impl Service {
             content: String,
             created_at: i64,
             provenance: Option<String>,
+            quarantine_reason: Option<String>,
         }
         let rows: Vec<Row> = self
             .store
             .all(
-                "SELECT uri, unit_name, origin, quarantine, sha256, content, created_at, provenance FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NOT NULL ORDER BY created_at, uri",
+                "SELECT uri, unit_name, origin, quarantine, sha256, content, created_at, provenance, quarantine_reason FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NOT NULL ORDER BY created_at, uri",
                 args![agent],
             )
             .await?;
@@ -894,7 +897,8 @@ impl Service {
             .into_iter()
             .map(|r| {
                 let prov: Value = r.provenance.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
-                json!({"uri": r.uri, "name": r.unit_name, "origin": r.origin, "quarantine": r.quarantine, "sha256": r.sha256, "content": r.content, "received_at": iso(r.created_at), "sender_claims": prov["sender_claims"]})
+                json!({"uri": r.uri, "name": r.unit_name, "origin": r.origin, "quarantine": r.quarantine, "sha256": r.sha256, "content": r.content, "received_at": iso(r.created_at), "sender_claims": prov["sender_claims"],
+                    "quarantine_reason": r.quarantine_reason})
             })
             .collect();
         Ok(json!({"agent_id": agent, "facts": facts}))
@@ -930,7 +934,7 @@ impl Service {
         let name = requested.name.unwrap_or(&row.unit_name).to_string();
         lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": row.content, "interpret_as": interpret_as})]).await?;
-        let current = self.store.snapshot(agent).await?;
+        let current = self.store.writable_snapshot(agent).await?;
         let deployment = lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let in_manifest = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
@@ -946,7 +950,7 @@ impl Service {
         }
         let origin = row.origin.unwrap_or_default();
         let ia = if kind == Kind::Instruction { InterpretAs::Instruction } else { InterpretAs::Content };
-        let fact = Self::new_fact(&live, &version, &row.content, ia, &origin, lid_shared::units::PROMOTED_TRUST);
+        let fact = Self::new_fact(&live, &version, &row.content, ia, lid_shared::units::promoted_author(&origin, &who.entity_uri), lid_shared::units::PROMOTED_TRUST);
         let provenance = json!({"promoted_from": uri, "promoted_by": who.entity_uri, "key_id": who.key_id, "origin": origin});
         let now = now_ms();
         self.store.put_fact(&fact).await?;

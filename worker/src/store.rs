@@ -6,6 +6,11 @@
 //! `instruction:` URI. A URI is written once and never rewritten (§21.4.2), so a KV read
 //! can be stale only by being *absent*, never by showing other content.
 //!
+//! Every fact carries the org key's signature (§21.4.3, `lid_shared::attest`), kept in the
+//! ledger's `attestation_chain`; a fact read from KV is checked against it before the
+//! engine sees it, so a KV value or ledger row changed by anything but the service is
+//! quarantined and never served (a tampered version gives way to the one before it).
+//!
 //! D1 (binding `DB`) holds the fact ledger (`instruction_facts`: which versions exist,
 //! `valid_until`, provenance; strongly consistent, so it decides conflicts and the next
 //! version), the manifest registry (`instruction_manifests`), audit, stubs, keys,
@@ -28,7 +33,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use lid_core::content::{ContentSources, StoredPack};
-use lid_core::store::{Fact, Facts, StoreError};
+use lid_core::store::{Fact, Facts, InterpretAs, StoreError};
+use lid_shared::attest::{OrgKey, Signed, Unattested};
 use serde::Deserialize;
 use serde_json::Value;
 use worker::wasm_bindgen::JsValue;
@@ -87,11 +93,28 @@ pub struct Head {
     pub generation: i64,
 }
 
-/// The two bindings.
+/// The two bindings, and the org key (`LID_ORG_SIGNING_KEY`) or why there is none.
 pub struct Store {
     pub db: D1Database,
     pub kv: KvStore,
+    pub org: Result<OrgKey, String>,
 }
+
+/// The fields of a fact the org key signs, as [`ledger_insert`] signs them.
+pub fn signed(f: &Fact) -> Signed<'_> {
+    Signed {
+        uri: &f.uri,
+        version: &f.version,
+        interpret_as: if f.interpret_as == InterpretAs::Content { "content" } else { "instruction" },
+        content: &f.content,
+        authored_by: f.authored_by.as_deref().unwrap_or_default(),
+        authored_at: f.authored_at.as_deref().unwrap_or_default(),
+        source_trust: f.source_trust.unwrap_or(1.0),
+    }
+}
+
+/// Facts left out of a read for their attestation: (URI, why), to be quarantined.
+pub type Unattesteds = Vec<(String, Unattested)>;
 
 /// One `instruction_facts` row, without content (the ledger).
 #[derive(Debug, Clone, Deserialize)]
@@ -107,6 +130,12 @@ pub struct LedgerRow {
     /// `quarantined` / `promoted` (Spec-13), `None` for a live fact.
     #[serde(default)]
     pub quarantine: Option<String>,
+    /// Why it is quarantined, for a fact that failed its attestation.
+    #[serde(default)]
+    pub quarantine_reason: Option<String>,
+    /// The org key's signatures (§21.4.3).
+    #[serde(default)]
+    pub attestation_chain: Option<String>,
 }
 
 /// One agent's current manifest and the facts it needs, as the engine sees them.
@@ -246,7 +275,11 @@ impl Store {
     }
 
     pub async fn ledger(&self, agent: &str) -> ApiResult<Vec<LedgerRow>> {
-        self.all("SELECT uri, unit_key, version, valid_until, sha256, provenance, interpret_as, quarantine FROM instruction_facts WHERE agent_id = ?1 ORDER BY rowid", args![agent]).await
+        self.all(
+            "SELECT uri, unit_key, version, valid_until, sha256, provenance, interpret_as, quarantine, quarantine_reason, attestation_chain FROM instruction_facts WHERE agent_id = ?1 ORDER BY rowid",
+            args![agent],
+        )
+        .await
     }
 
     /// One fact from KV.
@@ -265,50 +298,86 @@ impl Store {
         Ok(())
     }
 
+    /// The org key, or 503 `org_key_missing` saying how to give the worker one.
+    pub fn org(&self) -> ApiResult<&OrgKey> {
+        self.org.as_ref().map_err(|why| {
+            ApiError::new(
+                503,
+                lid_shared::attest::ORG_KEY_MISSING,
+                format!("{why}: the worker signs every fact it stores and checks every fact it reads with the org key (§21.4.3); set the LID_ORG_SIGNING_KEY secret (wrangler secret put LID_ORG_SIGNING_KEY; locally --var or .dev.vars) to the base64url of a 32-byte Ed25519 seed, as `lid serve` keeps in its .org-key file"),
+            )
+        })
+    }
+
+    /// Read `wanted` (unit key or pack file key, URI) from KV in parallel into `facts`,
+    /// each checked against its ledger row's signature: one that fails is left out and
+    /// added to `bad`. Returns whether every fact was visible in KV and whether any failed.
+    async fn read_checked(&self, wanted: &[(String, String)], chains: &HashMap<&str, Option<&str>>, facts: &mut WorkerFacts, bad: &mut Unattesteds) -> ApiResult<(bool, bool)> {
+        let key = self.org()?;
+        let got = futures_util::future::join_all(wanted.iter().map(|(_, uri)| self.kv_fact(uri))).await;
+        let (mut complete, mut failed) = (true, false);
+        for ((k, uri), f) in wanted.iter().zip(got) {
+            match f.map_err(ApiError::backend)? {
+                Some(fact) => match key.verify(&signed(&fact), chains.get(uri.as_str()).copied().flatten()) {
+                    Ok(()) => facts.insert(k, fact),
+                    Err(why) => {
+                        bad.push((uri.clone(), why));
+                        failed = true;
+                    }
+                },
+                // Committed in D1 but not yet visible in this KV location.
+                None => complete = false,
+            }
+        }
+        Ok((complete, failed))
+    }
+
     /// The facts `manifest` needs (the latest ledger version of each entry's unit and the
     /// exact `fact_uri`), read from KV in parallel; `staged` facts (not yet stored) win.
-    /// Returns the facts and whether every fact the ledger names was visible in KV.
-    pub async fn facts_for(&self, manifest_json: &str, ledger: &[LedgerRow], staged: &[Fact]) -> ApiResult<(WorkerFacts, bool)> {
+    /// A fact that fails its attestation is added to `bad` and the unit's version before
+    /// it read instead. Returns the facts and whether every fact the ledger names was
+    /// visible in KV.
+    pub async fn facts_for(&self, manifest_json: &str, ledger: &[LedgerRow], staged: &[Fact], bad: &mut Unattesteds) -> ApiResult<(WorkerFacts, bool)> {
         let m = lid_core::api::load_manifest(manifest_json).map_err(ApiError::from)?;
-        let mut by_key: BTreeMap<&str, Vec<&LedgerRow>> = BTreeMap::new();
-        for r in ledger {
-            by_key.entry(r.unit_key.as_str()).or_default().push(r);
-        }
+        let chains: HashMap<&str, Option<&str>> = ledger.iter().map(|r| (r.uri.as_str(), r.attestation_chain.as_deref())).collect();
         let mut facts = WorkerFacts::default();
         for f in staged {
             if let Some((key, _, _)) = split_fact_uri(&f.uri) {
                 facts.insert(&key, f.clone());
             }
         }
-        let mut wanted: Vec<(String, String)> = Vec::new(); // (unit key, uri)
-        for e in &m.entries {
-            let Some(uri) = e.fact_uri.as_deref().filter(|u| !u.is_empty()) else { continue };
-            let Some((key, _, _)) = split_fact_uri(uri) else { continue };
-            let rows = by_key.get(key.as_str()).cloned().unwrap_or_default();
-            let versions: Vec<String> = rows.iter().map(|r| r.version.clone()).collect();
-            if let Some(v) = lid_core::uri::latest(&versions) {
-                wanted.push((key.clone(), format!("{key}/{v}")));
+        let mut complete = true;
+        loop {
+            let mut by_key: BTreeMap<&str, Vec<&LedgerRow>> = BTreeMap::new();
+            for r in ledger.iter().filter(|r| r.quarantine.is_none() && !bad.iter().any(|(u, _)| *u == r.uri)) {
+                by_key.entry(r.unit_key.as_str()).or_default().push(r);
             }
-            if rows.iter().any(|r| r.uri == uri) {
-                wanted.push((key.clone(), uri.to_string()));
+            let mut wanted: Vec<(String, String)> = Vec::new(); // (unit key, uri)
+            for e in &m.entries {
+                let Some(uri) = e.fact_uri.as_deref().filter(|u| !u.is_empty()) else { continue };
+                let Some((key, _, _)) = split_fact_uri(uri) else { continue };
+                let rows = by_key.get(key.as_str()).cloned().unwrap_or_default();
+                let versions: Vec<String> = rows.iter().map(|r| r.version.clone()).collect();
+                if let Some(v) = lid_core::uri::latest(&versions) {
+                    wanted.push((key.clone(), format!("{key}/{v}")));
+                }
+                if rows.iter().any(|r| r.uri == uri) {
+                    wanted.push((key.clone(), uri.to_string()));
+                }
+            }
+            wanted.sort();
+            wanted.dedup();
+            wanted.retain(|(_, u)| !facts.contains(u));
+            let (seen, failed) = self.read_checked(&wanted, &chains, &mut facts, bad).await?;
+            complete &= seen;
+            if !failed {
+                break;
             }
         }
-        wanted.sort();
-        wanted.dedup();
-        wanted.retain(|(_, u)| !facts.contains(u));
-        let got = futures_util::future::join_all(wanted.iter().map(|(_, uri)| self.kv_fact(uri))).await;
         let valid_until: HashMap<&str, &Option<String>> = ledger.iter().map(|r| (r.uri.as_str(), &r.valid_until)).collect();
-        let mut complete = true;
-        for ((key, uri), f) in wanted.iter().zip(got) {
-            match f.map_err(ApiError::backend)? {
-                Some(mut fact) => {
-                    if let Some(Some(v)) = valid_until.get(uri.as_str()) {
-                        fact.valid_until = Some(v.clone());
-                    }
-                    facts.insert(key, fact);
-                }
-                // Committed in D1 but not yet visible in this KV location.
-                None => complete = false,
+        for f in facts.facts.values_mut() {
+            if let Some(Some(v)) = valid_until.get(f.uri.as_str()) {
+                f.valid_until = Some(v.clone());
             }
         }
         Ok((facts, complete))
@@ -320,27 +389,21 @@ impl Store {
     }
 
     /// Read the content channel's sources into `facts` (Spec-13): the latest version of
-    /// each content-typed unit and every file of each current pack, from KV in parallel.
-    /// Returns whether every fact the ledger names was visible in KV.
-    pub async fn content_for(&self, agent: &str, ledger: &[LedgerRow], facts: &mut WorkerFacts) -> ApiResult<bool> {
-        let mut units: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for r in ledger.iter().filter(|r| r.quarantine.is_none() && r.uri.starts_with("instruction:")) {
-            units.entry(r.unit_key.as_str()).or_default().push(r.version.clone());
-        }
+    /// each content-typed unit and every file of each current pack, from KV in parallel,
+    /// each checked as [`Store::facts_for`] checks them. Returns whether every fact the
+    /// ledger names was visible in KV.
+    pub async fn content_for(&self, agent: &str, ledger: &[LedgerRow], facts: &mut WorkerFacts, bad: &mut Unattesteds) -> ApiResult<bool> {
+        let live = |r: &&LedgerRow| r.quarantine.is_none() && r.uri.starts_with("instruction:");
         let content_keys: Vec<String> = ledger
             .iter()
-            .filter(|r| r.quarantine.is_none() && r.uri.starts_with("instruction:") && r.interpret_as.as_deref() == Some("content"))
+            .filter(|r| live(r) && r.interpret_as.as_deref() == Some("content"))
             .map(|r| r.unit_key.clone())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
+        let chains: HashMap<&str, Option<&str>> = ledger.iter().map(|r| (r.uri.as_str(), r.attestation_chain.as_deref())).collect();
         let packs = self.current_packs(agent).await.map_err(|e| ApiError::backend(e.message))?;
         let mut wanted: Vec<(String, String)> = Vec::new(); // (unit key, uri)
-        for key in &content_keys {
-            if let Some(v) = lid_core::uri::latest(units.get(key.as_str()).map(Vec::as_slice).unwrap_or_default()) {
-                wanted.push((key.clone(), format!("{key}/{v}")));
-            }
-        }
         let mut stored = Vec::new();
         for p in &packs {
             let files: Vec<String> = serde_json::from_str(&p.files).map_err(|e| ApiError::backend(format!("knowledge_packs.files of {}: {e}", p.pack)))?;
@@ -350,19 +413,92 @@ impl Store {
             }
             stored.push(StoredPack { id: p.pack.clone(), version: p.version.clone(), prefix: p.prefix.clone(), files, digest: Some(p.digest.clone()) });
         }
-        wanted.retain(|(_, u)| !facts.contains(u));
-        let got = futures_util::future::join_all(wanted.iter().map(|(_, uri)| self.kv_fact(uri))).await;
         let mut complete = true;
-        for ((key, _), f) in wanted.iter().zip(got) {
-            match f.map_err(ApiError::backend)? {
-                Some(fact) => facts.insert(key, fact),
-                None => complete = false,
+        loop {
+            let mut units: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+            for r in ledger.iter().filter(live).filter(|r| !bad.iter().any(|(u, _)| *u == r.uri)) {
+                units.entry(r.unit_key.as_str()).or_default().push(r.version.clone());
+            }
+            for key in &content_keys {
+                if let Some(v) = lid_core::uri::latest(units.get(key.as_str()).map(Vec::as_slice).unwrap_or_default()) {
+                    wanted.push((key.clone(), format!("{key}/{v}")));
+                }
+            }
+            wanted.retain(|(_, u)| !facts.contains(u) && !bad.iter().any(|(b, _)| b == u));
+            let (seen, failed) = self.read_checked(&wanted, &chains, facts, bad).await?;
+            complete &= seen;
+            wanted.clear();
+            if !failed {
+                break;
             }
         }
         if !content_keys.is_empty() || !stored.is_empty() {
             facts.content = Some(ContentSources { facts: content_keys, packs: stored });
         }
         Ok(complete)
+    }
+
+    /// Quarantine facts whose attestation failed (§21.4.3, §19.5), as `lid serve` does:
+    /// `lid_shared::attest::QUARANTINE_SQL` and a `fact_unattested` service event each.
+    pub async fn quarantine_unattested(&self, agent: &str, bad: &Unattesteds) -> ApiResult<()> {
+        if bad.is_empty() {
+            return Ok(());
+        }
+        let kid = self.org()?.kid().to_string();
+        let now = crate::util::now_ms();
+        let mut stmts = Vec::new();
+        for (uri, why) in bad {
+            worker::console_warn!("quarantined {uri}: {}", why.reason());
+            stmts.push(self.stmt(lid_shared::attest::QUARANTINE_SQL, args![why.reason(), uri])?);
+            stmts.push(event(self, Some(agent), lid_shared::attest::EVENT, &serde_json::json!({"uri": uri, "reason": why.reason(), "message": why.to_string(), "kid": kid}), now)?);
+        }
+        self.batch(stmts).await.map_err(ApiError::storage)
+    }
+
+    /// Sign, once, the facts written before attestation (`migrations/0007_attestation.sql`:
+    /// rows up to the rowid it recorded that have no chain), from their KV values, as `lid
+    /// serve` does on its first start with a key; then forget the mark. A fact not yet
+    /// visible in KV keeps the mark for the next read.
+    pub async fn adopt(&self) -> ApiResult<usize> {
+        #[derive(Deserialize)]
+        struct Mark {
+            m: Option<i64>,
+        }
+        let mark: Option<Mark> = self.first("SELECT max(max_rowid) AS m FROM attestation_adoption", args![]).await?;
+        let Some(max) = mark.and_then(|m| m.m) else { return Ok(0) };
+        #[derive(Deserialize)]
+        struct Row {
+            uri: String,
+        }
+        let rows: Vec<Row> = self.all("SELECT uri FROM instruction_facts WHERE rowid <= ?1 AND attestation_chain IS NULL AND quarantine IS NULL ORDER BY rowid", args![max]).await?;
+        let key = self.org()?;
+        let got = futures_util::future::join_all(rows.iter().map(|r| self.kv_fact(&r.uri))).await;
+        let (mut stmts, mut missing) = (Vec::new(), 0);
+        for (r, f) in rows.iter().zip(got) {
+            match f.map_err(ApiError::backend)? {
+                Some(fact) => stmts.push(self.stmt("UPDATE instruction_facts SET attestation_chain = ?1 WHERE uri = ?2 AND attestation_chain IS NULL", args![key.sign(&signed(&fact)), r.uri])?),
+                None => missing += 1,
+            }
+        }
+        let adopted = stmts.len();
+        if missing == 0 {
+            stmts.push(self.stmt("DELETE FROM attestation_adoption", args![])?);
+        }
+        if adopted > 0 {
+            stmts.push(event(self, None, "facts_adopted", &serde_json::json!({"facts": adopted, "kid": key.kid()}), crate::util::now_ms())?);
+        }
+        self.batch(stmts).await.map_err(ApiError::storage)?;
+        Ok(adopted)
+    }
+
+    /// The agent's snapshot for a write (or re-certification): one whose manifest fact is
+    /// quarantined for its attestation is none, so that an admin can publish again (and
+    /// write units first), as for an agent that has no manifest yet (as `lid serve`).
+    pub async fn writable_snapshot(&self, agent: &str) -> ApiResult<Option<Rc<Snapshot>>> {
+        match self.snapshot(agent).await {
+            Err(e) if e.code == lid_shared::attest::MANIFEST_UNATTESTED => Ok(None),
+            r => r,
+        }
     }
 
     /// The agent's current snapshot, `None` when it has no manifest.
@@ -392,15 +528,28 @@ impl Store {
             .await
             .map_err(|e| ApiError::backend(e.message))?
             .ok_or_else(|| ApiError::backend("the manifest row vanished while reading it"))?;
+        // A database from before attestation: its facts are signed first (once).
+        self.adopt().await?;
         let ledger = self.ledger(agent).await.map_err(|e| ApiError::backend(e.message))?;
+        let manifest_row = ledger.iter().find(|r| r.uri == row.fact_uri);
+        if let Some(reason) = manifest_row.and_then(|r| r.quarantine_reason.as_deref()) {
+            return Err(lid_shared::attest::manifest_unattested(agent, &row.fact_uri, reason).into());
+        }
         let manifest = self
             .kv_fact(&row.fact_uri)
             .await
             .map_err(ApiError::backend)?
             .ok_or_else(|| ApiError::backend(format!("manifest fact {} is not visible in KV yet (eventual consistency); retry in a few seconds", row.fact_uri)))?;
-        let provenance = ledger.iter().find(|r| r.uri == row.fact_uri).and_then(|r| r.provenance.as_deref()).and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
-        let (mut facts, complete) = self.facts_for(&manifest.content, &ledger, &[]).await?;
-        let content_complete = self.content_for(agent, &ledger, &mut facts).await?;
+        if let Err(why) = self.org()?.verify(&signed(&manifest), manifest_row.and_then(|r| r.attestation_chain.as_deref())) {
+            let reason = why.to_string();
+            self.quarantine_unattested(agent, &vec![(row.fact_uri.clone(), why)]).await?;
+            return Err(lid_shared::attest::manifest_unattested(agent, &row.fact_uri, &reason).into());
+        }
+        let provenance = manifest_row.and_then(|r| r.provenance.as_deref()).and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
+        let mut bad = Vec::new();
+        let (mut facts, complete) = self.facts_for(&manifest.content, &ledger, &[], &mut bad).await?;
+        let content_complete = self.content_for(agent, &ledger, &mut facts, &mut bad).await?;
+        self.quarantine_unattested(agent, &bad).await?;
         let complete = complete && content_complete;
         #[derive(Deserialize)]
         struct Unit {
@@ -433,16 +582,17 @@ impl Store {
 
 #[allow(clippy::too_many_arguments)]
 /// The D1 statements that record one new fact version in the ledger (§21.4.2–3): the
-/// previous version gets `valid_until`, the new row names its sha256 in `derived_from`.
-/// `prev_sha` is the current version's sha256, read before the batch.
+/// previous version gets `valid_until`, the new row names its sha256 in `derived_from`
+/// and carries the org key's signature (§21.4.3). `prev_sha` is the current version's
+/// sha256, read before the batch.
 pub fn ledger_insert(store: &Store, f: &Fact, unit_key: &str, agent: &str, unit_name: &str, prev_sha: Option<&str>, provenance: &Value, now: i64) -> ApiResult<Vec<D1PreparedStatement>> {
     let when = crate::util::iso(now);
     Ok(vec![
         store.stmt("UPDATE instruction_facts SET valid_until = ?1 WHERE unit_key = ?2 AND valid_until IS NULL", args![when, unit_key])?,
         store.stmt(
             "INSERT INTO instruction_facts (uri, unit_key, agent_id, unit_name, version, content, interpret_as, sha256, tokens,
-                authored_by, authored_at, source_trust, derived_from, valid_until, provenance, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, ?14, ?15)",
+                authored_by, authored_at, source_trust, derived_from, valid_until, provenance, created_at, attestation_chain)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, ?14, ?15, ?16)",
             args![
                 f.uri,
                 unit_key,
@@ -458,7 +608,8 @@ pub fn ledger_insert(store: &Store, f: &Fact, unit_key: &str, agent: &str, unit_
                 f.source_trust.unwrap_or(1.0),
                 prev_sha.map(str::to_string),
                 provenance.to_string(),
-                now
+                now,
+                store.org()?.sign(&signed(f))
             ],
         )?,
     ])

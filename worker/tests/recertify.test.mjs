@@ -11,19 +11,9 @@
 //   LID_WORKER_URL=… LID_ADMIN_KEY=… node --test tests/recertify.test.mjs   (cwd: worker/)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { call, d1, demoBody } from './helpers.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const { LID_WORKER_URL: base, LID_ADMIN_KEY: admin } = process.env;
-const call = async (method, path, body) => {
-  const r = await fetch(base + path, { method, headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: body && JSON.stringify(body) });
-  const text = await r.text();
-  return { status: r.status, body: text ? JSON.parse(text) : null };
-};
-const d1 = (sql) => execFileSync('npx', ['wrangler', 'd1', 'execute', 'DB', '--local', '--command', sql], { cwd: join(here, '..'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 const trigger = async () => {
   const r = await fetch(`${base}/__scheduled?cron=17+*+*+*+*`);
   assert.equal(r.status, 200, await r.text());
@@ -33,27 +23,6 @@ const recertifications = async (agent) => {
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return r.body.events.filter((e) => e.kind === 'manifest_recertified' || e.kind === 'recertification_failed');
 };
-
-// The demo agent as a publish body, for `agent`; with `weak`, its guarantees off and four
-// units that share one trigger, so no paraphrase can tell them apart (the gate fails).
-function demoBody(agent, weak) {
-  const dir = join(here, '../../examples/demo-agent');
-  const m = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
-  let entries = m.entries;
-  const units = {};
-  if (weak) entries = entries.filter((e) => e.name !== 'writing-status-updates' && e.name !== 'dependency-upgrades').map((e) => ({ ...e, guarantee_load: false }));
-  for (const e of entries) {
-    e.fact_uri = `instruction:demo/${agent}/${e.name}/v1`;
-    units[e.name] = readFileSync(join(dir, 'units', `${e.name}.md`), 'utf8');
-  }
-  if (weak) {
-    for (const n of ['twin-a', 'twin-b', 'twin-c', 'twin-d']) {
-      entries.push({ name: n, description: 'Archive old build artifacts.', required_by_task_types: [], guarantee_load: false, load_triggers: { intents: ['archive the old build artifacts'], keywords: [], task_types: [] }, fact_uri: `instruction:demo/${agent}/${n}/v1` });
-      units[n] = 'Archive old build artifacts to cold storage.';
-    }
-  }
-  return { version: 'v1', deployment: 'demo', agent_role: m.agent_role, entries, units, approvals: { guarantee_load: true, task_types: [], force_position: [] }, skip_coverage_gate: weak };
-}
 
 test('the Cron Trigger re-certifies after a ranker change and a week after a bypass, once each', { timeout: 120_000 }, async () => {
   for (const [k, v] of Object.entries({ LID_WORKER_URL: base, LID_ADMIN_KEY: admin })) assert.ok(v, `set ${k}`);

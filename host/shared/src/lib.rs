@@ -3,6 +3,7 @@
 //! shapes of rows and entries, none of which does I/O. Each host maps a [`Refusal`] to its
 //! own error type (the same `{"error": {code, status, message}}` body, README "Errors").
 //!
+//! - [`attest`]: the org key's signature on every stored fact, checked on every read (§21.4.3);
 //! - [`access`]: who may do what: the caller's role and capabilities, the route checks
 //!   (§21.4.4–5, S9, Spec-13);
 //! - [`json`]: a request body as one JSON object, each field given once;
@@ -18,6 +19,7 @@
 //! - [`units`]: unit writes and promotions: the request, the next version, the chain's rules (§21.4.1, Spec-13).
 
 pub mod access;
+pub mod attest;
 pub mod audit;
 pub mod coverage;
 pub mod federation;

@@ -171,6 +171,17 @@ pub fn source_trust(who: &crate::access::Principal) -> f64 {
 /// organisation wrote it (Spec-13).
 pub const PROMOTED_TRUST: f64 = 0.5;
 
+/// `authored_by` of a promoted fact: the organisation or peer it came from, or, for a
+/// fact quarantined for its attestation (§21.4.3, no origin), the admin who promoted it
+/// and so vouches for its text.
+pub fn promoted_author<'a>(origin: &'a str, promoted_by: &'a str) -> &'a str {
+    if origin.is_empty() {
+        promoted_by
+    } else {
+        origin
+    }
+}
+
 /// The version a write takes: the one asked for, which must come after the unit's latest
 /// (§21.4.1; the latest itself is left to the ledger's same-content check), or the next
 /// `vN`. `order` is the engine's `version-order` (an error for a version that is not
