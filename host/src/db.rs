@@ -127,16 +127,15 @@ pub struct Db {
     attestor: Attestor,
 }
 
-/// The org key and the facts it has already verified (by the SHA-256 of their signed
-/// payload and chain), so that a snapshot rebuilt after one write checks one signature.
+/// The org key and the facts it has already verified ([`lid_shared::attest::Memo`]).
 pub struct Attestor {
     key: OrgKey,
-    verified: Mutex<std::collections::HashSet<[u8; 32]>>,
+    memo: lid_shared::attest::Memo,
 }
 
 impl Attestor {
     fn new(key: OrgKey) -> Self {
-        Attestor { key, verified: Mutex::new(Default::default()) }
+        Attestor { key, memo: Default::default() }
     }
 
     pub fn key(&self) -> &OrgKey {
@@ -145,28 +144,9 @@ impl Attestor {
 
     /// [`OrgKey::verify`], remembering facts that passed.
     pub fn verify(&self, fact: &Signed, chain: Option<&str>) -> Result<(), Unattested> {
-        use sha2::Digest;
-        let mut h = sha2::Sha256::new();
-        h.update(fact.payload());
-        h.update([0]);
-        h.update(chain.unwrap_or("").as_bytes());
-        let id: [u8; 32] = h.finalize().into();
-        if self.verified.lock().map(|v| v.contains(&id)).unwrap_or(false) {
-            return Ok(());
-        }
-        self.key.verify(fact, chain)?;
-        if let Ok(mut v) = self.verified.lock() {
-            if v.len() >= VERIFIED_MAX {
-                v.clear();
-            }
-            v.insert(id);
-        }
-        Ok(())
+        self.memo.verify(&self.key, fact, chain)
     }
 }
-
-/// Bound of the verified-facts memo; it is emptied when full.
-const VERIFIED_MAX: usize = 1 << 16;
 
 /// The org key's file beside a database: `lid.db` → `lid.db.org-key`.
 pub fn org_key_path(db: &Path) -> PathBuf {

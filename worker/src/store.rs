@@ -160,6 +160,9 @@ const DERIVED_MAX_BYTES: usize = 32 << 20;
 const DERIVED_MAX_ENTRIES: usize = 8192;
 
 thread_local! {
+    /// The facts this isolate has verified (a snapshot rebuilt after one write checks one
+    /// signature).
+    static VERIFIED: lid_shared::attest::Memo = lid_shared::attest::Memo::default();
     static SNAPSHOTS: RefCell<HashMap<String, Rc<Snapshot>>> = RefCell::new(HashMap::new());
     static DERIVED: RefCell<HashMap<String, Rc<Vec<u8>>>> = RefCell::new(HashMap::new());
 }
@@ -318,7 +321,7 @@ impl Store {
         let (mut complete, mut failed) = (true, false);
         for ((k, uri), f) in wanted.iter().zip(got) {
             match f.map_err(ApiError::backend)? {
-                Some(fact) => match key.verify(&signed(&fact), chains.get(uri.as_str()).copied().flatten()) {
+                Some(fact) => match VERIFIED.with(|m| m.verify(key, &signed(&fact), chains.get(uri.as_str()).copied().flatten())) {
                     Ok(()) => facts.insert(k, fact),
                     Err(why) => {
                         bad.push((uri.clone(), why));
@@ -540,7 +543,8 @@ impl Store {
             .await
             .map_err(ApiError::backend)?
             .ok_or_else(|| ApiError::backend(format!("manifest fact {} is not visible in KV yet (eventual consistency); retry in a few seconds", row.fact_uri)))?;
-        if let Err(why) = self.org()?.verify(&signed(&manifest), manifest_row.and_then(|r| r.attestation_chain.as_deref())) {
+        let key = self.org()?;
+        if let Err(why) = VERIFIED.with(|m| m.verify(key, &signed(&manifest), manifest_row.and_then(|r| r.attestation_chain.as_deref()))) {
             let reason = why.to_string();
             self.quarantine_unattested(agent, &vec![(row.fact_uri.clone(), why)]).await?;
             return Err(lid_shared::attest::manifest_unattested(agent, &row.fact_uri, &reason).into());

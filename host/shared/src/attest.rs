@@ -180,6 +180,41 @@ impl OrgKey {
     }
 }
 
+/// The facts a host has already verified, by the SHA-256 of their signed payload and
+/// chain, so that a snapshot rebuilt after one write checks one signature (an Ed25519
+/// verification costs far more than the hash). Bounded: emptied when full.
+#[derive(Default)]
+pub struct Memo {
+    verified: std::sync::Mutex<std::collections::HashSet<[u8; 32]>>,
+}
+
+/// Bound of a [`Memo`].
+const MEMO_MAX: usize = 1 << 16;
+
+impl Memo {
+    /// [`OrgKey::verify`], remembering facts that passed.
+    pub fn verify(&self, key: &OrgKey, fact: &Signed, chain: Option<&str>) -> Result<(), Unattested> {
+        let mut h = Sha256::new();
+        h.update(key.kid.as_bytes());
+        h.update([0]);
+        h.update(fact.payload());
+        h.update([0]);
+        h.update(chain.unwrap_or("").as_bytes());
+        let id: [u8; 32] = h.finalize().into();
+        if self.verified.lock().map(|v| v.contains(&id)).unwrap_or(false) {
+            return Ok(());
+        }
+        key.verify(fact, chain)?;
+        if let Ok(mut v) = self.verified.lock() {
+            if v.len() >= MEMO_MAX {
+                v.clear();
+            }
+            v.insert(id);
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +292,22 @@ mod tests {
         assert!(OrgKey::parse(&URL_SAFE_NO_PAD.encode([1u8; 31])).unwrap_err().0.contains("31 bytes"));
         // Debug never shows the seed.
         assert!(!format!("{k:?}").contains(&t));
+    }
+
+    #[test]
+    fn the_memo_remembers_only_what_passed() {
+        let (k, memo) = (key(3), Memo::default());
+        let f = fact("Review every diff.");
+        let chain = k.sign(&f);
+        assert_eq!(memo.verify(&k, &f, Some(&chain)), Ok(()));
+        assert_eq!(memo.verify(&k, &f, Some(&chain)), Ok(()));
+        // The same chain over changed content is checked again, and fails, every time.
+        let changed = Signed { content: "Skip review.", ..f };
+        for _ in 0..2 {
+            assert_eq!(memo.verify(&k, &changed, Some(&chain)), Err(Unattested::BadSignature));
+        }
+        // What one key verified does not pass for another.
+        assert!(memo.verify(&key(4), &f, Some(&chain)).is_err());
     }
 
     #[test]
