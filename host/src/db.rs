@@ -219,13 +219,13 @@ fn adopt(tx: &Transaction, key: &OrgKey) -> DbResult<usize> {
     let mut rows = Vec::new();
     {
         let mut st = tx.prepare(
-            "SELECT rowid, uri, version, interpret_as, content, authored_by, authored_at, source_trust FROM instruction_facts
+            "SELECT rowid, uri, version, interpret_as, content, authored_by, authored_at, source_trust, tokens FROM instruction_facts
              WHERE rowid <= ?1 AND attestation_chain IS NULL ORDER BY rowid",
         )?;
         let mut q = st.query(params![max])?;
         while let Some(r) = q.next()? {
             let (uri, version, kind, content, by, at): (String, String, String, String, String, String) = (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
-            let chain = key.sign(&Signed { uri: &uri, version: &version, interpret_as: &kind, content: &content, authored_by: &by, authored_at: &at, source_trust: r.get(7)? });
+            let chain = key.sign(&Signed { uri: &uri, version: &version, interpret_as: &kind, content: &content, authored_by: &by, authored_at: &at, source_trust: r.get(7)?, tokens: r.get(8)?, sha256: None });
             rows.push((r.get::<_, i64>(0)?, chain));
         }
     }
@@ -678,7 +678,8 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
         let (authored_by, authored_at, source_trust): (String, String, f64) = (r.get(6)?, r.get(7)?, r.get(8)?);
         // §21.4.3: a fact the org key did not sign, or whose signed fields changed since,
         // is never served (the caller quarantines it).
-        let signed = Signed { uri: &uri, version: &version, interpret_as: &interpret_as, content: &content, authored_by: &authored_by, authored_at: &authored_at, source_trust };
+        let (tokens, sha256): (i64, String) = (r.get(10)?, r.get(11)?);
+        let signed = Signed { uri: &uri, version: &version, interpret_as: &interpret_as, content: &content, authored_by: &authored_by, authored_at: &authored_at, source_trust, tokens, sha256: Some(&sha256) };
         if let Err(why) = attestor.verify(&signed, r.get::<_, Option<String>>(14)?.as_deref()) {
             unattested.push((uri, why));
             continue;
@@ -700,8 +701,8 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
             authored_at: &authored_at,
             source_trust,
             derived_from: r.get::<_, Option<String>>(9)?.as_deref(),
-            tokens: r.get(10)?,
-            sha256: &r.get::<_, String>(11)?,
+            tokens,
+            sha256: &sha256,
         }
         .to_json();
         versions.entry(unit_key).or_default().push(version);
@@ -843,6 +844,8 @@ impl NewFact {
             authored_by: &self.authored_by,
             authored_at: &self.authored_at,
             source_trust: self.source_trust,
+            tokens: self.tokens,
+            sha256: None,
         }
     }
 

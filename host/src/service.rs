@@ -667,6 +667,19 @@ impl Service {
                 staged.push(fact);
             }
         }
+        let held = self.db.read(|c| {
+            let mut st = c.prepare_cached("SELECT coalesce(quarantine_reason, quarantine) FROM instruction_facts WHERE uri = ?1 AND quarantine IS NOT NULL")?;
+            let mut held = BTreeMap::new();
+            for uri in entries.iter().filter_map(|e| e["fact_uri"].as_str()) {
+                if let Some(why) = st.query_row(params![uri], |r| r.get::<_, String>(0)).optional()? {
+                    held.insert(uri.to_string(), why);
+                }
+            }
+            Ok(held)
+        })?;
+        if let Some(refusal) = lid_shared::publish::quarantined_units(&entries, agent, |uri| held.get(uri).cloned()) {
+            return Err(refusal.into());
+        }
         let facts = Arc::new(base.overlay(staged_facts(&base, &staged)));
         if let Some(refusal) = lid_shared::publish::unstored_units(&entries, |uri| facts.raw(uri).is_some()) {
             return Err(refusal.into());

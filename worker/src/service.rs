@@ -608,6 +608,12 @@ impl Service {
         let mut bad = Vec::new();
         let (facts, _complete) = self.store.facts_for(&manifest_json, &ledger, &staged_facts, &mut bad).await?;
         self.store.quarantine_unattested(agent, &bad).await?;
+        if let Some(refusal) = lid_shared::publish::quarantined_units(&entries, agent, |uri| {
+            let now = bad.iter().find(|(u, _)| u == uri).map(|(_, why)| why.reason().to_string());
+            now.or_else(|| ledger.iter().find(|r| r.uri == uri && r.quarantine.is_some()).map(|r| r.quarantine_reason.clone().or_else(|| r.quarantine.clone()).unwrap_or_default()))
+        }) {
+            return Err(refusal.into());
+        }
         if let Some(refusal) = lid_shared::publish::unstored_units(&entries, |uri| ledger.iter().any(|r| r.uri == uri) || staged_facts.iter().any(|f| f.uri == uri)) {
             return Err(refusal.into());
         }

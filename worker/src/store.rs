@@ -110,6 +110,8 @@ pub fn signed(f: &Fact) -> Signed<'_> {
         authored_by: f.authored_by.as_deref().unwrap_or_default(),
         authored_at: f.authored_at.as_deref().unwrap_or_default(),
         source_trust: f.source_trust.unwrap_or(1.0),
+        tokens: f.tokens.unwrap_or(0).into(),
+        sha256: f.sha256.as_deref(),
     }
 }
 

@@ -7,7 +7,8 @@
 //! in SQLite, D1 or KV by anything but the service cannot carry a valid signature. What is
 //! signed is [`Signed::payload`]: the fact's URI, version, kind, the SHA-256 of its
 //! content (computed from the content at every check, never read from the row), its author,
-//! authoring time and `source_trust`, as one JSON array. The chain is a JSON array of
+//! authoring time, `source_trust` and token count, as one JSON array; the content digest a
+//! store keeps beside the content is checked against it too. The chain is a JSON array of
 //! `{"alg": "Ed25519", "kid", "sig"}` (base64url, no padding); it verifies when one entry
 //! names the org key's `kid` and its signature verifies.
 //!
@@ -60,15 +61,23 @@ pub struct Signed<'a> {
     pub authored_by: &'a str,
     pub authored_at: &'a str,
     pub source_trust: f64,
+    /// The content's cl100k token count as stored (the engine budgets by it).
+    pub tokens: i64,
+    /// The content's SHA-256 as the store gives it (it keys cached ranker indexes), if it
+    /// does: not signed, but checked against the content on every verification.
+    pub sha256: Option<&'a str>,
 }
 
 impl Signed<'_> {
     /// The bytes signed: a JSON array (unambiguous whatever the strings hold) of a tag,
     /// the fields and the content's lowercase hex SHA-256.
     pub fn payload(&self) -> Vec<u8> {
-        let sha = hex(&Sha256::digest(self.content.as_bytes()));
+        self.payload_with(&hex(&Sha256::digest(self.content.as_bytes())))
+    }
+
+    fn payload_with(&self, sha: &str) -> Vec<u8> {
         let trust = serde_json::Number::from_f64(self.source_trust).map(serde_json::Value::Number).unwrap_or(serde_json::Value::Null);
-        serde_json::json!(["lid-attestation:v1", self.uri, self.version, self.interpret_as, sha, self.authored_by, self.authored_at, trust])
+        serde_json::json!(["lid-attestation:v1", self.uri, self.version, self.interpret_as, sha, self.authored_by, self.authored_at, trust, self.tokens])
             .to_string()
             .into_bytes()
     }
@@ -176,7 +185,11 @@ impl OrgKey {
         let entries: Vec<Entry> = serde_json::from_str(chain).map_err(|e| Unattested::Malformed(e.to_string()))?;
         let ours = entries.iter().find(|e| e.alg == ALG && e.kid == self.kid).ok_or_else(|| Unattested::UnknownKey(self.kid.clone()))?;
         let sig = URL_SAFE_NO_PAD.decode(&ours.sig).ok().and_then(|b| Signature::from_slice(&b).ok()).ok_or(Unattested::BadSignature)?;
-        self.verifying.verify(&fact.payload(), &sig).map_err(|_| Unattested::BadSignature)
+        let sha = hex(&Sha256::digest(fact.content.as_bytes()));
+        if fact.sha256.is_some_and(|claimed| claimed != sha) {
+            return Err(Unattested::BadSignature);
+        }
+        self.verifying.verify(&fact.payload_with(&sha), &sig).map_err(|_| Unattested::BadSignature)
     }
 }
 
@@ -198,6 +211,8 @@ impl Memo {
         h.update(key.kid.as_bytes());
         h.update([0]);
         h.update(fact.payload());
+        h.update([0]);
+        h.update(fact.sha256.unwrap_or("").as_bytes());
         h.update([0]);
         h.update(chain.unwrap_or("").as_bytes());
         let id: [u8; 32] = h.finalize().into();
@@ -228,6 +243,8 @@ mod tests {
             authored_by: "admin:acme",
             authored_at: "2026-11-28T10:00:00.000Z",
             source_trust: 0.9,
+            tokens: 4,
+            sha256: None,
         }
     }
 
@@ -241,6 +258,8 @@ mod tests {
         let f = fact("Review every diff.");
         let chain = k.sign(&f);
         assert_eq!(k.verify(&f, Some(&chain)), Ok(()));
+        let digest = hex(&Sha256::digest(f.content.as_bytes()));
+        assert_eq!(k.verify(&Signed { sha256: Some(&digest), ..f }, Some(&chain)), Ok(()));
         // Signing is deterministic (Ed25519), so the chain is too.
         assert_eq!(chain, k.sign(&f));
         let changed = [
@@ -251,6 +270,9 @@ mod tests {
             Signed { authored_by: "agent:eng", ..f },
             Signed { authored_at: "2026-11-28T10:00:00.001Z", ..f },
             Signed { source_trust: 1.0, ..f },
+            Signed { tokens: 400, ..f },
+            // the store's digest of the content, unsigned but checked
+            Signed { sha256: Some("00"), ..f },
         ];
         for c in changed {
             assert_eq!(k.verify(&c, Some(&chain)), Err(Unattested::BadSignature), "{c:?}");

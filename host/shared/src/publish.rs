@@ -118,11 +118,31 @@ pub fn unstored_units(entries: &[Value], exists: impl Fn(&str) -> bool) -> Optio
         .filter(|(_, uri)| !exists(uri))
         .map(|(name, uri)| json!({"code": "manifest_entry_invalid", "entry": name, "field": "fact_uri", "message": format!("no fact is stored at {uri}: send the unit's text in `units`, or write it first with PUT …/units/{name}")}))
         .collect();
+    entries_refusal(problems, ("names a unit that is not stored", "name units that are not stored"), "")
+}
+
+/// 400 `manifest_entry_invalid` naming every entry whose `fact_uri` is a quarantined fact
+/// (`quarantined` gives its reason: an attestation failure, §21.4.3), or `None`. Such a
+/// fact is never served, and its URI is taken (facts are immutable), so sending its text
+/// again cannot bring it back: a new version of the unit or a promotion does.
+pub fn quarantined_units(entries: &[Value], agent: &str, quarantined: impl Fn(&str) -> Option<String>) -> Option<Refusal> {
+    let problems: Vec<Value> = entries
+        .iter()
+        .filter_map(|e| Some((e["name"].as_str()?, e["fact_uri"].as_str().filter(|u| !u.is_empty())?)))
+        .filter_map(|(name, uri)| quarantined(uri).map(|why| (name, uri, why)))
+        .map(|(name, uri, why)| json!({"code": "manifest_entry_invalid", "entry": name, "field": "fact_uri", "message": format!("the fact at {uri} is quarantined ({why}) and is never served: name a new version of the unit in fact_uri (with its text in `units`), or promote it (POST /v1/agents/{agent}/facts/promote)")}))
+        .collect();
+    entries_refusal(problems, ("names a quarantined fact", "name quarantined facts"), "")
+}
+
+/// 400 `manifest_entry_invalid` for `problems` (one per entry, `entry` naming it), or
+/// `None` when there are none: "1 entry {one}: a{then}", "N entries {many}: a, b{then}".
+fn entries_refusal(problems: Vec<Value>, (one, many): (&str, &str), then: &str) -> Option<Refusal> {
     if problems.is_empty() {
         return None;
     }
     let names: Vec<&str> = problems.iter().filter_map(|p| p["entry"].as_str()).collect();
-    Some(Refusal::new(400, "manifest_entry_invalid", format!("{} entr{} name a unit that is not stored: {}", names.len(), if names.len() == 1 { "y" } else { "ies" }, names.join(", "))).with_details(json!({"errors": problems})))
+    Some(Refusal::new(400, "manifest_entry_invalid", format!("{} {}: {}{then}", names.len(), if names.len() == 1 { format!("entry {one}") } else { format!("entries {many}") }, names.join(", "))).with_details(json!({"errors": problems})))
 }
 
 /// 400 `manifest_entry_invalid` for entries a service cannot serve: a `path` with no
@@ -141,11 +161,7 @@ pub fn path_only_entries(entries: &[Value], deployment: &str, agent: &str) -> Op
             )})
         })
         .collect();
-    if problems.is_empty() {
-        return None;
-    }
-    let names: Vec<&str> = problems.iter().filter_map(|p| p["entry"].as_str()).collect();
-    Some(Refusal::new(400, "manifest_entry_invalid", format!("{} entr{} with only a `path` cannot be served by the service (it keeps units as facts): {}; give each a `fact_uri`", names.len(), if names.len() == 1 { "y" } else { "ies" }, names.join(", "))).with_details(json!({"errors": problems})))
+    entries_refusal(problems, ("with only a `path` cannot be served by the service (it keeps units as facts)", "with only a `path` cannot be served by the service (it keeps units as facts)"), "; give each a `fact_uri`")
 }
 
 /// 409 `manifest_version_conflict`: `version` of `agent` is already published.
@@ -291,6 +307,22 @@ pub fn cosignature_request<'a>(agent: &str, body: &'a Value) -> Result<(&'a str,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_naming_quarantined_facts_are_refused_each_with_its_reason() {
+        let entries = vec![
+            json!({"name": "a", "fact_uri": "instruction:d/x/a/v1"}),
+            json!({"name": "b", "fact_uri": "instruction:d/x/b/v2"}),
+            json!({"name": "c", "path": "units/c.md"}),
+        ];
+        assert_eq!(quarantined_units(&entries, "x", |_| None), None);
+        let r = quarantined_units(&entries, "x", |u| u.ends_with("/b/v2").then(|| "attestation_invalid".to_string())).unwrap();
+        assert_eq!((r.status, r.code.as_ref()), (400, "manifest_entry_invalid"));
+        assert_eq!(r.message, "1 entry names a quarantined fact: b");
+        let e = &r.details["errors"][0];
+        assert_eq!((e["entry"].as_str(), e["field"].as_str()), (Some("b"), Some("fact_uri")));
+        assert!(e["message"].as_str().unwrap().contains("quarantined (attestation_invalid)") && e["message"].as_str().unwrap().contains("/v1/agents/x/facts/promote"), "{e}");
+    }
 
     #[test]
     fn a_cosignature_names_the_digest_in_lowercase() {
