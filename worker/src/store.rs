@@ -296,8 +296,10 @@ impl Store {
         }
     }
 
-    /// Store one fact in KV (immutable: written once per URI).
+    /// Store one fact in KV (immutable: written once per URI). Without an org key nothing
+    /// is written: the ledger row that would sign it could not be.
     pub async fn put_fact(&self, fact: &Fact) -> ApiResult<()> {
+        self.org()?;
         let json = serde_json::to_string(fact).map_err(ApiError::storage)?;
         self.kv.put(&fact.uri, json)?.execute().await?;
         Ok(())
