@@ -494,7 +494,9 @@ impl Store {
         if adopted > 0 {
             stmts.push(event(self, None, "facts_adopted", &serde_json::json!({"facts": adopted, "kid": key.kid()}), crate::util::now_ms())?);
         }
-        self.batch(stmts).await.map_err(ApiError::storage)?;
+        if !stmts.is_empty() {
+            self.batch(stmts).await.map_err(ApiError::storage)?;
+        }
         Ok(adopted)
     }
 
