@@ -4,8 +4,8 @@
 -- and never served.
 --
 -- Rows written before this migration have no chain. `attestation_adoption` records the
--- newest rowid at migration time: the host signs the rows up to it once, on its first
--- start with an org key, then empties the table. A row written later without the service
+-- newest rowid at migration time: `lid serve` signs the rows up to it once, on its first
+-- start with an org key (the worker on its first snapshot read), then empties the table. A row written later without the service
 -- (so without a signature) is never adopted.
 -- Plain SQLite SQL that Cloudflare D1 also accepts.
 ALTER TABLE instruction_facts ADD COLUMN attestation_chain TEXT;

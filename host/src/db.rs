@@ -188,7 +188,7 @@ fn org_key(c: &Connection, db: &Path, path: &Path) -> DbResult<OrgKey> {
 }
 
 /// Write `text` to a new file at `path` readable by its owner only, whole or not at all
-/// (a temporary file renamed into place; an existing file is never replaced).
+/// (a temporary file hard-linked into place, so an existing file is never replaced).
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = {
