@@ -53,8 +53,17 @@ impl ApiError {
 
     /// A storage failure outside the recall path.
     pub fn storage(e: DbError) -> Self {
+        if let DbError::OrgKeyMismatch(m) = e {
+            return Self::org_key_mismatch(m);
+        }
         tracing::error!(error = %e, "storage failure");
         lid_shared::Refusal::storage_unavailable(e).into()
+    }
+
+    /// 503 `org_key_mismatch` (ours): the store's facts are signed by another org key.
+    fn org_key_mismatch(message: String) -> Self {
+        tracing::error!(message, "org key mismatch");
+        lid_shared::attest::org_key_mismatch(message).into()
     }
 
     /// A storage failure on a read the engine needs (§21.9 `recall_backend_unavailable`).
@@ -72,6 +81,7 @@ impl ApiError {
                 tracing::error!(agent, uri, reason, "manifest unattested");
                 lid_shared::attest::manifest_unattested(&agent, &uri, &reason).into()
             }
+            DbError::OrgKeyMismatch(m) => Self::org_key_mismatch(m),
             e => Self::backend(e),
         }
     }

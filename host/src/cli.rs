@@ -191,6 +191,11 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// The org key that signs every fact in the service database (§21.4.3).
+    OrgKey {
+        #[command(subcommand)]
+        command: OrgKeyCommand,
+    },
     /// Re-certify the published manifests that are due through the coverage gate
     /// (§21.8.3: every manifest, once the ranker changed; S10: a week after a gate
     /// bypass). `lid serve` does this at start-up and hourly. Exit 0 when every manifest
@@ -255,6 +260,27 @@ pub enum AuditCommand {
         /// the agent see the same text now?)
         #[arg(long, requires = "db")]
         current: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum OrgKeyCommand {
+    /// The key's id, public key and file (the database opens with no other key).
+    Show {
+        #[arg(long, default_value = "lid.db")]
+        db: PathBuf,
+        /// The key file (default: the database's path with `.org-key` added)
+        #[arg(long)]
+        org_key: Option<PathBuf>,
+    },
+    /// Make a new key, re-sign every fact the old one signed with it (one transaction),
+    /// and put it in the key file. A `lid serve` running on the database follows it.
+    Rotate {
+        #[arg(long, default_value = "lid.db")]
+        db: PathBuf,
+        /// The key file (default: the database's path with `.org-key` added)
+        #[arg(long)]
+        org_key: Option<PathBuf>,
     },
 }
 
@@ -384,6 +410,9 @@ fn cli_failure(e: &anyhow::Error) -> crate::apierror::ApiError {
     if e.chain().any(|c| c.is::<crate::engine::Interrupted>() || c.is::<wasmtime::Trap>()) {
         return ApiError::engine_ref(e);
     }
+    if let Some(crate::db::DbError::OrgKeyMismatch(m)) = e.chain().find_map(|c| c.downcast_ref::<crate::db::DbError>()) {
+        return lid_shared::attest::org_key_mismatch(m.clone()).into();
+    }
     ApiError::new(400, "cli_error", format!("{e:#}"))
 }
 
@@ -417,10 +446,15 @@ fn refuse_leftovers(out: &Path, files: &[(PathBuf, String)], what: &str, why: &s
 /// reads as "no keys" or "no events" when the path is only mistyped, or the command was
 /// run from another directory than `lid serve` (whose `--db` defaults to `lid.db` there).
 fn existing_db(path: &Path) -> Result<Arc<crate::db::Db>> {
+    existing_db_with_key(path, None)
+}
+
+/// [`existing_db`] with its org key at `key` (default: beside it).
+fn existing_db_with_key(path: &Path, key: Option<&Path>) -> Result<Arc<crate::db::Db>> {
     if !path.is_file() {
         bail!("no database at {}: pass --db with the file `lid serve --db` uses (default: lid.db in the directory it was started from)", path.display());
     }
-    Ok(crate::db::Db::open(path)?)
+    Ok(crate::db::Db::open_with_key(path, key)?)
 }
 
 fn runtime() -> Result<Runtime> {
@@ -894,6 +928,7 @@ fn run(cli: &Cli) -> Result<i32> {
         Command::Serve(args) => crate::serve::run(args, cli.json),
         Command::Mcp(args) => crate::mcp::run_stdio(args),
         Command::Keys { command } => keys(cli, command),
+        Command::OrgKey { command } => org_key(cli, command),
         Command::Recertify { db } => {
             let svc = crate::serve::service(existing_db(db)?, Vec::new(), None)?;
             let done = svc.recertify(crate::db::now_ms()).map_err(anyhow::Error::new)?;
@@ -942,6 +977,32 @@ fn run(cli: &Cli) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+fn org_key(cli: &Cli, command: &OrgKeyCommand) -> Result<i32> {
+    match command {
+        OrgKeyCommand::Show { db, org_key } => {
+            let db = existing_db_with_key(db, org_key.as_deref())?;
+            let key = db.attestor().key();
+            let file = org_key.clone().unwrap_or_else(|| crate::db::org_key_path(db.path()));
+            if cli.json {
+                print_json(&json!({"kid": key.kid(), "public_key": key.public_text(), "key_file": file}));
+            } else {
+                outln!("org key {} (public key {}), in {}", key.kid(), key.public_text(), file.display());
+            }
+        }
+        OrgKeyCommand::Rotate { db, org_key } => {
+            let db = existing_db_with_key(db, org_key.as_deref())?;
+            let r = db.rotate_org_key()?;
+            if cli.json {
+                print_json(&json!(r));
+            } else {
+                outln!("rotated the org key {} -> {} (public key {}), in {}", r.from, r.to, r.public_key, r.key_file.display());
+                outln!("re-signed {} facts; {} facts the old key had not signed keep their chain (they stay quarantined)", r.resigned, r.kept);
+            }
+        }
+    }
+    Ok(0)
 }
 
 fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {

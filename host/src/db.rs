@@ -25,7 +25,7 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock, RwLock, TryLockError, Weak};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use serde_json::{json, Value};
 
-use lid_shared::attest::{OrgKey, Signed, Unattested};
+use lid_shared::attest::{self, kid_needle, KeyCheck, OrgKey, Signed, Unattested};
 
 use crate::engine::{FactSource, DERIVED_PREFIX};
 
@@ -38,6 +38,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0005_certifications.sql", include_str!("../../migrations/0005_certifications.sql")),
     ("0006_audit_heartbeats.sql", include_str!("../../migrations/0006_audit_heartbeats.sql")),
     ("0007_attestation.sql", include_str!("../../migrations/0007_attestation.sql")),
+    ("0008_org_key.sql", include_str!("../../migrations/0008_org_key.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -59,6 +60,9 @@ pub enum DbError {
     /// The org key (§21.4.3) cannot be read, or is missing where facts were signed by one.
     #[error("{0}")]
     OrgKey(String),
+    /// The org key is not the one the store's facts are signed by (503 `org_key_mismatch`).
+    #[error("{0}")]
+    OrgKeyMismatch(String),
     /// The agent's current manifest fact failed its attestation and is quarantined.
     #[error("the current manifest fact {uri} of agent {agent:?} failed its attestation ({reason}) and is quarantined")]
     ManifestUnattested { agent: String, uri: String, reason: String },
@@ -127,25 +131,105 @@ pub struct Db {
     attestor: Attestor,
 }
 
-/// The org key and the facts it has already verified ([`lid_shared::attest::Memo`]).
+/// The org key, the file it is read from, and the facts it has already verified
+/// ([`lid_shared::attest::Memo`]). The key changes when the store's is rotated
+/// ([`Db::rotate_org_key`], perhaps by another process while this one serves): a fact
+/// signed by a key this process does not hold, or a write to a store that records another
+/// key, makes it read its key file (and a rotation's [`next_key_path`]) again first.
 pub struct Attestor {
-    key: OrgKey,
+    key: RwLock<Arc<OrgKey>>,
+    path: PathBuf,
     memo: lid_shared::attest::Memo,
 }
 
 impl Attestor {
-    fn new(key: OrgKey) -> Self {
-        Attestor { key, memo: Default::default() }
+    fn new(key: OrgKey, path: PathBuf) -> Self {
+        Attestor { key: RwLock::new(Arc::new(key)), path, memo: Default::default() }
     }
 
-    pub fn key(&self) -> &OrgKey {
-        &self.key
+    /// The key held now.
+    pub fn key(&self) -> Arc<OrgKey> {
+        match self.key.read() {
+            Ok(k) => k.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
-    /// [`OrgKey::verify`], remembering facts that passed.
+    /// [`OrgKey::verify`], remembering facts that passed; a chain naming a key this
+    /// process does not hold is checked again after [`Attestor::follow`].
     pub fn verify(&self, fact: &Signed, chain: Option<&str>) -> Result<(), Unattested> {
-        self.memo.verify(&self.key, fact, chain)
+        match self.memo.verify(&self.key(), fact, chain) {
+            Err(Unattested::UnknownKey(_)) if self.follow(|k| chain.is_some_and(|c| c.contains(&kid_needle(k.kid())))) => self.memo.verify(&self.key(), fact, chain),
+            r => r,
+        }
     }
+
+    /// Take the key in the key file, or else in a rotation's `.next` file, that `wanted`
+    /// accepts, if it is not the one held: whether one was taken. Both files are the
+    /// operator's (mode 0600 beside the database), as trusted as the key first read.
+    fn follow(&self, wanted: impl Fn(&OrgKey) -> bool) -> bool {
+        let held = self.key();
+        for p in [self.path.clone(), next_key_path(&self.path)] {
+            let Some(k) = std::fs::read_to_string(&p).ok().and_then(|t| OrgKey::parse(&t).ok()) else { continue };
+            if k.kid() != held.kid() && wanted(&k) {
+                tracing::info!(from = held.kid(), to = k.kid(), file = %p.display(), "the org key was rotated: following it");
+                self.set(k);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn set(&self, key: OrgKey) {
+        match self.key.write() {
+            Ok(mut k) => *k = Arc::new(key),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(key),
+        }
+    }
+
+    /// The key to sign a write in `tx` with: the one the store records, followed to its
+    /// file if another process rotated it; 503 `org_key_mismatch` when no file holds it.
+    pub fn for_write(&self, tx: &Transaction) -> DbResult<Arc<OrgKey>> {
+        let recorded: Option<String> = tx.prepare_cached(attest::RECORDED_KEY_SQL)?.query_row([], |r| r.get(0)).optional()?;
+        let held = self.key();
+        match recorded {
+            Some(kid) if kid != held.kid() => {
+                if self.follow(|k| k.kid() == kid) {
+                    Ok(self.key())
+                } else {
+                    Err(DbError::OrgKeyMismatch(attest::mismatch_message(Some(&kid), held.kid(), &restore(&self.path))))
+                }
+            }
+            _ => Ok(held),
+        }
+    }
+}
+
+/// What [`Db::rotate_org_key`] did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Rotated {
+    /// The old key's id and the new one's.
+    pub from: String,
+    pub to: String,
+    /// The new public key (base64url), for whoever verifies facts elsewhere.
+    pub public_key: String,
+    /// Facts re-signed, and facts left as they were (the old key had not signed them).
+    pub resigned: usize,
+    pub kept: usize,
+    pub key_file: PathBuf,
+}
+
+/// What to do about a key file that does not hold the store's key.
+fn restore(path: &Path) -> String {
+    format!("put the key the database was used with in {} (or pass --org-key with its file), then start again", path.display())
+}
+
+/// Where a rotation keeps its new key until the database records it: `lid.db.org-key` →
+/// `lid.db.org-key.next`.
+pub fn next_key_path(key: &Path) -> PathBuf {
+    let mut p = key.as_os_str().to_owned();
+    p.push(".next");
+    PathBuf::from(p)
 }
 
 /// The org key's file beside a database: `lid.db` → `lid.db.org-key`.
@@ -190,6 +274,20 @@ fn org_key(c: &Connection, db: &Path, path: &Path) -> DbResult<OrgKey> {
 /// Write `text` to a new file at `path` readable by its owner only, whole or not at all
 /// (a temporary file hard-linked into place, so an existing file is never replaced).
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    write_private_with(path, text, |tmp, path| std::fs::hard_link(tmp, path))
+}
+
+/// [`write_private`], replacing a file already at `path` (renamed into place).
+fn replace_private(path: &Path, text: &str) -> std::io::Result<()> {
+    write_private_with(path, text, |tmp, path| std::fs::rename(tmp, path))?;
+    // the rename itself survives a crash once the directory is synced
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir).and_then(|d| d.sync_all())?;
+    }
+    Ok(())
+}
+
+fn write_private_with(path: &Path, text: &str, place: impl FnOnce(&Path, &Path) -> std::io::Result<()>) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = {
         let mut p = path.as_os_str().to_owned();
@@ -204,10 +302,52 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
         let mut f = o.open(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
-        std::fs::hard_link(&tmp, path)
+        place(&tmp, path)
     })();
     let _ = std::fs::remove_file(&tmp);
     r
+}
+
+/// Check the org key against the one the store records ([`attest::key_check`]), recording
+/// it on a store that has no record yet. A key file that does not hold the store's key is
+/// an error, never a reason to quarantine every fact.
+fn check_recorded(tx: &Transaction, key: &OrgKey, path: &Path) -> DbResult<()> {
+    let recorded: Option<String> = tx.query_row(attest::RECORDED_KEY_SQL, [], |r| r.get(0)).optional()?;
+    let (signed, by_key) = match recorded {
+        Some(_) => (0, 0),
+        None => tx.query_row(attest::SIGNED_BY_SQL, params![kid_needle(key.kid())], |r| Ok((r.get(0)?, r.get(1)?)))?,
+    };
+    match attest::key_check(recorded.as_deref(), key, None, signed, by_key) {
+        KeyCheck::Current | KeyCheck::Rotate => Ok(()),
+        KeyCheck::Record => {
+            tx.execute(attest::RECORD_KEY_SQL, params![key.kid(), key.public_text(), now_ms()])?;
+            Ok(())
+        }
+        KeyCheck::Mismatch(kid) => Err(DbError::OrgKeyMismatch(attest::mismatch_message(kid.as_deref(), key.kid(), &restore(path)))),
+    }
+}
+
+/// Finish, or undo, a rotation that stopped between its steps ([`Db::rotate_org_key`]): a
+/// `.next` key file the database records is put in place of the key file (the rotation
+/// committed); one it does not record is removed (it never did). Under the write lock, which
+/// a rotation holds from writing that file until it commits.
+fn settle_rotation(w: &mut Connection, path: &Path) -> DbResult<()> {
+    let next = next_key_path(path);
+    if !next.exists() {
+        return Ok(());
+    }
+    let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let recorded: Option<String> = tx.query_row(attest::RECORDED_KEY_SQL, [], |r| r.get(0)).optional()?;
+    let text = std::fs::read_to_string(&next).unwrap_or_default();
+    match OrgKey::parse(&text) {
+        Ok(k) if recorded.as_deref() == Some(k.kid()) => {
+            replace_private(path, &text).map_err(|e| DbError::OrgKey(format!("a rotation to org key {} committed, but its key could not be put in {}: {e}; move {} there", k.kid(), path.display(), next.display())))?;
+            tracing::warn!(kid = k.kid(), file = %path.display(), "finished an interrupted org key rotation");
+        }
+        _ => tracing::warn!(file = %next.display(), "removed the key of an org key rotation that did not commit"),
+    }
+    let _ = std::fs::remove_file(&next);
+    Ok(())
 }
 
 /// Sign, once, the facts written before attestation (`migrations/0007_attestation.sql`:
@@ -309,9 +449,12 @@ impl Db {
         w.pragma_update(None, "journal_mode", "WAL").map_err(|e| opening(e.into()))?;
         w.pragma_update(None, "synchronous", "NORMAL").map_err(|e| opening(e.into()))?;
         migrate(&mut w).map_err(opening)?;
-        let key = org_key(&w, path, &key.map(Path::to_path_buf).unwrap_or_else(|| org_key_path(path)))?;
+        let key_path = key.map(Path::to_path_buf).unwrap_or_else(|| org_key_path(path));
+        settle_rotation(&mut w, &key_path)?;
+        let key = org_key(&w, path, &key_path)?;
         {
             let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            check_recorded(&tx, &key, &key_path)?;
             adopt(&tx, &key)?;
             tx.commit()?;
         }
@@ -324,7 +467,7 @@ impl Db {
             local_writes: AtomicU64::new(0),
             principals: RwLock::new(HashMap::new()),
             audit_queue: OnceLock::new(),
-            attestor: Attestor::new(key),
+            attestor: Attestor::new(key, key_path),
         }))
     }
 
@@ -510,6 +653,67 @@ impl Db {
     /// The org key that signs and checks facts.
     pub fn attestor(&self) -> &Attestor {
         &self.attestor
+    }
+
+    /// Rotate the org key (§21.4.3): a new key signs every fact the old one signed, in one
+    /// transaction that also records the new key and a `org_key_rotated` service event;
+    /// then the new key replaces the old in the key file. Facts whose chain the old key
+    /// did not sign (quarantined, or not yet found out) keep it, and stay unserved.
+    ///
+    /// Crash-safe: the new key is written to [`next_key_path`] (under the write lock)
+    /// before the transaction; if the process stops before the key file is replaced, the
+    /// next [`Db::open`] finishes the rotation from it, or removes it if the transaction
+    /// never committed. Processes serving the same database follow the new key
+    /// ([`Attestor::for_write`], [`Attestor::verify`]).
+    pub fn rotate_org_key(&self) -> DbResult<Rotated> {
+        let path = self.attestor.path.clone();
+        let next = next_key_path(&path);
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).map_err(|e| DbError::OrgKey(format!("cannot make an org key: no randomness ({e})")))?;
+        let new = OrgKey::from_seed(seed);
+        let text = format!("{}\n", new.to_text());
+        let mut wrote_next = false;
+        let done = self.write(|tx| -> DbResult<Rotated> {
+            let old = self.attestor.for_write(tx)?;
+            write_private(&next, &text).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => DbError::OrgKey(format!("{} exists: another rotation of this org key is under way (or stopped in the middle: the next start of lid serve settles it)", next.display())),
+                _ => DbError::OrgKey(format!("cannot write the new org key to {}: {e}", next.display())),
+            })?;
+            wrote_next = true;
+            let rows: Vec<(String, String, String, String, String, f64, i64, String, String)> = {
+                let mut st = tx.prepare(attest::RESIGN_ROWS_SQL)?;
+                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?)))?;
+                rows.collect::<Result<_, _>>()?
+            };
+            let (mut resigned, mut kept) = (0, 0);
+            for (uri, version, interpret_as, authored_by, authored_at, source_trust, tokens, sha256, chain) in &rows {
+                let fact = Signed { uri, version, interpret_as, content: "", authored_by, authored_at, source_trust: *source_trust, tokens: *tokens, sha256: Some(sha256) };
+                match new.resign(&old, &fact, Some(chain)) {
+                    Ok(c) => resigned += tx.execute(attest::RESIGN_SQL, params![c, uri, chain])?,
+                    Err(_) => kept += 1,
+                }
+            }
+            let now = now_ms();
+            tx.execute(attest::RECORD_KEY_SQL, params![new.kid(), new.public_text(), now])?;
+            insert_event(tx, None, attest::ROTATED_EVENT, &json!({"from": old.kid(), "to": new.kid(), "resigned": resigned, "kept": kept}), now)?;
+            Ok(Rotated { from: old.kid().to_string(), to: new.kid().to_string(), public_key: new.public_text(), resigned, kept, key_file: path.clone() })
+        });
+        let done = match done {
+            Ok(d) => d,
+            Err(e) => {
+                if wrote_next {
+                    let _ = std::fs::remove_file(&next);
+                }
+                return Err(e);
+            }
+        };
+        tracing::info!(from = %done.from, to = %done.to, resigned = done.resigned, kept = done.kept, "rotated the org key");
+        replace_private(&path, &text).map_err(|e| {
+            DbError::OrgKey(format!("the rotation to org key {} is committed, but the key could not be put in {}: {e}; it is in {}, which the next start of lid serve moves there", done.to, path.display(), next.display()))
+        })?;
+        let _ = std::fs::remove_file(&next);
+        self.attestor.set(new);
+        Ok(done)
     }
 
     /// Quarantine facts whose attestation failed (§21.4.3, §19.5): `quarantine =
@@ -883,8 +1087,9 @@ pub enum FactWrite {
 /// Insert one immutable fact version inside `tx`: the previous version of the unit gets
 /// `valid_until` = this version's time and is named in `derived_from` (§21.4.2–3).
 /// A URI that exists with other content is a conflict (`Err(existing sha256)`).
-/// The fact carries the org key's signature (§21.4.3).
-pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, key: &OrgKey) -> DbResult<Result<FactWrite, String>> {
+/// The fact carries the signature of the org key the store records (§21.4.3,
+/// [`Attestor::for_write`]).
+pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, attestor: &Attestor) -> DbResult<Result<FactWrite, String>> {
     let sha = f.sha256();
     let existing: Option<String> = tx.query_row("SELECT sha256 FROM instruction_facts WHERE uri = ?1", params![f.uri], |r| r.get(0)).optional()?;
     if let Some(h) = existing {
@@ -908,7 +1113,7 @@ pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, key: &OrgKey) -> DbR
         params![
             f.uri, f.unit_key, f.agent_id, f.unit_name, f.version, f.content, f.interpret_as, sha, f.tokens,
             f.authored_by, f.authored_at, f.source_trust, prev.as_ref().map(|p| p.1.clone()), f.provenance.to_string(), now,
-            key.sign(&f.signed())
+            attestor.for_write(tx)?.sign(&f.signed())
         ],
     )?;
     Ok(Ok(FactWrite::Inserted))

@@ -507,7 +507,7 @@ impl Service {
             if latest_in(tx, &unit_key)? != latest && !fact_exists(tx, &uri)? {
                 return Err(lid_shared::units::written_concurrently(&uri).into());
             }
-            let r = insert_fact(tx, &fact, now, self.db.attestor().key())?;
+            let r = insert_fact(tx, &fact, now, self.db.attestor())?;
             if r == Ok(FactWrite::Inserted) {
                 // The stub embeds always-applicable units: a new version invalidates it.
                 tx.execute("DELETE FROM boot_stubs WHERE agent_id = ?1", params![agent]).map_err(DbError::from)?;
@@ -730,11 +730,11 @@ impl Service {
         let written: Vec<String> = staged.iter().map(|f| f.uri.clone()).collect();
         self.db.write(|tx| {
             for f in &staged {
-                if let Err(h) = insert_fact(tx, f, now, self.db.attestor().key())? {
+                if let Err(h) = insert_fact(tx, f, now, self.db.attestor())? {
                     return Err(ApiError::new(409, "fact_version_conflict", format!("{} was written concurrently with other content (sha256 {h})", f.uri)));
                 }
             }
-            if let Err(_h) = insert_fact(tx, &mfact, now, self.db.attestor().key())? {
+            if let Err(_h) = insert_fact(tx, &mfact, now, self.db.attestor())? {
                 return Err(ApiError::new(409, "manifest_version_conflict", format!("{manifest_uri} already exists; versions are immutable")));
             }
             tx.execute("UPDATE instruction_manifests SET superseded_at = ?1 WHERE agent_id = ?2 AND superseded_at IS NULL", params![now, agent]).map_err(DbError::from)?;
@@ -859,7 +859,7 @@ impl Service {
         let paths: Vec<&str> = files.iter().filter_map(|f| f["path"].as_str()).collect();
         self.db.write(|tx| {
             for f in &facts {
-                if let Err(h) = insert_fact(tx, f, now, self.db.attestor().key())? {
+                if let Err(h) = insert_fact(tx, f, now, self.db.attestor())? {
                     return Err(ApiError::new(409, "fact_version_conflict", format!("{} was written concurrently with other content (sha256 {h}); retry the upload", f.uri)));
                 }
             }
@@ -921,7 +921,7 @@ impl Service {
         fact.source_trust = 0.0;
         let now = now_ms();
         let (written, status) = self.db.write(|tx| {
-            let w = insert_fact(tx, &fact, now, self.db.attestor().key())?;
+            let w = insert_fact(tx, &fact, now, self.db.attestor())?;
             if w == Ok(FactWrite::Inserted) {
                 tx.execute("UPDATE instruction_facts SET quarantine = 'quarantined', origin = ?1 WHERE uri = ?2", params![origin, uri])?;
                 insert_event(tx, Some(agent), "fact_quarantined", &json!({"uri": uri, "name": name, "origin": origin, "entity_uri": who.entity_uri}), now)?;
@@ -1006,7 +1006,7 @@ impl Service {
             if latest_in(tx, &unit_key)? != latest {
                 return Err(lid_shared::units::written_concurrently(&live).into());
             }
-            if insert_fact(tx, &fact, now, self.db.attestor().key())? != Ok(FactWrite::Inserted) {
+            if insert_fact(tx, &fact, now, self.db.attestor())? != Ok(FactWrite::Inserted) {
                 return Err(ApiError::new(409, "fact_version_conflict", format!("{live} already exists; pass another `version`")));
             }
             if tx.execute("UPDATE instruction_facts SET quarantine = 'promoted' WHERE uri = ?1 AND quarantine = 'quarantined'", params![uri]).map_err(DbError::from)? != 1 {

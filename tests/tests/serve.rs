@@ -776,3 +776,89 @@ fn facts_from_before_attestation_are_adopted_once() {
     let forged: (Option<String>, Option<String>) = sql.query_row("SELECT quarantine, quarantine_reason FROM instruction_facts WHERE version = 'v2'", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
     assert_eq!(forged, (Some("quarantined".into()), Some("attestation_missing".into())));
 }
+
+/// §21.4.3 key rotation: `lid org-key rotate` re-signs every fact with a new org key in one
+/// transaction and replaces the key file; a `lid serve` running on the database follows the
+/// new key (it serves and writes, quarantining nothing). The database records its key, so
+/// a start with the old key file is refused (`org_key_mismatch`) instead of quarantining
+/// every fact; a rotation stopped between its commit and the key file's replacement is
+/// finished by the next start, and one that never committed leaves nothing behind.
+#[test]
+fn the_org_key_rotates_and_a_running_service_follows() {
+    let (server, admin) = fresh("rotate", &[]);
+    let c = server.client();
+    let agent = "rotate-agent";
+    publish_demo(&c, &admin, agent);
+    let intent = json!({"intent": "roll back a bad deploy", "max_chunks": 2});
+    let before = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &intent);
+    assert_eq!(before.status, 200, "{}", before.body);
+    let db = server.db.to_str().unwrap().to_string();
+    let key_file = lid_host::db::org_key_path(&server.db);
+    let old_key = std::fs::read_to_string(&key_file).unwrap();
+    let show = |db: &str| -> Value { serde_json::from_str(&lid(&["--json", "org-key", "show", "--db", db])).unwrap() };
+    let old_kid = show(&db)["kid"].as_str().unwrap().to_string();
+    let sql = Connection::open(&server.db).unwrap();
+    let facts: i64 = sql.query_row("SELECT count(*) FROM instruction_facts", [], |r| r.get(0)).unwrap();
+    let signed_by = |kid: &str| -> i64 { sql.query_row("SELECT count(*) FROM instruction_facts WHERE instr(attestation_chain, ?1) > 0", [format!("\"kid\":\"{kid}\"")], |r| r.get(0)).unwrap() };
+    assert_eq!(signed_by(&old_kid), facts);
+
+    // Rotated by the CLI while the service runs.
+    let r: Value = serde_json::from_str(&lid(&["--json", "org-key", "rotate", "--db", &db])).unwrap();
+    let new_kid = r["to"].as_str().unwrap().to_string();
+    assert_eq!(r["from"], old_kid.as_str(), "{r}");
+    assert_ne!(new_kid, old_kid);
+    assert_eq!((r["resigned"].as_i64(), r["kept"].as_i64()), (Some(facts), Some(0)), "{r}");
+    assert_eq!((signed_by(&new_kid), signed_by(&old_kid)), (facts, 0));
+    assert_ne!(std::fs::read_to_string(&key_file).unwrap(), old_key);
+    assert_eq!(show(&db)["kid"], new_kid.as_str());
+    assert!(!lid_host::db::next_key_path(&key_file).exists());
+    let recorded: String = sql.query_row("SELECT kid FROM org_signing_key", [], |r| r.get(0)).unwrap();
+    assert_eq!(recorded, new_kid);
+    let event: String = sql.query_row("SELECT detail FROM service_events WHERE kind = 'org_key_rotated'", [], |r| r.get(0)).unwrap();
+    let event: Value = serde_json::from_str(&event).unwrap();
+    assert_eq!((event["from"].as_str(), event["to"].as_str(), event["resigned"].as_i64()), (Some(old_kid.as_str()), Some(new_kid.as_str()), Some(facts)), "{event}");
+
+    // The running service writes with the new key (it holds the old one until told) and
+    // serves the same answer, every fact still attested.
+    let v2 = "## Rolling back a bad deploy\n\nRoll back with `deploy rollback --to previous` once errors double after a deploy.\n";
+    let w = c.put(&format!("/v1/agents/{agent}/units/rollback-procedure"), Some(&admin), &json!({"content": v2}));
+    assert_eq!(w.status, 201, "{}", w.body);
+    assert_eq!(signed_by(&new_kid), facts + 1);
+    let after = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &intent);
+    assert_eq!(after.status, 200, "{}", after.body);
+    let names = |v: &Value| v["chunks"].as_array().unwrap().iter().map(|ch| ch["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(names(&after.json()), names(&before.json()));
+    assert!(after.body.contains("once errors double"), "{}", after.body);
+    let quarantined: i64 = sql.query_row("SELECT count(*) FROM instruction_facts WHERE quarantine IS NOT NULL", [], |r| r.get(0)).unwrap();
+    assert_eq!(quarantined, 0);
+
+    // The old key file back in place: refused, naming both keys, and nothing quarantined.
+    let new_key = std::fs::read_to_string(&key_file).unwrap();
+    std::fs::write(&key_file, &old_key).unwrap();
+    let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["--json", "keys", "list", "--db", &db]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["error"]["code"], "org_key_mismatch", "{e}");
+    let m = e["error"]["message"].as_str().unwrap();
+    assert!(m.contains(&old_kid) && m.contains(&new_kid), "{m}");
+    let quarantined: i64 = sql.query_row("SELECT count(*) FROM instruction_facts WHERE quarantine IS NOT NULL", [], |r| r.get(0)).unwrap();
+    assert_eq!(quarantined, 0);
+
+    // Stopped after its commit, before the key file was replaced (the old key still there,
+    // the new one in `.next`): the next start finishes it.
+    let next = lid_host::db::next_key_path(&key_file);
+    std::fs::write(&next, &new_key).unwrap();
+    assert_eq!(show(&db)["kid"], new_kid.as_str());
+    assert_eq!(std::fs::read_to_string(&key_file).unwrap(), new_key);
+    assert!(!next.exists());
+    // A `.next` the database never recorded (a rotation that did not commit) is removed.
+    std::fs::write(&next, &old_key).unwrap();
+    assert_eq!(show(&db)["kid"], new_kid.as_str());
+    assert!(!next.exists());
+    assert_eq!(std::fs::read_to_string(&key_file).unwrap(), new_key);
+    // And the service starts on the rotated database and serves it.
+    let again = Server::start(&server.dir, &server.db, SECRET, &[]);
+    let r = again.client().post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &intent);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("once errors double"), "{}", r.body);
+}

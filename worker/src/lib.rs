@@ -41,7 +41,13 @@ fn service(env: &Env) -> ApiResult<Service> {
         Some(t) => lid_shared::attest::OrgKey::parse(&t).map_err(|e| format!("LID_ORG_SIGNING_KEY is not an org key ({e})")),
         None => Err("the worker has no org key (LID_ORG_SIGNING_KEY is not set)".to_string()),
     };
-    let store = Store { db: env.d1("DB").map_err(ApiError::storage)?, kv: env.kv("FACTS").map_err(ApiError::storage)?, org };
+    // During a rotation: the key before LID_ORG_SIGNING_KEY, whose facts are re-signed.
+    let (org, previous) = match text("LID_ORG_SIGNING_KEY_PREVIOUS").map(|t| lid_shared::attest::OrgKey::parse(&t)) {
+        None => (org, None),
+        Some(Ok(p)) => (org, Some(p)),
+        Some(Err(e)) => (Err(format!("LID_ORG_SIGNING_KEY_PREVIOUS is not an org key ({e})")), None),
+    };
+    let store = Store { db: env.d1("DB").map_err(ApiError::storage)?, kv: env.kv("FACTS").map_err(ApiError::storage)?, org, previous };
     Ok(Service {
         store,
         env_keys: text("LID_ADMIN_KEYS").map(|s| auth::parse_env_keys(&s)).unwrap_or_default(),

@@ -93,11 +93,13 @@ pub struct Head {
     pub generation: i64,
 }
 
-/// The two bindings, and the org key (`LID_ORG_SIGNING_KEY`) or why there is none.
+/// The two bindings, and the org key (`LID_ORG_SIGNING_KEY`) or why there is none, and
+/// during a rotation the key before it (`LID_ORG_SIGNING_KEY_PREVIOUS`).
 pub struct Store {
     pub db: D1Database,
     pub kv: KvStore,
     pub org: Result<OrgKey, String>,
+    pub previous: Option<OrgKey>,
 }
 
 /// The fields of a fact the org key signs, as [`ledger_insert`] signs them.
@@ -165,6 +167,8 @@ thread_local! {
     /// The facts this isolate has verified (a snapshot rebuilt after one write checks one
     /// signature).
     static VERIFIED: lid_shared::attest::Memo = lid_shared::attest::Memo::default();
+    /// The org key this isolate has found the store to record ([`Store::settle_key`]).
+    static SETTLED_KID: RefCell<Option<String>> = const { RefCell::new(None) };
     static SNAPSHOTS: RefCell<HashMap<String, Rc<Snapshot>>> = RefCell::new(HashMap::new());
     static DERIVED: RefCell<HashMap<String, Rc<Vec<u8>>>> = RefCell::new(HashMap::new());
 }
@@ -296,10 +300,11 @@ impl Store {
         }
     }
 
-    /// Store one fact in KV (immutable: written once per URI). Without an org key nothing
-    /// is written: the ledger row that would sign it could not be.
+    /// Store one fact in KV (immutable: written once per URI). Without an org key, or with
+    /// one the store does not record, nothing is written: the ledger row that would sign it
+    /// could not be.
     pub async fn put_fact(&self, fact: &Fact) -> ApiResult<()> {
-        self.org()?;
+        self.settle_key().await?;
         let json = serde_json::to_string(fact).map_err(ApiError::storage)?;
         self.kv.put(&fact.uri, json)?.execute().await?;
         Ok(())
@@ -462,6 +467,78 @@ impl Store {
         self.batch(stmts).await.map_err(ApiError::storage)
     }
 
+    /// Check the org key against the one the store records (`org_signing_key`,
+    /// [`lid_shared::attest::key_check`]), once per isolate and key, before it signs or
+    /// checks a fact: a store with no record yet records this key (if it signed the facts,
+    /// or there are none); a store that records `LID_ORG_SIGNING_KEY_PREVIOUS` is rotated
+    /// (every fact that key signed re-signed with this one, and the new key recorded, in
+    /// one batch, as `lid org-key rotate` does); any other key is 503 `org_key_mismatch`,
+    /// never a reason to quarantine every fact.
+    pub async fn settle_key(&self) -> ApiResult<()> {
+        use lid_shared::attest::{self, KeyCheck};
+        let key = self.org()?;
+        if SETTLED_KID.with(|k| k.borrow().as_deref() == Some(key.kid())) {
+            return Ok(());
+        }
+        #[derive(Deserialize)]
+        struct Recorded {
+            kid: String,
+        }
+        #[derive(Deserialize)]
+        struct Counts {
+            signed: i64,
+            by_key: i64,
+        }
+        let recorded: Option<Recorded> = self.first(attest::RECORDED_KEY_SQL, args![]).await?;
+        let recorded = recorded.map(|r| r.kid);
+        let counts = match recorded {
+            Some(_) => Counts { signed: 0, by_key: 0 },
+            None => self.first(attest::SIGNED_BY_SQL, args![attest::kid_needle(key.kid())]).await?.unwrap_or(Counts { signed: 0, by_key: 0 }),
+        };
+        let now = crate::util::now_ms();
+        match attest::key_check(recorded.as_deref(), key, self.previous.as_ref(), counts.signed, counts.by_key) {
+            KeyCheck::Current => {}
+            KeyCheck::Record => {
+                self.run(attest::RECORD_KEY_SQL, args![key.kid(), key.public_text(), now]).await?;
+            }
+            KeyCheck::Rotate => {
+                let Some(old) = self.previous.as_ref() else { return Err(ApiError::backend("a rotation without a previous key")) };
+                #[derive(Deserialize)]
+                struct Row {
+                    uri: String,
+                    version: String,
+                    interpret_as: String,
+                    authored_by: String,
+                    authored_at: String,
+                    source_trust: f64,
+                    tokens: i64,
+                    sha256: String,
+                    attestation_chain: String,
+                }
+                let rows: Vec<Row> = self.all(attest::RESIGN_ROWS_SQL, args![]).await?;
+                let (mut stmts, mut kept) = (Vec::new(), 0);
+                for r in &rows {
+                    let fact = Signed { uri: &r.uri, version: &r.version, interpret_as: &r.interpret_as, content: "", authored_by: &r.authored_by, authored_at: &r.authored_at, source_trust: r.source_trust, tokens: r.tokens, sha256: Some(&r.sha256) };
+                    match key.resign(old, &fact, Some(&r.attestation_chain)) {
+                        Ok(chain) => stmts.push(self.stmt(attest::RESIGN_SQL, args![chain, r.uri, r.attestation_chain])?),
+                        Err(_) => kept += 1,
+                    }
+                }
+                let resigned = stmts.len();
+                stmts.push(self.stmt(attest::RECORD_KEY_SQL, args![key.kid(), key.public_text(), now])?);
+                stmts.push(event(self, None, attest::ROTATED_EVENT, &serde_json::json!({"from": old.kid(), "to": key.kid(), "resigned": resigned, "kept": kept}), now)?);
+                self.batch(stmts).await.map_err(ApiError::storage)?;
+                worker::console_log!("rotated the org key {} -> {}: {resigned} facts re-signed, {kept} kept", old.kid(), key.kid());
+            }
+            KeyCheck::Mismatch(kid) => {
+                let remedy = "set LID_ORG_SIGNING_KEY to the key the store was used with; to rotate to a new key, give the old one as LID_ORG_SIGNING_KEY_PREVIOUS and the new one as LID_ORG_SIGNING_KEY";
+                return Err(attest::org_key_mismatch(attest::mismatch_message(kid.as_deref(), key.kid(), remedy)).into());
+            }
+        }
+        SETTLED_KID.with(|k| *k.borrow_mut() = Some(key.kid().to_string()));
+        Ok(())
+    }
+
     /// Sign, once, the facts written before attestation (`migrations/0007_attestation.sql`:
     /// rows up to the rowid it recorded that have no chain), from their KV values, as `lid
     /// serve` does on its first start with a key; then forget the mark. A fact not yet
@@ -537,7 +614,9 @@ impl Store {
             .await
             .map_err(|e| ApiError::backend(e.message))?
             .ok_or_else(|| ApiError::backend("the manifest row vanished while reading it"))?;
-        // A database from before attestation: its facts are signed first (once).
+        // The store's org key checked (once per isolate), and a database from before
+        // attestation: its facts are signed first (once).
+        self.settle_key().await?;
         self.adopt().await?;
         let ledger = self.ledger(agent).await.map_err(|e| ApiError::backend(e.message))?;
         let manifest_row = ledger.iter().find(|r| r.uri == row.fact_uri);

@@ -12,6 +12,11 @@
 //! `{"alg": "Ed25519", "kid", "sig"}` (base64url, no padding); it verifies when one entry
 //! names the org key's `kid` and its signature verifies.
 //!
+//! The store records which key signs it (`org_signing_key`, `migrations/0008_org_key.sql`),
+//! so a host given another key refuses ([`key_check`], 503 [`ORG_KEY_MISMATCH`]) instead
+//! of quarantining every fact. A rotation re-signs every fact the old key signed with the
+//! new one ([`OrgKey::resign`]) and records the new key, in one transaction.
+//!
 //! Databases from before attestation: their rows are adopted once, signed by the host on
 //! its first start with a key (`migrations/0007_attestation.sql` records the newest rowid
 //! at migration time; only rows up to it are adopted).
@@ -174,22 +179,43 @@ impl OrgKey {
 
     /// The `attestation_chain` of `fact`: one signature by this key.
     pub fn sign(&self, fact: &Signed) -> String {
-        let sig = self.signing.sign(&fact.payload());
-        let chain = [Entry { alg: ALG.into(), kid: self.kid.clone(), sig: URL_SAFE_NO_PAD.encode(sig.to_bytes()) }];
-        serde_json::to_string(&chain).unwrap_or_default()
+        self.chain(&fact.payload())
     }
 
     /// Whether `chain` holds a valid signature of `fact` by this key.
     pub fn verify(&self, fact: &Signed, chain: Option<&str>) -> Result<(), Unattested> {
-        let chain = chain.filter(|c| !c.trim().is_empty()).ok_or(Unattested::Missing)?;
-        let entries: Vec<Entry> = serde_json::from_str(chain).map_err(|e| Unattested::Malformed(e.to_string()))?;
-        let ours = entries.iter().find(|e| e.alg == ALG && e.kid == self.kid).ok_or_else(|| Unattested::UnknownKey(self.kid.clone()))?;
-        let sig = URL_SAFE_NO_PAD.decode(&ours.sig).ok().and_then(|b| Signature::from_slice(&b).ok()).ok_or(Unattested::BadSignature)?;
+        let sig = self.signature_in(chain)?;
         let sha = hex(&Sha256::digest(fact.content.as_bytes()));
         if fact.sha256.is_some_and(|claimed| claimed != sha) {
             return Err(Unattested::BadSignature);
         }
         self.verifying.verify(&fact.payload_with(&sha), &sig).map_err(|_| Unattested::BadSignature)
+    }
+
+    /// This key's signature in `chain`.
+    fn signature_in(&self, chain: Option<&str>) -> Result<Signature, Unattested> {
+        let chain = chain.filter(|c| !c.trim().is_empty()).ok_or(Unattested::Missing)?;
+        let entries: Vec<Entry> = serde_json::from_str(chain).map_err(|e| Unattested::Malformed(e.to_string()))?;
+        let ours = entries.iter().find(|e| e.alg == ALG && e.kid == self.kid).ok_or_else(|| Unattested::UnknownKey(self.kid.clone()))?;
+        URL_SAFE_NO_PAD.decode(&ours.sig).ok().and_then(|b| Signature::from_slice(&b).ok()).ok_or(Unattested::BadSignature)
+    }
+
+    /// A rotation's new chain for a fact that `old` signed (`chain`): this key's signature
+    /// over the same fields. The store's digest (`fact.sha256`, required) stands for the
+    /// content, which is not read: a row whose content no longer matches its digest is
+    /// re-signed as it was and still fails [`OrgKey::verify`] on every read. A chain `old`
+    /// did not sign is refused as [`OrgKey::verify`] would refuse it.
+    pub fn resign(&self, old: &OrgKey, fact: &Signed, chain: Option<&str>) -> Result<String, Unattested> {
+        let sha = fact.sha256.ok_or(Unattested::BadSignature)?;
+        let payload = fact.payload_with(sha);
+        old.verifying.verify(&payload, &old.signature_in(chain)?).map_err(|_| Unattested::BadSignature)?;
+        Ok(self.chain(&payload))
+    }
+
+    fn chain(&self, payload: &[u8]) -> String {
+        let sig = self.signing.sign(payload);
+        let chain = [Entry { alg: ALG.into(), kid: self.kid.clone(), sig: URL_SAFE_NO_PAD.encode(sig.to_bytes()) }];
+        serde_json::to_string(&chain).unwrap_or_default()
     }
 }
 
@@ -228,6 +254,81 @@ impl Memo {
         }
         Ok(())
     }
+}
+
+/// The store's record of the org key that signs its facts (`migrations/0008_org_key.sql`):
+/// its key id, or no row before a host first recorded one.
+pub const RECORDED_KEY_SQL: &str = "SELECT kid FROM org_signing_key WHERE id = 1";
+
+/// Record `?1` (kid), `?2` (public key, base64url), `?3` (ms) as the store's org key.
+pub const RECORD_KEY_SQL: &str = "INSERT INTO org_signing_key (id, kid, public_key, since) VALUES (1, ?1, ?2, ?3)
+     ON CONFLICT (id) DO UPDATE SET kid = excluded.kid, public_key = excluded.public_key, since = excluded.since";
+
+/// How many facts carry a chain (`signed`) and how many of those name the key whose
+/// [`kid_needle`] is `?1` (`by_key`): what a store with no record yet is judged by.
+pub const SIGNED_BY_SQL: &str = "SELECT (SELECT count(*) FROM instruction_facts WHERE attestation_chain IS NOT NULL) AS signed,
+            (SELECT count(*) FROM instruction_facts WHERE instr(attestation_chain, ?1) > 0) AS by_key";
+
+/// The text a chain written by [`OrgKey::sign`] holds for `kid` (a kid is `org-` and hex,
+/// so it needs no escaping in JSON).
+pub fn kid_needle(kid: &str) -> String {
+    format!("\"kid\":\"{kid}\"")
+}
+
+/// Every signed fact, with what [`OrgKey::resign`] needs (no content: the stored digest
+/// stands for it), oldest first.
+pub const RESIGN_ROWS_SQL: &str = "SELECT uri, version, interpret_as, authored_by, authored_at, source_trust, tokens, sha256, attestation_chain
+     FROM instruction_facts WHERE attestation_chain IS NOT NULL ORDER BY rowid";
+
+/// Replace fact `?2`'s chain `?3` by `?1` (unchanged when another writer got there first).
+pub const RESIGN_SQL: &str = "UPDATE instruction_facts SET attestation_chain = ?1 WHERE uri = ?2 AND attestation_chain = ?3";
+
+/// The service event of a rotation: `{"from", "to", "resigned", "kept"}`.
+pub const ROTATED_EVENT: &str = "org_key_rotated";
+
+/// The error code (ours, 503) of a host whose org key is not the one the store's facts
+/// are signed by.
+pub const ORG_KEY_MISMATCH: &str = "org_key_mismatch";
+
+/// What a host does about the store's recorded org key (see [`key_check`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyCheck {
+    /// The record names the host's key: go on.
+    Current,
+    /// No record yet, and the host's key signed the store's facts (or there are none):
+    /// record it ([`RECORD_KEY_SQL`]).
+    Record,
+    /// The record names the host's previous key (a rotation under way): re-sign every
+    /// fact it signed with the current key, then record the current key.
+    Rotate,
+    /// Another key signed the store's facts (`kid`, or `None` when only the count says
+    /// so): refuse, rather than quarantine every fact as unattested.
+    Mismatch(Option<String>),
+}
+
+/// Judge the store's record (`recorded`; without one, `signed` facts of which `by_key`
+/// name `current`) against the host's `current` key and, during a rotation, its
+/// `previous` one.
+pub fn key_check(recorded: Option<&str>, current: &OrgKey, previous: Option<&OrgKey>, signed: i64, by_key: i64) -> KeyCheck {
+    match recorded {
+        Some(kid) if kid == current.kid() => KeyCheck::Current,
+        Some(kid) if previous.is_some_and(|p| p.kid() == kid) => KeyCheck::Rotate,
+        Some(kid) => KeyCheck::Mismatch(Some(kid.to_string())),
+        None if signed == 0 || by_key > 0 => KeyCheck::Record,
+        None => KeyCheck::Mismatch(None),
+    }
+}
+
+/// The message of a [`KeyCheck::Mismatch`]: the store's facts are signed by `recorded`
+/// (or another key), the host holds `ours`; `remedy` says where the right key goes.
+pub fn mismatch_message(recorded: Option<&str>, ours: &str, remedy: &str) -> String {
+    let theirs = recorded.map_or("another org key".to_string(), |k| format!("org key {k}"));
+    format!("the store's facts are signed by {theirs}, but this host's org key is {ours}: {remedy}; a host with the wrong key would quarantine every fact as unattested (§21.4.3), so it serves none")
+}
+
+/// 503 [`ORG_KEY_MISMATCH`] with a [`mismatch_message`].
+pub fn org_key_mismatch(message: impl Into<String>) -> crate::Refusal {
+    crate::Refusal::new(503, ORG_KEY_MISMATCH, message)
 }
 
 #[cfg(test)]
@@ -339,5 +440,51 @@ mod tests {
         let b = Signed { authored_by: "a", authored_at: "b", ..fact("x") };
         assert_ne!(a.payload(), b.payload());
         assert!(String::from_utf8(fact("x").payload()).unwrap().starts_with("[\"lid-attestation:v1\","));
+    }
+
+    #[test]
+    fn a_rotation_re_signs_what_the_old_key_signed_and_nothing_else() {
+        let (old, new) = (key(5), key(6));
+        let f = fact("Review every diff.");
+        let digest = hex(&Sha256::digest(f.content.as_bytes()));
+        let stored = Signed { sha256: Some(&digest), ..f };
+        let chain = old.sign(&f);
+        // Re-signed from the stored digest alone (no content), it verifies under the new key
+        // only, and the same as a fresh signature (Ed25519 is deterministic).
+        let row = Signed { content: "", ..stored };
+        let resigned = new.resign(&old, &row, Some(&chain)).unwrap();
+        assert_eq!(new.verify(&stored, Some(&resigned)), Ok(()));
+        assert_eq!(resigned, new.sign(&f));
+        assert_eq!(old.verify(&stored, Some(&resigned)), Err(Unattested::UnknownKey(old.kid().to_string())));
+        // A chain the old key did not sign, or over other fields, is not re-signed.
+        assert_eq!(new.resign(&old, &row, None), Err(Unattested::Missing));
+        assert_eq!(new.resign(&old, &row, Some(&key(7).sign(&f))), Err(Unattested::UnknownKey(old.kid().to_string())));
+        assert_eq!(new.resign(&old, &Signed { tokens: 5, ..row }, Some(&chain)), Err(Unattested::BadSignature));
+        // Without the stored digest there is nothing to sign.
+        assert_eq!(new.resign(&old, &Signed { sha256: None, ..row }, Some(&chain)), Err(Unattested::BadSignature));
+        // A row whose content changed keeps failing after the rotation.
+        let tampered_digest = hex(&Sha256::digest(b"Skip review."));
+        let tampered = Signed { sha256: Some(&tampered_digest), ..row };
+        assert_eq!(new.resign(&old, &tampered, Some(&chain)), Err(Unattested::BadSignature));
+        let changed_content = new.resign(&old, &row, Some(&chain)).unwrap();
+        assert_eq!(new.verify(&Signed { content: "Skip review.", ..stored }, Some(&changed_content)), Err(Unattested::BadSignature));
+        // The chain names its kid as kid_needle finds it.
+        assert!(resigned.contains(&kid_needle(new.kid())), "{resigned}");
+    }
+
+    #[test]
+    fn the_recorded_key_decides_whether_a_host_may_go_on() {
+        let (cur, prev, other) = (key(1), key(2), key(3));
+        assert_eq!(key_check(Some(cur.kid()), &cur, None, 10, 10), KeyCheck::Current);
+        assert_eq!(key_check(Some(prev.kid()), &cur, Some(&prev), 10, 0), KeyCheck::Rotate);
+        assert_eq!(key_check(Some(other.kid()), &cur, Some(&prev), 10, 0), KeyCheck::Mismatch(Some(other.kid().to_string())));
+        assert_eq!(key_check(Some(prev.kid()), &cur, None, 10, 0), KeyCheck::Mismatch(Some(prev.kid().to_string())));
+        // No record yet: an empty store, or one this key signed, is recorded; else refused.
+        assert_eq!(key_check(None, &cur, None, 0, 0), KeyCheck::Record);
+        assert_eq!(key_check(None, &cur, None, 10, 1), KeyCheck::Record);
+        assert_eq!(key_check(None, &cur, None, 10, 0), KeyCheck::Mismatch(None));
+        let m = mismatch_message(Some(other.kid()), cur.kid(), "restore the key file");
+        assert!(m.contains(other.kid()) && m.contains(cur.kid()) && m.contains("restore the key file"), "{m}");
+        assert_eq!(org_key_mismatch(m).status, 503);
     }
 }
