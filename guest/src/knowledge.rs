@@ -40,6 +40,8 @@ pub enum KnowledgeError {
     FrontMatterUnclosed,
     #[error("KNOWLEDGE.md front matter line {line} is not `key: value`: {text:?}")]
     FrontMatterLine { line: usize, text: String },
+    #[error("KNOWLEDGE.md front matter gives the key `{key}` twice (lines {first} and {line}); a YAML mapping's keys are unique: keep one")]
+    FrontMatterKeyTwice { key: String, first: usize, line: usize },
     #[error("KNOWLEDGE.md front matter lacks the catalog field `{0}` (runtime standard, Step 2)")]
     FieldMissing(&'static str),
     #[error("pack {pack:?} has no context files under units/, compiled/ or documents/")]
@@ -51,7 +53,7 @@ pub enum KnowledgeError {
 impl KnowledgeError {
     pub fn code(&self) -> &'static str {
         match self {
-            KnowledgeError::FrontMatterMissing | KnowledgeError::FrontMatterUnclosed | KnowledgeError::FrontMatterLine { .. } => {
+            KnowledgeError::FrontMatterMissing | KnowledgeError::FrontMatterUnclosed | KnowledgeError::FrontMatterLine { .. } | KnowledgeError::FrontMatterKeyTwice { .. } => {
                 "knowledge_front_matter_invalid"
             }
             KnowledgeError::FieldMissing(_) => "knowledge_field_missing",
@@ -115,6 +117,8 @@ pub fn parse_knowledge_md(text: &str) -> Result<(PackMeta, &str), KnowledgeError
     }
     let mut offset = text.split_inclusive('\n').next().map_or(0, str::len);
     let mut fields: BTreeMap<String, String> = BTreeMap::new();
+    // the line each key was given on: a key given twice is an error, not the last one kept
+    let mut given: BTreeMap<String, usize> = BTreeMap::new();
     let mut parent: Option<String> = None;
     let mut closed = false;
     for (i, raw) in lines.enumerate() {
@@ -151,6 +155,10 @@ pub fn parse_knowledge_md(text: &str) -> Result<(PackMeta, &str), KnowledgeError
             (Some(p), true) => format!("{p}.{k}"),
             _ => k.to_string(),
         };
+        if let Some(&first) = given.get(&key) {
+            return Err(KnowledgeError::FrontMatterKeyTwice { key, first, line: i + 2 });
+        }
+        given.insert(key.clone(), i + 2);
         let value = unquote(v);
         if value.is_empty() {
             // a mapping or a list follows (only top-level keys open one)
@@ -601,6 +609,16 @@ mod tests {
         );
         let e = parse_knowledge_md("---\nname: x\ndescription: d\ntype: reference\n---\n").unwrap_err();
         assert_eq!((e.code(), e), ("knowledge_field_missing", KnowledgeError::FieldMissing("status")));
+        // A key given twice, at the top or under one parent, is refused, naming both lines
+        // (a YAML mapping's keys are unique; keeping the last one would hide the first).
+        let e = parse_knowledge_md("---\nname: a\ndescription: d\ntype: reference\nstatus: ready\nname: b\n---\n").unwrap_err();
+        assert_eq!((e.code(), e), ("knowledge_front_matter_invalid", KnowledgeError::FrontMatterKeyTwice { key: "name".into(), first: 2, line: 6 }));
+        assert_eq!(
+            parse_knowledge_md("---\nruntime:\n  mode: data\n  mode: instructions\n---\n").unwrap_err(),
+            KnowledgeError::FrontMatterKeyTwice { key: "runtime.mode".into(), first: 3, line: 4 }
+        );
+        // The same nested key under two parents is two keys.
+        assert!(parse_knowledge_md("---\nname: a\ndescription: d\ntype: t\nstatus: s\nx:\n  mode: 1\ny:\n  mode: 2\n---\n").is_ok());
         // hostile input never panics
         for s in ["---", "---\n:\n---", "---\n- a\n---", "\u{feff}---\r\nname: a\r\n---\r\n", "---\nk: \"\n---\n"] {
             let _ = parse_knowledge_md(s);
