@@ -442,7 +442,7 @@ mod tests {
         let facts = MemoryFacts::new();
         let e = super::recall(&m, r#"{"intent":"x","max_chunks":"3"}"#, "", &facts, &NoAudit).unwrap_err();
         assert_eq!((e.code(), e.status()), ("invalid_request", 400));
-        assert_eq!(e.to_string(), "invalid request: `max_chunks` in the recall request must be a whole number, not a string");
+        assert_eq!(e.to_string(), "invalid request: `max_chunks` in the recall request must be a whole number from 1 to 50, not a string");
         let e = super::recall(&m, r#"{"intent":"x","max_chunks":3"#, "", &facts, &NoAudit).unwrap_err();
         assert_eq!((e.code(), e.status()), ("invalid_json", 400));
         assert!(e.to_string().contains("line 1 column"), "{e}");

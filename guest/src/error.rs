@@ -139,7 +139,19 @@ mod tests {
     fn well_formed_json_of_the_wrong_shape_is_an_invalid_request_in_json_terms() {
         let e = read::<crate::recall::RecallRequest>("recall request", r#"{"intent":"x","max_chunks":"3"}"#);
         assert_eq!((e.code(), e.status()), ("invalid_request", 400));
-        assert_eq!(e.to_string(), "invalid request: `max_chunks` in the recall request must be a whole number, not a string");
+        assert_eq!(e.to_string(), "invalid request: `max_chunks` in the recall request must be a whole number from 1 to 50, not a string");
+        // the tool schema's range, not the storage type's, whatever was given
+        for (body, given) in [(r#"{"intent":"x","max_chunks":-1}"#, "-1"), (r#"{"intent":"x","max_chunks":2.5}"#, "2.5"), (r#"{"intent":"x","max_chunks":4294967296}"#, "4294967296")] {
+            let e = read::<crate::recall::RecallRequest>("recall request", body);
+            assert_eq!(e.to_string(), format!("invalid request: `max_chunks` in the recall request must be a whole number from 1 to 50, not {given}"), "{body}");
+        }
+        let e = read::<crate::recall::RecallRequest>("recall request", r#"{"intent":"x","max_content":-3}"#);
+        assert_eq!(e.to_string(), "invalid request: `max_content` in the recall request must be a whole number from 0 to 50, not -3");
+        // null is the default, as before
+        let r: crate::recall::RecallRequest = serde_json::from_str(r#"{"intent":"x","max_chunks":null,"max_content":null}"#).unwrap();
+        assert_eq!((r.max_chunks, r.max_content), (None, None));
+        let r: crate::recall::RecallRequest = serde_json::from_str(r#"{"intent":"x","max_chunks":7,"max_content":0}"#).unwrap();
+        assert_eq!((r.max_chunks, r.max_content), (Some(7), Some(0)));
         let e = read::<crate::manifest::ValidateOptions>("validate options", r#"{"approvals":"all"}"#);
         assert_eq!(e.code(), "invalid_request");
         assert_eq!(e.to_string(), "invalid request: `approvals` in the validate options must be an object, not a string");

@@ -38,7 +38,7 @@ pub fn soft_lift() -> f64 {
 pub struct RecallRequest {
     #[serde(default)]
     pub intent: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "chunk_count")]
     pub max_chunks: Option<u32>,
     #[serde(default)]
     pub token_budget: Option<u32>,
@@ -51,7 +51,7 @@ pub struct RecallRequest {
     #[serde(default)]
     pub wake_reason: Option<String>,
     /// Most items in the `content` channel (default 3, Spec-13).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "content_count")]
     pub max_content: Option<u32>,
     /// Token budget of the `content` channel (default 1000), separate from `token_budget`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,6 +63,48 @@ pub struct RecallRequest {
     /// string) into the context's `heartbeat_id`; the engine only accepts it here.
     #[serde(default, skip_serializing)]
     pub heartbeat_id: Option<serde_json::Value>,
+}
+
+/// `max_chunks` as a whole number whose error names the tool schema's range (1 to
+/// [`MAX_CHUNKS_LIMIT`]), not the storage type's: `-1` or `"3"` says "from 1 to 50".
+/// A number in the type's range but not the schema's is refused by [`check_request`].
+fn chunk_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    d.deserialize_option(Count { min: 1 })
+}
+
+/// `max_content` as [`chunk_count`], from 0.
+fn content_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    d.deserialize_option(Count { min: 0 })
+}
+
+struct Count {
+    min: u32,
+}
+
+impl<'de> serde::de::Visitor<'de> for Count {
+    type Value = Option<u32>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a whole number from {} to {MAX_CHUNKS_LIMIT}", self.min)
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        u32::try_from(v).map(Some).map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        match u64::try_from(v) {
+            Ok(v) => self.visit_u64(v),
+            Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self)),
+        }
+    }
 }
 
 /// What the host supplies besides the request: time, entropy, heartbeat identity.

@@ -716,6 +716,12 @@ fn requests_of_the_wrong_shape_are_refused_and_change_nothing() {
         let r = c().post(&recall_path, Some(&key), &body);
         assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{body}: {}", r.body);
     }
+    // and outside the field's type: the message names the schema's range, not u32's
+    for bad in [json!(-1), json!(2.5), json!(4294967296u64)] {
+        let r = c().post(&recall_path, Some(&key), &json!({"intent": "roll back", "max_chunks": bad}));
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{bad}: {}", r.body);
+        assert!(r.body.contains("a whole number from 1 to 50") && !r.body.contains("4294967295"), "{bad}: {}", r.body);
+    }
     // a malformed org manifest is refused whole: the supervision in force stays
     let boss = agent_id("shapeboss");
     assert_eq!(c().put("/v1/org-manifest", admin(), &json!({"agents": [{"agent_id": boss, "supervises": [agent]}]})).status, 200);
