@@ -47,7 +47,9 @@ fn main() {
 /// `OUT_DIR` lists its files (`manifest.json`, `units/*.md`, in name order) with their text.
 fn embed_demo_agent(root: &std::path::Path) {
     let dir = root.join("examples").join("demo-agent");
-    println!("cargo:rerun-if-changed={}", dir.display());
+    // The files, and the units folder (a unit added or removed), not the agent folder: a
+    // `lid recall examples/demo-agent` writes its audit log to `.lid/` there, and cargo
+    // scans a folder it watches whole, so every such run rebuilt the host (and the tests).
     println!("cargo:rerun-if-changed={}", dir.join("units").display());
     let mut units: Vec<PathBuf> = std::fs::read_dir(dir.join("units"))
         .expect("examples/demo-agent/units")
