@@ -16,6 +16,8 @@
 //!   10,000-unit packs: index build time, index size per unit, recall p50 with the
 //!   index cached (native and component) and peak guest memory (the smallest memory
 //!   cap under which the call still succeeds);
+//! * attestation (§21.4.3) per fact, natively: signing, verifying, a memo hit, and a
+//!   rotation's re-signing;
 //! * cl100k token counting throughput, native vs component.
 //!
 //! `--quick` (used by `.ci/run`) runs fewer iterations and skips the 10,000-unit corpus.
@@ -454,6 +456,51 @@ fn spin(what: &str, mut recall: impl FnMut()) {
     println!("{n} {what} recalls in {:?}: {:.3} ms each", t.elapsed(), t.elapsed().as_secs_f64() * 1e3 / n.max(1) as f64);
 }
 
+/// What attestation (§21.4.3) costs per fact, natively, for the demo agent's largest unit:
+/// signing a write, verifying a read the first time, the memo hit of every later read, and
+/// a rotation's re-signing of one fact (from its stored digest).
+fn bench_attestation(quick: bool) {
+    use lid_shared::attest::{Memo, OrgKey, Signed};
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo-agent/units");
+    let content = std::fs::read_dir(&demo)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().and_then(|e| std::fs::read_to_string(e.path()).ok()))
+        .max_by_key(String::len)
+        .unwrap_or_else(|| "x".repeat(2048));
+    let sha = lid_core::digest::sha256_hex(content.as_bytes());
+    let fact = Signed {
+        uri: "instruction:demo/bench/unit/v1",
+        version: "v1",
+        interpret_as: "instruction",
+        content: &content,
+        authored_by: "admin:bench",
+        authored_at: "2026-11-28T00:00:00.000Z",
+        source_trust: 1.0,
+        tokens: lid_core::tokens::count(&content) as i64,
+        sha256: Some(&sha),
+    };
+    let (old, new) = (OrgKey::from_seed([1; 32]), OrgKey::from_seed([2; 32]));
+    let chain = old.sign(&fact);
+    let iters = if quick { 200 } else { 2000 };
+    let sign = percentile(time_each(iters, || drop(std::hint::black_box(old.sign(&fact)))), 0.5);
+    let verify = percentile(time_each(iters, || drop(std::hint::black_box(old.verify(&fact, Some(&chain))))), 0.5);
+    let memo = Memo::default();
+    let _ = memo.verify(&old, &fact, Some(&chain));
+    let hit = percentile(time_each(iters, || drop(std::hint::black_box(memo.verify(&old, &fact, Some(&chain))))), 0.5);
+    let row = Signed { content: "", ..fact };
+    let resign = percentile(time_each(iters, || drop(std::hint::black_box(new.resign(&old, &row, Some(&chain))))), 0.5);
+    println!(
+        "attestation per fact ({:.1} KB, native, p50 of {iters}): sign {}  verify {}  memo hit {}  rotation re-sign {} ({:.0} facts/s)",
+        content.len() as f64 / 1024.0,
+        ms(sign),
+        ms(verify),
+        ms(hit),
+        ms(resign),
+        1.0 / resign.as_secs_f64().max(1e-9)
+    );
+}
+
 fn main() -> anyhow::Result<()> {
     let quick = std::env::args().any(|a| a == "--quick");
     if let Some(dir) = std::env::args().skip_while(|a| a != "--profile-component").nth(1) {
@@ -648,6 +695,8 @@ fn main() -> anyhow::Result<()> {
         let intents = [("synth-pack-".to_string() + &n.to_string(), vec!["kalo mine rusa tivo".to_string(), "deqa lyst orex".to_string()])].into_iter().collect();
         bench_packs(&rt, &format!("synthetic-{n}"), &[dir], &intents, if n >= 10_000 { 10 } else { recall_iters })?;
     }
+
+    bench_attestation(quick);
 
     // Token counting throughput: the first count on each side (the component's on a
     // general slot of the pool, which maps the rank table's pages as it reads them), then
