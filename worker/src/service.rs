@@ -425,7 +425,9 @@ impl Service {
             return Err(e.into());
         }
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})]).await?;
-        let current = self.store.writable_snapshot(agent).await.map_err(|e| if e.code == "recall_backend_unavailable" { e } else { ApiError::backend(e.message) })?;
+        // (the org key's refusals keep their code: they say what to fix, and nothing is unreadable)
+        let keep = ["recall_backend_unavailable", lid_shared::attest::ORG_KEY_MISMATCH, lid_shared::attest::ORG_KEY_MISSING];
+        let current = self.store.writable_snapshot(agent).await.map_err(|e| if keep.contains(&&*e.code) { e } else { ApiError::backend(e.message) })?;
         let deployment = lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
