@@ -338,7 +338,13 @@ fn settle_rotation(w: &mut Connection, path: &Path) -> DbResult<()> {
     }
     let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let recorded: Option<String> = tx.query_row(attest::RECORDED_KEY_SQL, [], |r| r.get(0)).optional()?;
-    let text = std::fs::read_to_string(&next).unwrap_or_default();
+    // Unreadable is not "not committed": it may hold the only copy of the store's new key.
+    // Gone by now is: a rotation that failed removes its file after its rollback.
+    let text = match std::fs::read_to_string(&next) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(DbError::OrgKey(format!("cannot read {} (an org key rotation's new key): {e}; make it readable, then start again", next.display()))),
+    };
     match OrgKey::parse(&text) {
         Ok(k) if recorded.as_deref() == Some(k.kid()) => {
             replace_private(path, &text).map_err(|e| DbError::OrgKey(format!("a rotation to org key {} committed, but its key could not be put in {}: {e}; move {} there", k.kid(), path.display(), next.display())))?;

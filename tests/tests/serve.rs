@@ -856,6 +856,14 @@ fn the_org_key_rotates_and_a_running_service_follows() {
     assert_eq!(show(&db)["kid"], new_kid.as_str());
     assert!(!next.exists());
     assert_eq!(std::fs::read_to_string(&key_file).unwrap(), new_key);
+    // One that cannot be read is an error, and stays: it may hold the only copy of a key.
+    std::fs::create_dir(&next).unwrap();
+    let out = std::process::Command::new(lid_tests::http::lid_bin()).args(["--json", "org-key", "show", "--db", &db]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(e["error"]["message"].as_str().unwrap().contains("cannot read"), "{e}");
+    assert!(next.is_dir());
+    std::fs::remove_dir(&next).unwrap();
     // And the service starts on the rotated database and serves it.
     let again = Server::start(&server.dir, &server.db, SECRET, &[]);
     let r = again.client().post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &intent);
