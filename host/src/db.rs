@@ -227,15 +227,18 @@ fn restore(path: &Path) -> String {
 /// Where a rotation keeps its new key until the database records it: `lid.db.org-key` →
 /// `lid.db.org-key.next`.
 pub fn next_key_path(key: &Path) -> PathBuf {
-    let mut p = key.as_os_str().to_owned();
-    p.push(".next");
-    PathBuf::from(p)
+    suffixed(key, ".next")
 }
 
 /// The org key's file beside a database: `lid.db` → `lid.db.org-key`.
 pub fn org_key_path(db: &Path) -> PathBuf {
-    let mut p = db.as_os_str().to_owned();
-    p.push(".org-key");
+    suffixed(db, ".org-key")
+}
+
+/// `path` with `suffix` added to its file name.
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(suffix);
     PathBuf::from(p)
 }
 
@@ -289,11 +292,7 @@ fn replace_private(path: &Path, text: &str) -> std::io::Result<()> {
 
 fn write_private_with(path: &Path, text: &str, place: impl FnOnce(&Path, &Path) -> std::io::Result<()>) -> std::io::Result<()> {
     use std::io::Write;
-    let tmp = {
-        let mut p = path.as_os_str().to_owned();
-        p.push(format!(".tmp-{}", random_hex(6)));
-        PathBuf::from(p)
-    };
+    let tmp = suffixed(path, &format!(".tmp-{}", random_hex(6)));
     let mut o = std::fs::OpenOptions::new();
     o.write(true).create_new(true);
     #[cfg(unix)]
@@ -686,16 +685,27 @@ impl Db {
                 _ => DbError::OrgKey(format!("cannot write the new org key to {}: {e}", next.display())),
             })?;
             wrote_next = true;
-            let rows: Vec<(String, String, String, String, String, f64, i64, String, String)> = {
+            let rows: Vec<attest::StoredChain> = {
                 let mut st = tx.prepare(attest::RESIGN_ROWS_SQL)?;
-                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?)))?;
+                let rows = st.query_map([], |r| {
+                    Ok(attest::StoredChain {
+                        uri: r.get(0)?,
+                        version: r.get(1)?,
+                        interpret_as: r.get(2)?,
+                        authored_by: r.get(3)?,
+                        authored_at: r.get(4)?,
+                        source_trust: r.get(5)?,
+                        tokens: r.get(6)?,
+                        sha256: r.get(7)?,
+                        attestation_chain: r.get(8)?,
+                    })
+                })?;
                 rows.collect::<Result<_, _>>()?
             };
             let (mut resigned, mut kept) = (0, 0);
-            for (uri, version, interpret_as, authored_by, authored_at, source_trust, tokens, sha256, chain) in &rows {
-                let fact = Signed { uri, version, interpret_as, content: "", authored_by, authored_at, source_trust: *source_trust, tokens: *tokens, sha256: Some(sha256) };
-                match new.resign(&old, &fact, Some(chain)) {
-                    Ok(c) => resigned += tx.execute(attest::RESIGN_SQL, params![c, uri, chain])?,
+            for row in &rows {
+                match row.resign(&new, &old) {
+                    Ok(c) => resigned += tx.execute(attest::RESIGN_SQL, params![c, row.uri, row.attestation_chain])?,
                     Err(_) => kept += 1,
                 }
             }

@@ -503,23 +503,10 @@ impl Store {
             }
             KeyCheck::Rotate => {
                 let Some(old) = self.previous.as_ref() else { return Err(ApiError::backend("a rotation without a previous key")) };
-                #[derive(Deserialize)]
-                struct Row {
-                    uri: String,
-                    version: String,
-                    interpret_as: String,
-                    authored_by: String,
-                    authored_at: String,
-                    source_trust: f64,
-                    tokens: i64,
-                    sha256: String,
-                    attestation_chain: String,
-                }
-                let rows: Vec<Row> = self.all(attest::RESIGN_ROWS_SQL, args![]).await?;
+                let rows: Vec<attest::StoredChain> = self.all(attest::RESIGN_ROWS_SQL, args![]).await?;
                 let (mut stmts, mut kept) = (Vec::new(), 0);
                 for r in &rows {
-                    let fact = Signed { uri: &r.uri, version: &r.version, interpret_as: &r.interpret_as, content: "", authored_by: &r.authored_by, authored_at: &r.authored_at, source_trust: r.source_trust, tokens: r.tokens, sha256: Some(&r.sha256) };
-                    match key.resign(old, &fact, Some(&r.attestation_chain)) {
+                    match r.resign(key, old) {
                         Ok(chain) => stmts.push(self.stmt(attest::RESIGN_SQL, args![chain, r.uri, r.attestation_chain])?),
                         Err(_) => kept += 1,
                     }

@@ -280,6 +280,39 @@ pub fn kid_needle(kid: &str) -> String {
 pub const RESIGN_ROWS_SQL: &str = "SELECT uri, version, interpret_as, authored_by, authored_at, source_trust, tokens, sha256, attestation_chain
      FROM instruction_facts WHERE attestation_chain IS NOT NULL ORDER BY rowid";
 
+/// A row of [`RESIGN_ROWS_SQL`], as both hosts read it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StoredChain {
+    pub uri: String,
+    pub version: String,
+    pub interpret_as: String,
+    pub authored_by: String,
+    pub authored_at: String,
+    pub source_trust: f64,
+    pub tokens: i64,
+    pub sha256: String,
+    pub attestation_chain: String,
+}
+
+impl StoredChain {
+    /// `new`'s chain for this fact, if `old` signed it ([`OrgKey::resign`], from the
+    /// stored digest).
+    pub fn resign(&self, new: &OrgKey, old: &OrgKey) -> Result<String, Unattested> {
+        let fact = Signed {
+            uri: &self.uri,
+            version: &self.version,
+            interpret_as: &self.interpret_as,
+            content: "",
+            authored_by: &self.authored_by,
+            authored_at: &self.authored_at,
+            source_trust: self.source_trust,
+            tokens: self.tokens,
+            sha256: Some(&self.sha256),
+        };
+        new.resign(old, &fact, Some(&self.attestation_chain))
+    }
+}
+
 /// Replace fact `?2`'s chain `?3` by `?1` (unchanged when another writer got there first).
 pub const RESIGN_SQL: &str = "UPDATE instruction_facts SET attestation_chain = ?1 WHERE uri = ?2 AND attestation_chain = ?3";
 
