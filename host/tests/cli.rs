@@ -459,8 +459,13 @@ fn eval_reports_the_documented_keys() {
 
     // §21.5.4's probe shape (`probe_id`, `k`) and its probe-set metrics: coverage@k and
     // hit@k at each probe's k, beside the hit@3 (every required unit in the top 3).
+    // (the probe's two units are the intent's first and second by `lid recall`)
     let set = d.join("probe-set.jsonl");
-    let two = |k: u64| json!({"probe_id": format!("two-at-{k}"), "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure", "writing-status-updates"], "k": k});
+    let ranked = json_of(&lid(&["recall", s(&copy), "roll back the broken deploy", "--max-chunks", "2", "--json"]));
+    let (first, second) = (ranked["chunks"][0]["name"].as_str().unwrap_or_default(), ranked["chunks"][1]["name"].as_str().unwrap_or_default());
+    assert_eq!(first, "rollback-procedure", "{ranked}");
+    assert!(!second.is_empty() && second != first, "{ranked}");
+    let two = |k: u64| json!({"probe_id": format!("two-at-{k}"), "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": [first, second], "k": k});
     std::fs::write(&set, format!("{}\n", two(1))).unwrap();
     let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&set), "--json"]));
     assert_eq!((v["probe_hit_at_k"].as_f64(), v["probe_coverage_at_k"].as_f64()), (Some(1.0), Some(0.5)), "{v}");

@@ -172,13 +172,16 @@ fn budget_drops_ranked_first_and_never_guaranteed() {
     assert_eq!(names(&v), vec!["ground-rules"]);
     assert_eq!(v["truncated"], json!(true));
     let omitted: Vec<&str> = v["omitted"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
-    assert_eq!(omitted.len(), 3, "{v}");
     assert!(v["omitted"].as_array().unwrap().iter().all(|o| o["reason"] == "token_budget"));
-    // A generous budget truncates nothing.
+    // A generous budget truncates nothing: what it returns besides the guaranteed unit
+    // is what the small budget named in `omitted`, in the same order.
     let w = recall(&rt, &st, &a.manifest_json, json!({"intent": "roll back a bad deploy", "token_budget": 100000}));
     assert_eq!(w["truncated"], json!(false));
     assert_eq!(w["omitted"], json!([]));
-    assert_eq!(names(&w).len(), 4);
+    let served: Vec<String> = names(&w).into_iter().filter(|n| n != "ground-rules").collect();
+    assert!(served.len() >= 2, "{w}");
+    assert_eq!(omitted, served, "{v}\n{w}");
+    assert_eq!(names(&w).iter().filter(|n| *n == "ground-rules").count(), 1, "{w}");
 }
 
 #[test]

@@ -789,7 +789,9 @@ fn the_org_key_rotates_and_a_running_service_follows() {
     let c = server.client();
     let agent = "rotate-agent";
     publish_demo(&c, &admin, agent);
-    let intent = json!({"intent": "roll back a bad deploy", "max_chunks": 2});
+    // (one ranked slot: the rollback unit, then the guaranteed ground rules; the content
+    // written below changes the other units' places, not these)
+    let intent = json!({"intent": "roll back a bad deploy", "max_chunks": 1});
     let before = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &intent);
     assert_eq!(before.status, 200, "{}", before.body);
     let db = server.db.to_str().unwrap().to_string();

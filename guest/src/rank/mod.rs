@@ -6,6 +6,8 @@
 //! - [`stem`]: the Porter stemmer;
 //! - [`lexicon`]: the embedded WordNet-derived concept lexicon;
 //! - [`thesaurus`]: interchangeable words of technical English (WordNet lacks them);
+//! - [`phrasal`]: phrasal verbs and idioms of workplace English ("kick this upstairs"),
+//!   whose plain words ("escalate") join an intent that uses them;
 //! - [`index`]: per-unit statistics built once per agent (serialisable).
 //!
 //! Signals, each in [0, 1]:
@@ -34,6 +36,7 @@
 pub mod column;
 pub mod index;
 pub mod lexicon;
+pub mod phrasal;
 pub mod stem;
 pub mod text;
 pub mod thesaurus;
@@ -45,7 +48,7 @@ use index::{fuzzy_term, sat, trigrams, Index, Posting, K1};
 /// The ranker's model version: reported by hosts beside the manifest, and part of the
 /// cache key of precomputed indexes. Bump it whenever the index layout, the lexicon or
 /// the tokenisation changes.
-pub const RANKER_VERSION: &str = "lid-rank-10 (bm25f+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-11 (bm25f+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -323,12 +326,15 @@ impl Ranker {
                 }
             }
         }
-        let said: Vec<String> = text::words(intent).into_iter().map(|w| w.text).collect();
-        let mut implied: Vec<&[&str]> = RELATION_CUES.iter().filter(|(cues, _)| said.iter().any(|w| cues.contains(&w.as_str()))).map(|c| c.1).collect();
+        let said: Vec<String> = text::words(intent).into_iter().filter(|w| !w.compound).map(|w| w.text).collect();
+        let mut implied: Vec<(&[&str], f64)> = RELATION_CUES.iter().filter(|(cues, _)| said.iter().any(|w| cues.contains(&w.as_str()))).map(|c| (c.1, IMPLIED_WEIGHT)).collect();
         if negated_capability(intent) {
-            implied.push(LIMITATION_WORDS);
+            implied.push((LIMITATION_WORDS, IMPLIED_WEIGHT));
         }
-        for implied in implied {
+        // phrasal verbs and idioms ("kick this upstairs"): their plain words join the query
+        let said_stems: Vec<String> = said.iter().map(|w| stem::stem(w)).collect();
+        implied.extend(phrasal::implied(&said_stems).into_iter().map(|p| (p, phrasal::PHRASE_WEIGHT)));
+        for (implied, weight) in implied {
             for word in implied {
                 let st = stem::stem(word);
                 if out.iter().any(|q| q.stem == st) {
@@ -336,7 +342,7 @@ impl Ranker {
                 }
                 let e = lexicon::lookup(word);
                 let g = self.params.generic.max(0.0) * e.commonness.unwrap_or(0.0) as f64;
-                out.push(QWord { surface: word.to_string(), stem: st, compound: false, count: 1.0, concepts: e.concepts, spec: 1.0 / (1.0 + g), weight: IMPLIED_WEIGHT });
+                out.push(QWord { surface: word.to_string(), stem: st, compound: false, count: 1.0, concepts: e.concepts, spec: 1.0 / (1.0 + g), weight });
             }
         }
         out
