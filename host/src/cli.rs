@@ -985,10 +985,18 @@ fn org_key(cli: &Cli, command: &OrgKeyCommand) -> Result<i32> {
             let db = existing_db_with_key(db, org_key.as_deref())?;
             let key = db.attestor().key();
             let file = org_key.clone().unwrap_or_else(|| crate::db::org_key_path(db.path()));
+            // since when the store records it (opening the store recorded or checked it),
+            // and how many facts it signs
+            let (since, signed): (Option<i64>, i64) = db.read(|c| {
+                let since = c.query_row("SELECT since FROM org_signing_key WHERE id = 1", [], |r| r.get(0)).ok();
+                let signed = c.query_row("SELECT count(*) FROM instruction_facts WHERE instr(attestation_chain, ?1) > 0", [lid_shared::attest::kid_needle(key.kid())], |r| r.get(0))?;
+                Ok((since, signed))
+            })?;
             if cli.json {
-                print_json(&json!({"kid": key.kid(), "public_key": key.public_text(), "key_file": file}));
+                print_json(&json!({"kid": key.kid(), "public_key": key.public_text(), "key_file": file, "since_ms": since, "facts_signed": signed}));
             } else {
-                outln!("org key {} (public key {}), in {}", key.kid(), key.public_text(), file.display());
+                let since = since.map_or_else(|| "not recorded".to_string(), |ms| format!("recorded since {}", crate::db::iso(ms)));
+                outln!("org key {} (public key {}), in {}; {since}; signs {signed} facts", key.kid(), key.public_text(), file.display());
             }
         }
         OrgKeyCommand::Rotate { db, org_key } => {

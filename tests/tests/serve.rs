@@ -258,6 +258,39 @@ fn migrations_directory_matches_the_embedded_list() {
     assert_eq!(mode, "wal");
 }
 
+/// §21.4.3 rotation by two hosts at once (two worker isolates on their first read after a
+/// deploy): each runs the rotation's statements in one transaction, on the schema both hosts
+/// use. The second changes nothing: one `org_key_rotated` event, the first one's record.
+#[test]
+fn a_rotation_run_twice_at_once_records_once() {
+    use lid_shared::attest::{ROTATED_EVENT, ROTATED_EVENT_SQL, ROTATE_KEY_SQL};
+    let d = temp_dir("rotate-twice");
+    let _ = lid_host::db::Db::open(&d.join("x.db")).unwrap();
+    let mut c = Connection::open(d.join("x.db")).unwrap();
+    // (the store as the old key recorded it; opening it recorded the host's own key)
+    c.execute("INSERT OR REPLACE INTO org_signing_key (id, kid, public_key, since) VALUES (1, 'org-old', 'pk-old', 1)", []).unwrap();
+    let before: i64 = c.query_row("SELECT count(*) FROM service_events", [], |r| r.get(0)).unwrap();
+    for (host, now) in [("a", 10), ("b", 20)] {
+        let tx = c.transaction().unwrap();
+        let detail = json!({"from": "org-old", "to": "org-new", "by": host}).to_string();
+        tx.execute(ROTATED_EVENT_SQL, rusqlite::params![format!("evt_{host}"), detail, now, "org-old"]).unwrap();
+        tx.execute(ROTATE_KEY_SQL, rusqlite::params!["org-new", "pk-new", now, "org-old"]).unwrap();
+        tx.commit().unwrap();
+    }
+    let events: Vec<(String, String, String)> = c
+        .prepare("SELECT id, kind, detail FROM service_events ORDER BY created_at")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .skip(before as usize)
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!((events[0].0.as_str(), events[0].1.as_str()), ("evt_a", ROTATED_EVENT));
+    let record: (String, String, i64) = c.query_row("SELECT kid, public_key, since FROM org_signing_key WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+    assert_eq!(record, ("org-new".to_string(), "pk-new".to_string(), 10));
+}
+
 /// Content-addressed recall in the service audit: the row keeps each chunk's SHA-256, the
 /// assembly digest and the request, so `lid audit replay --db` proves what the agent saw
 /// (exit 0), and names what changed once a unit it saw has a new version (exit 2).
@@ -803,6 +836,8 @@ fn the_org_key_rotates_and_a_running_service_follows() {
     let facts: i64 = sql.query_row("SELECT count(*) FROM instruction_facts", [], |r| r.get(0)).unwrap();
     let signed_by = |kid: &str| -> i64 { sql.query_row("SELECT count(*) FROM instruction_facts WHERE instr(attestation_chain, ?1) > 0", [format!("\"kid\":\"{kid}\"")], |r| r.get(0)).unwrap() };
     assert_eq!(signed_by(&old_kid), facts);
+    assert_eq!(show(&db)["facts_signed"].as_i64(), Some(facts));
+    let old_since = show(&db)["since_ms"].as_i64().unwrap();
 
     // Rotated by the CLI while the service runs.
     let r: Value = serde_json::from_str(&lid(&["--json", "org-key", "rotate", "--db", &db])).unwrap();
@@ -812,7 +847,9 @@ fn the_org_key_rotates_and_a_running_service_follows() {
     assert_eq!((r["resigned"].as_i64(), r["kept"].as_i64()), (Some(facts), Some(0)), "{r}");
     assert_eq!((signed_by(&new_kid), signed_by(&old_kid)), (facts, 0));
     assert_ne!(std::fs::read_to_string(&key_file).unwrap(), old_key);
-    assert_eq!(show(&db)["kid"], new_kid.as_str());
+    let shown = show(&db);
+    assert_eq!((shown["kid"].as_str(), shown["facts_signed"].as_i64()), (Some(new_kid.as_str()), Some(facts)), "{shown}");
+    assert!(shown["since_ms"].as_i64().unwrap() >= old_since, "{shown}");
     assert!(!lid_host::db::next_key_path(&key_file).exists());
     let recorded: String = sql.query_row("SELECT kid FROM org_signing_key", [], |r| r.get(0)).unwrap();
     assert_eq!(recorded, new_kid);
