@@ -147,19 +147,22 @@ fn a_runaway_engine_call_is_interrupted_and_the_server_keeps_serving() {
     // other builds can stall one call past it).
     let recall = || c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "review a pull request"}));
     assert!((0..5).any(|_| recall().status == 200), "no recall fit the 150 ms limit");
-    // Counting the tokens of 7 MB of irregular text (random letters, digits, accents and
-    // CJK, so BPE merges are long) takes the engine far beyond 150 ms (≈300 ms idle).
+    // 7 MB of random lowercase letters in lines of 1,999 (the admission lint's longest is
+    // 2,000): each line is one BPE piece of 1,999 letters, so counting its tokens takes the
+    // engine far beyond 150 ms (≈550 ms on a fast machine, where the earlier text of short
+    // pieces took ≈150 ms and a fast enough lint let it through to 422). The lint before
+    // the count finds nothing, or is itself interrupted on a slow machine: either way the
+    // write stops at the time limit.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let alphabet: Vec<char> = "abcdefghijklmnopqrstuvwxyzéüß中文字0123456789".chars().collect();
     let mut huge = String::with_capacity(7_100_000);
     while huge.len() < 7_000_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        huge.push(alphabet[(x % alphabet.len() as u64) as usize]);
-        if x.is_multiple_of(9) {
-            huge.push(' ');
+        for _ in 0..1999 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            huge.push((b'a' + (x % 26) as u8) as char);
         }
+        huge.push('\n');
     }
     let t = std::time::Instant::now();
     let r = c.put(&format!("/v1/agents/{agent}/units/code-review"), Some(&admin), &json!({"content": huge}));
