@@ -988,8 +988,9 @@ fn org_key(cli: &Cli, command: &OrgKeyCommand) -> Result<i32> {
             // since when the store records it (opening the store recorded or checked it),
             // and how many facts it signs
             let (since, signed): (Option<i64>, i64) = db.read(|c| {
-                let since = c.query_row("SELECT since FROM org_signing_key WHERE id = 1", [], |r| r.get(0)).ok();
-                let signed = c.query_row("SELECT count(*) FROM instruction_facts WHERE instr(attestation_chain, ?1) > 0", [lid_shared::attest::kid_needle(key.kid())], |r| r.get(0))?;
+                use rusqlite::OptionalExtension;
+                let since = c.query_row("SELECT since FROM org_signing_key WHERE id = 1", [], |r| r.get(0)).optional()?;
+                let signed = c.query_row(lid_shared::attest::SIGNED_BY_SQL, [lid_shared::attest::kid_needle(key.kid())], |r| r.get("by_key"))?;
                 Ok((since, signed))
             })?;
             if cli.json {

@@ -712,7 +712,7 @@ impl Db {
             let now = now_ms();
             // (the event first: both are written while the record names the old key)
             let detail = json!({"from": old.kid(), "to": new.kid(), "resigned": resigned, "kept": kept});
-            tx.execute(attest::ROTATED_EVENT_SQL, params![format!("evt_{}", random_hex(12)), detail.to_string(), now, old.kid()])?;
+            tx.execute(attest::ROTATED_EVENT_SQL, params![format!("evt_{}", random_hex(12)), attest::ROTATED_EVENT, detail.to_string(), now, old.kid()])?;
             tx.execute(attest::ROTATE_KEY_SQL, params![new.kid(), new.public_text(), now, old.kid()])?;
             Ok(Rotated { from: old.kid().to_string(), to: new.kid().to_string(), public_key: new.public_text(), resigned, kept, key_file: path.clone() })
         });

@@ -517,7 +517,7 @@ impl Store {
                 // row only from the chain read), and of the two batches only the first
                 // writes the event and the record (both are conditional on the old key).
                 let detail = serde_json::json!({"from": old.kid(), "to": key.kid(), "resigned": resigned, "kept": kept});
-                stmts.push(self.stmt(attest::ROTATED_EVENT_SQL, args![format!("evt_{}", crate::util::random_hex(12)), detail.to_string(), now, old.kid()])?);
+                stmts.push(self.stmt(attest::ROTATED_EVENT_SQL, args![format!("evt_{}", crate::util::random_hex(12)), attest::ROTATED_EVENT, detail.to_string(), now, old.kid()])?);
                 stmts.push(self.stmt(attest::ROTATE_KEY_SQL, args![key.kid(), key.public_text(), now, old.kid()])?);
                 self.batch(stmts).await.map_err(ApiError::storage)?;
                 worker::console_log!("rotated the org key {} -> {}: {resigned} facts re-signed, {kept} kept", old.kid(), key.kid());

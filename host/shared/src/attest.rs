@@ -325,11 +325,12 @@ pub const ROTATED_EVENT: &str = "org_key_rotated";
 /// changes nothing, and the record keeps the first one's time.
 pub const ROTATE_KEY_SQL: &str = "UPDATE org_signing_key SET kid = ?1, public_key = ?2, since = ?3 WHERE id = 1 AND kid = ?4";
 
-/// A rotation's [`ROTATED_EVENT`] (`?1` id, `?2` detail JSON, `?3` ms), written only while
-/// the record still names the old key `?4`: run before [`ROTATE_KEY_SQL`] in the rotation's
-/// transaction, it is written once however many hosts rotate the store at once.
+/// A rotation's service event (`?1` id, `?2` kind: [`ROTATED_EVENT`], `?3` detail JSON,
+/// `?4` ms), written only while the record still names the old key `?5`: run before
+/// [`ROTATE_KEY_SQL`] in the rotation's transaction, it is written once however many hosts
+/// rotate the store at once.
 pub const ROTATED_EVENT_SQL: &str = "INSERT INTO service_events (id, agent_id, kind, detail, created_at)
-     SELECT ?1, NULL, 'org_key_rotated', ?2, ?3 WHERE EXISTS (SELECT 1 FROM org_signing_key WHERE id = 1 AND kid = ?4)";
+     SELECT ?1, NULL, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM org_signing_key WHERE id = 1 AND kid = ?5)";
 
 /// The error code (ours, 503) of a host whose org key is not the one the store's facts
 /// are signed by.
