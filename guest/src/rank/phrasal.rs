@@ -25,7 +25,8 @@ pub const PHRASE_WEIGHT: f64 = 0.8;
 pub const GAP: usize = 2;
 
 /// Phrases (words separated by spaces; `a|b` for alternative forms of one word, e.g.
-/// irregular past tenses the stemmer keeps apart) and the plain words they stand for.
+/// irregular past tenses the stemmer keeps apart; `+word` for a word that must follow the
+/// one before with nothing between) and the plain words they stand for.
 #[cfg_attr(not(test), allow(dead_code))]
 const PHRASES: &[(&str, &[&str])] = &[
     // raising a matter to someone more senior
@@ -150,7 +151,8 @@ const PHRASES: &[(&str, &[&str])] = &[
     ("second ticket|report|request|case|complaint", &["duplicate", "existing"]),
     ("separate ticket|tickets", &["duplicate", "existing"]),
     // how many run together
-    ("at time", &["concurrency", "concurrent", "limit"]), // "at a time" (one letter is no word)
+    // "at a time" (a single letter is no word), but not "at the time"
+    ("at +time", &["concurrency", "concurrent", "limit"]),
     ("at the same time", &["concurrency", "concurrent", "parallel"]),
     // work wrapped around every run: hooks
     ("before|ahead every|each", &["hook", "setup", "init"]),
@@ -170,8 +172,8 @@ const STEMMED: &[(&[&str], u16)] = &[
     (&["alreadi", "open"], 105),
     (&["alreadi", "rais"], 105),
     (&["alreadi", "report"], 105),
+    (&["at", "+time"], 108),
     (&["at", "the", "same", "time"], 109),
-    (&["at", "time"], 108),
     (&["back", "burner"], 66),
     (&["back", "up"], 80),
     (&["befor", "each"], 110),
@@ -324,12 +326,19 @@ pub fn implied(stems: &[String]) -> Vec<&'static [&'static str]> {
         let from = STEMMED.partition_point(|(p, _)| p[0] < first.as_str());
         for (pat, at) in STEMMED[from..].iter().take_while(|(p, _)| p[0] == first.as_str()) {
             let mut j = i;
-            let found = pat[1..].iter().all(|w| match (j + 1..stems.len().min(j + 2 + GAP)).find(|&k| stems[k] == *w) {
-                Some(k) => {
-                    j = k;
-                    true
+            let found = pat[1..].iter().all(|w| {
+                // a `+` word follows the one before it directly; others may leave a gap
+                let (w, gap) = match w.strip_prefix('+') {
+                    Some(tight) => (tight, 0),
+                    None => (*w, GAP),
+                };
+                match (j + 1..stems.len().min(j + 2 + gap)).find(|&k| stems[k] == w) {
+                    Some(k) => {
+                        j = k;
+                        true
+                    }
+                    None => false,
                 }
-                None => false,
             });
             let words = PHRASES[*at as usize].1;
             if found && !out.iter().any(|o| std::ptr::eq(*o, words)) {
@@ -347,7 +356,11 @@ mod tests {
     fn expand(phrase: &str) -> Vec<Vec<String>> {
         let mut out: Vec<Vec<String>> = vec![vec![]];
         for word in phrase.split(' ') {
-            out = out.iter().flat_map(|o| word.split('|').map(move |alt| [o.clone(), vec![stem(alt)]].concat())).collect();
+            let (word, tight) = match word.strip_prefix('+') {
+                Some(w) => (w, "+"),
+                None => (word, ""),
+            };
+            out = out.iter().flat_map(|o| word.split('|').map(move |alt| [o.clone(), vec![format!("{tight}{}", stem(alt))]].concat())).collect();
         }
         out
     }
@@ -393,6 +406,8 @@ mod tests {
         assert_eq!(implied(&stems("the same customer wrote in again")), vec![&["duplicate", "existing"][..]]);
         // how many at once; a three-word phrase with no gap
         assert_eq!(implied(&stems("only two syncs at a time")), vec![&["concurrency", "concurrent", "limit"][..]]);
+        // ... where "+time" must follow "at" directly: not "at the time"
+        assert!(implied(&stems("what was the config at the time of the outage")).is_empty());
         // two phrases in one intent, in the order they are said
         assert_eq!(
             implied(&stems("size up the outage, then pull the case back")),
