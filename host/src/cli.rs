@@ -110,6 +110,12 @@ pub enum Command {
         /// required unit ranked (`--json` always carries them, under `misses`)
         #[arg(long)]
         misses: bool,
+        /// Also write every probe's whole ranking to FILE, one JSON line per probe in
+        /// probe order: `{"id", "agent", "scores": [[unit, score], ...]}` (for
+        /// comparisons outside lid, e.g. `scripts/baseline/compare.py`); written whole
+        /// or not at all
+        #[arg(long, value_name = "FILE")]
+        rankings: Option<PathBuf>,
     },
     /// Count cl100k tokens of a file (or - for stdin).
     Tokens { file: PathBuf },
@@ -705,9 +711,9 @@ fn run(cli: &Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Eval { agents, packs, probes, misses } => match (agents, packs) {
-            (Some(dir), _) => eval(cli, Corpora::Agents(dir), probes, *misses),
-            (None, Some(dir)) => eval(cli, Corpora::Packs(dir), probes, *misses),
+        Command::Eval { agents, packs, probes, misses, rankings } => match (agents, packs) {
+            (Some(dir), _) => eval(cli, Corpora::Agents(dir), probes, *misses, rankings.as_deref()),
+            (None, Some(dir)) => eval(cli, Corpora::Packs(dir), probes, *misses, rankings.as_deref()),
             (None, None) => bail!("lid eval needs --agents DIR or --packs DIR"),
         },
         Command::Knowledge { command } => crate::knowledge_cli::run(&runtime()?, cli.json, command),
@@ -1113,7 +1119,19 @@ fn probe_field_problem(p: &Value) -> Option<String> {
 
 /// `lid eval`: rank every probe's agent or pack units through the component (ranking
 /// only), then report hit@1/3/10, MRR and none AUC overall and per agent or pack.
-fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<i32> {
+/// Write `text` to `path` whole or not at all: into a sibling file first, then renamed
+/// over `path` (a rename within one directory is atomic).
+fn write_whole(path: &Path, text: &str) -> Result<()> {
+    let name = path.file_name().with_context(|| format!("{} names no file", path.display()))?;
+    let staging = path.with_file_name(format!(".{}.lid-{}", name.to_string_lossy(), std::process::id()));
+    let written = std::fs::write(&staging, text).and_then(|()| std::fs::rename(&staging, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&staging);
+    }
+    written.with_context(|| format!("cannot write {} (nothing was written)", path.display()))
+}
+
+fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: Option<&Path>) -> Result<i32> {
     let text = agent_dir::read_text(probes)?;
     let rt = runtime()?;
     let mut loaded: BTreeMap<String, Loaded> = BTreeMap::new();
@@ -1157,6 +1175,10 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool) -> Result<
     if results.is_empty() {
         // zeros over no probes would read as a ranking that finds nothing
         return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{} holds no probes: give one JSON object per line ({{\"id\", \"agent_id\" or \"pack_id\", \"intent\", \"required_units\"}})", probes.display())).into());
+    }
+    if let Some(path) = rankings {
+        let lines: String = results.iter().map(|r| json!({"id": r["id"], "agent": r["agent_id"], "scores": r["ranked"]}).to_string() + "\n").collect();
+        write_whole(path, &lines)?;
     }
     let mut report = engine_ok(rt.eval_report(&empty_storage(), &Value::Array(results).to_string())?)?;
     if let (Corpora::Packs(_), Some(obj)) = (&corpora, report.as_object_mut()) {

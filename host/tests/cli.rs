@@ -385,9 +385,9 @@ fn tokens_match_tiktoken() {
     assert_eq!(v["tokens"].as_u64().unwrap() as usize, tiktoken_rs::cl100k_base().unwrap().encode_ordinary(text).len());
 }
 
-#[test]
-fn eval_reports_the_documented_keys() {
-    let d = scratch("eval");
+/// `d/agents/release-engineer`: a copy of the demo agent, for `lid eval --agents d/agents`;
+/// returns that agent directory.
+fn demo_agents(d: &Path) -> PathBuf {
     let copy = d.join("agents").join("release-engineer");
     std::fs::create_dir_all(copy.join("units")).unwrap();
     std::fs::copy(demo().join("manifest.json"), copy.join("manifest.json")).unwrap();
@@ -395,6 +395,52 @@ fn eval_reports_the_documented_keys() {
         let e = e.unwrap();
         std::fs::copy(e.path(), copy.join("units").join(e.file_name())).unwrap();
     }
+    copy
+}
+
+#[test]
+fn eval_writes_every_probes_ranking_whole_or_not_at_all() {
+    let d = scratch("eval-rankings");
+    demo_agents(&d);
+    let probes = d.join("probes.jsonl");
+    let lines: String = [
+        json!({"id": "p1", "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure"]}),
+        json!({"id": "n1", "agent_id": "release-engineer", "intent": "bake sourdough bread", "required_units": [], "expect_none": true}),
+    ]
+    .iter()
+    .map(|v| v.to_string() + "\n")
+    .collect();
+    std::fs::write(&probes, lines).unwrap();
+    let units = std::fs::read_dir(demo().join("units")).unwrap().count();
+    let out = d.join("rankings.jsonl");
+    let agents = d.join("agents");
+    let args = ["eval", "--agents", s(&agents), "--probes", s(&probes), "--rankings", s(&out)];
+    assert_eq!(lid(&args).status.code(), Some(0));
+    let first = std::fs::read_to_string(&out).unwrap();
+    let rows: Vec<Value> = first.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.iter().map(|r| r["id"].as_str().unwrap()).collect::<Vec<_>>(), ["p1", "n1"], "probe order: {first}");
+    for r in &rows {
+        assert_eq!(r["agent"], "release-engineer");
+        let scores: Vec<f64> = r["scores"].as_array().unwrap().iter().map(|x| x[1].as_f64().unwrap()).collect();
+        assert_eq!(scores.len(), units, "every unit ranked: {r}");
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "best first: {r}");
+    }
+    assert_eq!(rows[0]["scores"][0][0], "rollback-procedure", "{first}");
+    // the same probes again: byte-identical rankings
+    assert_eq!(lid(&args).status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), first);
+    // a file that cannot be written: exit 1, a message naming it, nothing left behind
+    let bad = d.join("missing-dir").join("rankings.jsonl");
+    let refused = lid(&["eval", "--agents", s(&agents), "--probes", s(&probes), "--rankings", s(&bad)]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot write") && !d.join("missing-dir").exists());
+    assert_eq!(std::fs::read_dir(&d).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".lid-")).count(), 0, "no staging file left");
+}
+
+#[test]
+fn eval_reports_the_documented_keys() {
+    let d = scratch("eval");
+    let copy = demo_agents(&d);
     let probes = d.join("probes.jsonl");
     let lines: String = [
         json!({"id": "p1", "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure"]}),

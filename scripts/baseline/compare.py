@@ -1,18 +1,17 @@
 #!/usr/bin/env python3
 """Compare lid's rankings with the hybrid baseline's, probe by probe.
 
-Reads lid's rankings (one JSON line per probe, as `eval_native` writes them to the
-file named by `LID_DUMP`: {"id", "agent", "scores": [[unit, score], ...]}) and the
-baseline's (`hybrid.py --dump`, the "hybrid" method's lines), keeps the probes with
+Reads lid's rankings (one JSON line per probe, as `lid eval --rankings FILE` writes
+them through the component, or `eval_native` natively to the file named by `LID_DUMP`:
+{"id", "agent", "scores": [[unit, score], ...]}) and the baseline's (`hybrid.py
+--dump`, the "hybrid" method's lines), keeps the probes with
 an answer that both ranked, and prints for each group of sets: hit@1, hit@3 and MRR
 of both, how many intents each alone puts right at 1, and a two-sided exact sign test
 on those (the chance of a split at least that uneven if both were equally good).
 
-    rm -f /tmp/lid.jsonl
-    for s in blind15 blind16; do
-      LID_DUMP=/tmp/lid.jsonl target/release/examples/eval_native --json \\
-        ../shared/eval/agents guest/data/probes-$s.jsonl > /dev/null
-    done
+    cat guest/data/probes-blind15.jsonl guest/data/probes-blind16.jsonl > /tmp/probes.jsonl
+    target/release/lid eval --agents ../shared/eval/agents --probes /tmp/probes.jsonl \\
+      --rankings /tmp/lid.jsonl
     /tmp/baseline-venv/bin/python scripts/baseline/hybrid.py --set blind15 --set blind16 \\
       --method hybrid --dump /tmp/base.jsonl
     python3 scripts/baseline/compare.py /tmp/lid.jsonl /tmp/base.jsonl blind15,blind16
