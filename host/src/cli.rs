@@ -1117,8 +1117,6 @@ fn probe_field_problem(p: &Value) -> Option<String> {
     }
 }
 
-/// `lid eval`: rank every probe's agent or pack units through the component (ranking
-/// only), then report hit@1/3/10, MRR and none AUC overall and per agent or pack.
 /// Write `text` to `path` whole or not at all: into a sibling file first, then renamed
 /// over `path` (a rename within one directory is atomic).
 fn write_whole(path: &Path, text: &str) -> Result<()> {
@@ -1131,6 +1129,8 @@ fn write_whole(path: &Path, text: &str) -> Result<()> {
     written.with_context(|| format!("cannot write {} (nothing was written)", path.display()))
 }
 
+/// `lid eval`: rank every probe's agent or pack units through the component (ranking
+/// only), then report hit@1/3/10, MRR and none AUC overall and per agent or pack.
 fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: Option<&Path>) -> Result<i32> {
     let text = agent_dir::read_text(probes)?;
     let rt = runtime()?;

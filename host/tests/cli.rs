@@ -398,19 +398,23 @@ fn demo_agents(d: &Path) -> PathBuf {
     copy
 }
 
+/// A probe file: one JSON object per line.
+fn write_probes(path: &Path, probes: &[Value]) {
+    std::fs::write(path, probes.iter().map(|v| v.to_string() + "\n").collect::<String>()).unwrap();
+}
+
 #[test]
 fn eval_writes_every_probes_ranking_whole_or_not_at_all() {
     let d = scratch("eval-rankings");
     demo_agents(&d);
     let probes = d.join("probes.jsonl");
-    let lines: String = [
-        json!({"id": "p1", "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure"]}),
-        json!({"id": "n1", "agent_id": "release-engineer", "intent": "bake sourdough bread", "required_units": [], "expect_none": true}),
-    ]
-    .iter()
-    .map(|v| v.to_string() + "\n")
-    .collect();
-    std::fs::write(&probes, lines).unwrap();
+    write_probes(
+        &probes,
+        &[
+            json!({"id": "p1", "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure"]}),
+            json!({"id": "n1", "agent_id": "release-engineer", "intent": "bake sourdough bread", "required_units": [], "expect_none": true}),
+        ],
+    );
     let units = std::fs::read_dir(demo().join("units")).unwrap().count();
     let out = d.join("rankings.jsonl");
     let agents = d.join("agents");
@@ -442,15 +446,14 @@ fn eval_reports_the_documented_keys() {
     let d = scratch("eval");
     let copy = demo_agents(&d);
     let probes = d.join("probes.jsonl");
-    let lines: String = [
-        json!({"id": "p1", "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure"]}),
-        json!({"id": "p2", "agent_id": "release-engineer", "intent": "bump the library version", "required_units": ["dependency-upgrades"]}),
-        json!({"id": "n1", "agent_id": "release-engineer", "intent": "bake sourdough bread", "required_units": [], "expect_none": true}),
-    ]
-    .iter()
-    .map(|v| v.to_string() + "\n")
-    .collect();
-    std::fs::write(&probes, lines).unwrap();
+    write_probes(
+        &probes,
+        &[
+            json!({"id": "p1", "agent_id": "release-engineer", "intent": "roll back the broken deploy", "required_units": ["rollback-procedure"]}),
+            json!({"id": "p2", "agent_id": "release-engineer", "intent": "bump the library version", "required_units": ["dependency-upgrades"]}),
+            json!({"id": "n1", "agent_id": "release-engineer", "intent": "bake sourdough bread", "required_units": [], "expect_none": true}),
+        ],
+    );
     let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&probes), "--json"]));
     assert_eq!(v["probes"], 3);
     for k in ["hit_at_1", "hit_at_3", "mrr", "none_auc"] {
