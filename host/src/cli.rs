@@ -1117,18 +1117,6 @@ fn probe_field_problem(p: &Value) -> Option<String> {
     }
 }
 
-/// Write `text` to `path` whole or not at all: into a sibling file first, then renamed
-/// over `path` (a rename within one directory is atomic).
-fn write_whole(path: &Path, text: &str) -> Result<()> {
-    let name = path.file_name().with_context(|| format!("{} names no file", path.display()))?;
-    let staging = path.with_file_name(format!(".{}.lid-{}", name.to_string_lossy(), std::process::id()));
-    let written = std::fs::write(&staging, text).and_then(|()| std::fs::rename(&staging, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&staging);
-    }
-    written.with_context(|| format!("cannot write {} (nothing was written)", path.display()))
-}
-
 /// `lid eval`: rank every probe's agent or pack units through the component (ranking
 /// only), then report hit@1/3/10, MRR and none AUC overall and per agent or pack.
 fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: Option<&Path>) -> Result<i32> {
@@ -1178,7 +1166,13 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: 
     }
     if let Some(path) = rankings {
         let lines: String = results.iter().map(|r| json!({"id": r["id"], "agent": r["agent_id"], "scores": r["ranked"]}).to_string() + "\n").collect();
-        write_whole(path, &lines)?;
+        // whole or not at all, as every file lid writes (its directory made if missing)
+        let (dir, name) = match (path.parent(), path.file_name()) {
+            (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => (dir, name),
+            (_, Some(name)) => (Path::new("."), name),
+            _ => bail!("{} names no file", path.display()),
+        };
+        crate::write_tree::write_files(dir, &[(PathBuf::from(name), lines)])?;
     }
     let mut report = engine_ok(rt.eval_report(&empty_storage(), &Value::Array(results).to_string())?)?;
     if let (Corpora::Packs(_), Some(obj)) = (&corpora, report.as_object_mut()) {

@@ -433,11 +433,14 @@ fn eval_writes_every_probes_ranking_whole_or_not_at_all() {
     // the same probes again: byte-identical rankings
     assert_eq!(lid(&args).status.code(), Some(0));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), first);
-    // a file that cannot be written: exit 1, a message naming it, nothing left behind
-    let bad = d.join("missing-dir").join("rankings.jsonl");
+    // a file that cannot be written (its directory would be a file): exit 1, a message
+    // naming it, nothing left behind
+    let bad = probes.join("rankings.jsonl");
     let refused = lid(&["eval", "--agents", s(&agents), "--probes", s(&probes), "--rankings", s(&bad)]);
     assert_eq!(refused.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot write") && !d.join("missing-dir").exists());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("cannot write") && stderr.contains(s(&bad)) && stderr.contains("nothing was written"), "{stderr}");
+    assert!(probes.is_file(), "the probe file is untouched");
     assert_eq!(std::fs::read_dir(&d).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".lid-")).count(), 0, "no staging file left");
 }
 
