@@ -60,7 +60,7 @@ pub const FIELD_B: [f32; NF] = [0.3, 0.5, 0.5, 0.3, 0.75];
 /// the semantic one ([`sat`]). 1.5 (`lid-rank-14`; 1.2 before): a unit that names a word
 /// several times, or in its name and keywords, is told apart from one that mentions it
 /// once, as instruction units are long and their key words recur. A plateau from 1.4 to
-/// 1.6 over every probe set; from 2.0 the dev set loses a probe and the packs lose more.
+/// 1.6 on the agents' probe sets; from 1.6 the dev set loses a probe and the packs lose.
 pub const K1: f32 = 1.5;
 
 impl Flat for (u32, f32) {
