@@ -333,7 +333,7 @@ def metrics(results):
 
 def default_sets(shared, guest_data):
     sets = [("eval-dev", shared / "eval" / "probes-dev.jsonl")]
-    for s in ("extra", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25"):
+    for s in ("extra", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26", "blind27"):
         sets.append((s, guest_data / f"probes-{s}.jsonl"))
     sets.append(("large-dev", shared / "eval-large" / "probes-dev.jsonl"))
     sets.append(("pack-blind", guest_data / "probes-pack-blind.jsonl"))
