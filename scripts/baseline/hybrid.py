@@ -331,13 +331,23 @@ def metrics(results):
 # --------------------------------------------------------------------------- main
 
 
+def numbered(guest_data, stem):
+    """`guest_data/probes-{stem}*.jsonl` as (set name, path), in number order: `blind`,
+    `blind2`, … `blind10`, … (every set there, so a new one needs no edit here)."""
+    found = []
+    for path in guest_data.glob(f"probes-{stem}*.jsonl"):
+        name = path.name[len("probes-") : -len(".jsonl")]
+        suffix = name[len(stem) :]
+        if suffix == "" or suffix.isdigit():
+            found.append((int(suffix or 1), name, path))
+    return [(name, path) for _, name, path in sorted(found)]
+
+
 def default_sets(shared, guest_data):
-    sets = [("eval-dev", shared / "eval" / "probes-dev.jsonl")]
-    for s in ("extra", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26", "blind27"):
-        sets.append((s, guest_data / f"probes-{s}.jsonl"))
+    sets = [("eval-dev", shared / "eval" / "probes-dev.jsonl"), ("extra", guest_data / "probes-extra.jsonl")]
+    sets += numbered(guest_data, "blind")
     sets.append(("large-dev", shared / "eval-large" / "probes-dev.jsonl"))
-    sets.append(("pack-blind", guest_data / "probes-pack-blind.jsonl"))
-    sets.append(("pack-blind2", guest_data / "probes-pack-blind2.jsonl"))
+    sets += numbered(guest_data, "pack-blind")
     return sets
 
 

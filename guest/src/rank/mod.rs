@@ -46,8 +46,9 @@ use serde::{Deserialize, Serialize};
 use index::{fuzzy_term, sat, trigrams, Index, Posting, K1};
 
 /// The ranker's model version: reported by hosts beside the manifest, and part of the
-/// cache key of precomputed indexes. Bump it whenever the index layout, the lexicon or
-/// the tokenisation changes.
+/// cache key of precomputed indexes. Bump it whenever rankings can change: the index
+/// layout, the lexicon, the tokenisation or a scorer constant (published manifests are
+/// re-certified through the coverage gate when it changes).
 pub const RANKER_VERSION: &str = "lid-rank-14 (bm25f+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
