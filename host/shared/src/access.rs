@@ -203,11 +203,16 @@ impl NewKey {
     /// creator's own identity (`entity_uri` left out or the same), so that one admin cannot
     /// mint a second administrator and co-sign for two (S7: "two distinct administrators");
     /// keys of other administrators come from the operator (`lid keys create` on the
-    /// database, the worker's `LID_ADMIN_KEYS`).
+    /// database, the worker's `LID_ADMIN_KEYS`). Likewise an agent key holds the agent's
+    /// identity (`agent:{agent_id}`), so that what it writes is never authored under
+    /// someone else's name. And a key made here holds `instruction:write` only when its
+    /// creator's does: admin authority alone never writes instructions (Spec-13), not
+    /// even by minting a key that may.
     pub fn issued_by(mut self, creator: &Principal) -> Result<NewKey, Refusal> {
         self.check_text()?;
+        let given = self.entity_uri.as_deref().map(str::trim).filter(|e| !e.is_empty()).map(str::to_string);
         if self.role == "admin" {
-            match self.entity_uri.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+            match given {
                 None => self.entity_uri = Some(creator.entity_uri.clone()),
                 Some(e) if e == creator.entity_uri => {}
                 Some(e) => {
@@ -218,6 +223,22 @@ impl NewKey {
                     ))
                 }
             }
+        } else if let (Some(e), Some(agent)) = (given, self.agent_id.as_deref().map(str::trim).filter(|a| !a.is_empty())) {
+            let own = format!("agent:{agent}");
+            if e != own {
+                return Err(Refusal::new(
+                    403,
+                    "entity_uri_denied",
+                    format!("an agent key created over HTTP holds its agent's identity ({own:?}), not {e:?}: leave `entity_uri` out, or have the operator create the key (`lid keys create --entity-uri`)"),
+                ));
+            }
+        }
+        if self.capabilities.as_ref().is_some_and(|c| c.iter().any(|c| c == CAP_INSTRUCTION_WRITE)) && !creator.has(CAP_INSTRUCTION_WRITE) {
+            return Err(Refusal::new(
+                403,
+                "instruction_write_required",
+                "a key created over HTTP holds `instruction:write` only when its creator's key does: admin authority alone never writes instructions (Spec-13). Create it with a key that holds `instruction:write`, or as the operator (`lid keys create --cap instruction:write`)",
+            ));
         }
         Ok(self)
     }
@@ -304,8 +325,23 @@ mod tests {
         assert_eq!(req(serde_json::json!({"role": "admin"})).issued_by(&carol).unwrap().entity_uri.as_deref(), Some("user:carol"));
         assert!(req(serde_json::json!({"role": "admin", "entity_uri": "user:carol"})).issued_by(&carol).is_ok());
         assert_eq!(req(serde_json::json!({"role": "admin", "entity_uri": "user:bob"})).issued_by(&carol).unwrap_err().code, "entity_uri_denied");
-        assert_eq!(req(serde_json::json!({"role": "agent", "agent_id": "a", "entity_uri": "bot:a"})).issued_by(&carol).unwrap().entity_uri.as_deref(), Some("bot:a"));
+        // an agent key holds its agent's identity, never another principal's
+        assert_eq!(req(serde_json::json!({"role": "agent", "agent_id": "a", "entity_uri": "agent:a"})).issued_by(&carol).unwrap().entity_uri.as_deref(), Some("agent:a"));
+        assert_eq!(req(serde_json::json!({"role": "agent", "agent_id": "a"})).issued_by(&carol).unwrap().entity_uri, None);
+        for other in ["bot:a", "admin:second", "agent:b", "user:carol"] {
+            assert_eq!(req(serde_json::json!({"role": "agent", "agent_id": "a", "entity_uri": other})).issued_by(&carol).unwrap_err().code, "entity_uri_denied", "{other}");
+        }
         assert_eq!(req(serde_json::json!({"role": "agent", "agent_id": "a", "entity_uri": "x\ny"})).issued_by(&carol).unwrap_err().code, "invalid_request");
+        // instruction:write only from a creator that holds it (Spec-13)
+        for role in [serde_json::json!({"role": "agent", "agent_id": "a"}), serde_json::json!({"role": "admin"})] {
+            let mut r = role.clone();
+            r["capabilities"] = serde_json::json!(["read", "instruction:write"]);
+            assert_eq!(req(r.clone()).issued_by(&carol).unwrap_err().code, "instruction_write_required", "{r}");
+            let writer = Principal { capabilities: vec![CAP_ADMIN.into(), CAP_INSTRUCTION_WRITE.into()], ..carol.clone() };
+            assert!(req(r.clone()).issued_by(&writer).is_ok(), "{r}");
+            r["capabilities"] = serde_json::json!(["read"]);
+            assert!(req(r.clone()).issued_by(&carol).is_ok(), "{r}");
+        }
     }
 
     #[test]
