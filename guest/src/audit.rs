@@ -152,6 +152,12 @@ pub fn parse_submission(body: &str) -> Result<Submission, crate::error::EngineEr
     use crate::error::EngineError;
     let v: serde_json::Value = serde_json::from_str(body).map_err(|e| EngineError::json::<serde_json::Value>("audit submission", body, e))?;
     let obj = v.as_object().ok_or_else(|| EngineError::InvalidRequest("the audit submission must be a JSON object".into()))?;
+    // A mistyped field would otherwise close the record with empty feedback, for good
+    // (a corrected resubmission is then other feedback for a closed record).
+    if let Some(k) = obj.keys().find(|k| !matches!(k.as_str(), "audit_token" | "used_chunks" | "missed_chunks")) {
+        let shown: String = k.chars().take(80).collect();
+        return Err(EngineError::InvalidRequest(format!("unknown field {shown:?}: an audit submission has only `audit_token`, `used_chunks` and `missed_chunks` (§21.5.2); nothing was recorded")));
+    }
     let list = |k: &str| -> Result<Vec<String>, EngineError> {
         match obj.get(k) {
             None | Some(serde_json::Value::Null) => Ok(vec![]),
