@@ -3,6 +3,7 @@
 //! blocking pool (engine calls and SQLite are synchronous).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
@@ -25,7 +26,12 @@ pub const BODY_LIMIT: usize = 8 << 20;
 
 type Shared = Arc<Service>;
 
-pub fn router(svc: Shared) -> Router {
+/// How long a request's body may take to arrive, once its headers have (`lid serve
+/// --body-timeout-secs`): a client that announces a body and then stalls is answered 408
+/// `request_timeout` and its connection closed, instead of holding a worker forever.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn router(svc: Shared, body_timeout: Duration) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/openapi.json", get(openapi))
@@ -51,8 +57,25 @@ pub fn router(svc: Shared) -> Router {
         .merge(crate::mcp::router(svc.clone()))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(body_timeout, body_deadline))
         .layer(axum::middleware::from_fn(json_errors))
         .with_state(svc)
+}
+
+/// Read the request's body (at most [`BODY_LIMIT`] bytes) within `timeout`, then hand the
+/// request on with it: every route reads its whole body anyway.
+async fn body_deadline(State(timeout): State<Duration>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, BODY_LIMIT)).await {
+        Ok(Ok(bytes)) => next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+        Ok(Err(e)) if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) => ApiError::from(lid_shared::Refusal::too_large(BODY_LIMIT)).into_response(),
+        Ok(Err(e)) => ApiError::new(400, "invalid_request", format!("the request body could not be read ({e}); nothing was applied")).into_response(),
+        Err(_) => {
+            let mut res = ApiError::new(408, "request_timeout", format!("the request body did not arrive within {} s of its headers; nothing was applied: send the whole body (its `Content-Length` bytes) at once", timeout.as_secs_f64())).into_response();
+            res.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            res
+        }
+    }
 }
 
 /// Every error answers with lid's JSON error body (README "Error codes"): the refusals

@@ -24,7 +24,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub org_key: Option<PathBuf>,
     /// Listen address (port 0 picks a free port; the address is printed)
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = listen_addr)]
     pub addr: String,
     /// Publish examples/demo-agent and print an admin key, an agent key and a signed trigger
     #[arg(long)]
@@ -47,10 +47,23 @@ pub struct ServeArgs {
     /// Memory limit of one engine instance, in MiB (16 to 4096)
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(16..=4096))]
     pub memory_mib: u64,
+    /// How long a request body may take to arrive once its headers have, in seconds (1 to
+    /// 3600); a slower one is answered 408 `request_timeout`
+    #[arg(long, default_value_t = crate::http::BODY_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub body_timeout_secs: u64,
     /// Exit when standard input closes (lets a supervising process, such as a test
     /// harness, take the server down with it)
     #[arg(long)]
     pub exit_with_stdin: bool,
+}
+
+/// `--addr`: a host and port that resolve (`127.0.0.1:8080`, `[::1]:0`, `localhost:9000`);
+/// anything else is a usage error, before a database is opened.
+fn listen_addr(s: &str) -> Result<String, String> {
+    match std::net::ToSocketAddrs::to_socket_addrs(s).map(|mut a| a.next().is_some()) {
+        Ok(true) => Ok(s.to_string()),
+        _ => Err(format!("{s:?} is not a listen address: give HOST:PORT, such as 127.0.0.1:8080 (port 0 picks a free one)")),
+    }
 }
 
 /// The example agent `--demo` publishes: examples/demo-agent as it was when `lid` was built
@@ -245,7 +258,7 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
         }
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        let app = crate::http::router(svc);
+        let app = crate::http::router(svc, Duration::from_secs(args.body_timeout_secs));
         axum::serve(listener, app).with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
