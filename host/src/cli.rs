@@ -798,6 +798,8 @@ fn run(cli: &Cli) -> Result<i32> {
             let result = if *reverse {
                 serde_json::to_string_pretty(&engine_ok(rt.session_to_handoff(&text)?)?)? + "\n"
             } else {
+                // not JSON: said with the file, line and column, as `lid context --handoff` does
+                json_of_file(&format!("handoff {}", file.display()), &text)?;
                 let v = engine_ok(rt.compose_handoff(&text)?)?;
                 if cli.json {
                     serde_json::to_string_pretty(&v)? + "\n"
@@ -910,6 +912,7 @@ fn run(cli: &Cli) -> Result<i32> {
                     recs
                 }
                 (None, Some(agent)) => {
+                    lid_shared::ids::check_agent_id(agent).map_err(|r| anyhow::Error::new(crate::apierror::ApiError::from(r)))?;
                     let db = existing_db(db)?;
                     db.audit_rows(agent, since)?.into_iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect()
                 }
@@ -1023,8 +1026,17 @@ fn org_key(cli: &Cli, command: &OrgKeyCommand) -> Result<i32> {
 fn keys(cli: &Cli, command: &KeysCommand) -> Result<i32> {
     match command {
         KeysCommand::Create { db, role, agent, caps, entity_uri, label } => {
-            let db = crate::db::Db::open(db)?;
+            // The first key of a new database is how one starts; a mistyped `--db` must not
+            // pass for that silently.
             let req = crate::auth::NewKey { role: role.clone(), agent_id: agent.clone(), capabilities: (!caps.is_empty()).then(|| caps.clone()), entity_uri: entity_uri.clone(), label: label.clone() };
+            // checked before the database is touched: a refused key makes no database
+            req.mint("0", "0", 0).map_err(|r| anyhow::Error::new(crate::apierror::ApiError::from(r)))?;
+            let fresh = !db.exists();
+            let path = db.display().to_string();
+            let db = crate::db::Db::open(db)?;
+            if fresh {
+                eprintln!("note: there was no database at {path}: made a new one (with its own org key); a `lid serve` running on another database will not accept this key");
+            }
             let (info, secret) = crate::auth::create_key(&db, &req).map_err(anyhow::Error::new)?;
             if cli.json {
                 print_json(&json!({"key": secret, "info": info}));
@@ -1130,7 +1142,9 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: 
             Corpora::Agents(_) => p["agent_id"].as_str().or_else(|| p["pack_id"].as_str()),
             Corpora::Packs(_) => p["pack_id"].as_str().or_else(|| p["agent_id"].as_str()),
         };
-        let agent = scope.with_context(|| format!("{}:{}: probe has no agent_id or pack_id", probes.display(), i + 1))?.to_string();
+        let Some(agent) = scope.map(str::to_string) else {
+            return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{}:{}: probe {} has no `agent_id` or `pack_id` (a string): the agent or pack it ranks", probes.display(), i + 1, p["id"])).into());
+        };
         if let Some(why) = probe_field_problem(&p) {
             return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{}:{}: probe {}: {why}", probes.display(), i + 1, p["id"])).into());
         }
@@ -1152,7 +1166,7 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: 
         // §21.5.4's `k` for the probe-set metrics: a whole number of 1 or more, else 3
         let k = match &p["k"] {
             Value::Null => 3,
-            v => v.as_u64().filter(|k| *k >= 1).with_context(|| format!("{}:{}: probe {}: `k` must be a whole number of 1 or more (§21.5.4), not {v}", probes.display(), i + 1, p["id"]))?,
+            v => v.as_u64().filter(|k| *k >= 1).ok_or_else(|| crate::apierror::ApiError::bad_request("invalid_request", format!("{}:{}: probe {}: `k` must be a whole number of 1 or more (§21.5.4), not {v}", probes.display(), i + 1, p["id"])))?,
         };
         results.push(json!({
             "id": if p["id"].is_null() { &p["probe_id"] } else { &p["id"] }, "agent_id": agent, "intent": intent,

@@ -606,10 +606,6 @@ impl Service {
         let snapshot = self.writable_snapshot(agent)?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
-        let exists = self.db.read(|c| Ok(c.query_row("SELECT 1 FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, version], |_| Ok(())).optional()?))?;
-        if exists.is_some() {
-            return Err(lid_shared::publish::version_conflict(agent, &version).into());
-        }
         let now = now_ms();
         let manifest = req.manifest(agent, &deployment, snapshot.as_deref().map(|s| s.manifest_json.as_str()), now);
         if let Some(doc) = req.as_sent(&manifest) {
@@ -624,6 +620,11 @@ impl Service {
         let report = parse_json(&self.rt.validate_manifest(&empty, &manifest_json, &vopts.to_string()).map_err(ApiError::engine)?)?;
         if let Some(refusal) = lid_shared::publish::validation_refusal(&report) {
             return Err(refusal.into());
+        }
+        // a version taken before, once the manifest's own problems are all said
+        let exists = self.db.read(|c| Ok(c.query_row("SELECT 1 FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, version], |_| Ok(())).optional()?))?;
+        if exists.is_some() {
+            return Err(lid_shared::publish::version_conflict(agent, &version).into());
         }
         let token_count = report["token_count"].as_i64().unwrap_or(0);
         let entries = manifest["entries"].as_array().cloned().unwrap_or_default();

@@ -544,9 +544,6 @@ impl Service {
             #[allow(dead_code)]
             one: i64,
         }
-        if self.store.first::<One>("SELECT 1 AS one FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", args![agent, version]).await?.is_some() {
-            return Err(lid_shared::publish::version_conflict(agent, &version).into());
-        }
         let now = now_ms();
         let manifest = req.manifest(agent, &deployment, snapshot.as_deref().map(|s| s.manifest_json.as_str()), now);
         if let Some(doc) = req.as_sent(&manifest) {
@@ -563,6 +560,10 @@ impl Service {
         let report = parse(&lid_core::api::validate_manifest(&manifest_json, &vopts.to_string()))?;
         if let Some(refusal) = lid_shared::publish::validation_refusal(&report) {
             return Err(refusal.into());
+        }
+        // a version taken before, once the manifest's own problems are all said
+        if self.store.first::<One>("SELECT 1 AS one FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", args![agent, version]).await?.is_some() {
+            return Err(lid_shared::publish::version_conflict(agent, &version).into());
         }
         let token_count = report["token_count"].as_i64().unwrap_or(0);
         let entries = manifest["entries"].as_array().cloned().unwrap_or_default();

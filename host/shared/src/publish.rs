@@ -252,7 +252,9 @@ impl Gate<'_> {
     pub fn verdict(self) -> Result<Value, Refusal> {
         let failing = self.failing;
         if failing.is_empty() {
-            return Ok(json!({"skipped": self.skip, "passed": true}));
+            // Nothing was bypassed: the gate ran and passed, so the provenance records no
+            // bypass (S7's co-signatures are for a bypass record), only that one was asked.
+            return Ok(if self.skip { json!({"skipped": false, "passed": true, "skip_requested": true}) } else { json!({"skipped": false, "passed": true}) });
         }
         if !self.skip {
             return Err(Refusal::new(
@@ -448,6 +450,9 @@ mod tests {
     #[test]
     fn verdicts() {
         assert_eq!(gate(&[], false, &["admin:a"], true).verdict().unwrap(), json!({"skipped": false, "passed": true}));
+        // a skip asked for on a passing gate bypasses nothing: no bypass is recorded, so one
+        // admin suffices even with guarantee_load entries (S7 is about bypass records)
+        assert_eq!(gate(&[], true, &["admin:a"], true).verdict().unwrap(), json!({"skipped": false, "passed": true, "skip_requested": true}));
         let failing = [json!({"unit": "b", "coverage_pct": 0.6, "failed_paraphrases": ["x"]})];
         let e = gate(&failing, false, &["admin:a"], false).verdict().unwrap_err();
         assert_eq!((e.status, e.code.as_ref()), (400, "manifest_coverage_failure"));

@@ -87,6 +87,9 @@ impl<'a> UnitWrite<'a> {
         }
         let kind = Kind::read(obj.get("interpret_as"), Kind::Instruction)?;
         let content = string_field(obj, "content")?.ok_or_else(|| Refusal::invalid_request("send the unit text as {\"content\": \"…\"}"))?;
+        if content.trim().is_empty() {
+            return Err(Refusal::invalid_request("`content` is empty: a unit version holds the unit's text (to retire a unit, publish a manifest without its entry)"));
+        }
         let version = string_field(obj, "version")?;
         if version == Some("") {
             return Err(Refusal::invalid_request("`version` is empty: leave it out to take the next version, or give one such as \"v2\""));
@@ -138,10 +141,19 @@ pub fn next_version(latest: Option<&str>) -> Result<String, Refusal> {
 /// The deployment a write goes to: that of the agent's current manifest (`current`), else
 /// `deployment` from the body, for an agent with no manifest yet.
 pub fn deployment(agent: &str, current: Option<String>, body: &Value) -> Result<String, Refusal> {
-    match (current, body.get("deployment").and_then(Value::as_str)) {
+    let given = match body.get("deployment") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) => Some(d.as_str()),
+        Some(other) => return Err(Refusal::invalid_request(format!("`deployment` must be a string, not {other}"))),
+    };
+    match (current, given) {
+        (Some(d), Some(g)) if g != d => Err(Refusal::invalid_request(format!("agent {agent:?} is deployed as {d:?} (its current manifest's `deployment`), not {g:?}: leave `deployment` out, or publish a manifest under the other deployment first"))),
         (Some(d), _) => Ok(d),
-        (None, Some(d)) if crate::ids::check_agent_id(d).is_ok() => Ok(d.to_string()),
-        _ => Err(Refusal::invalid_request(format!("agent {agent:?} has no manifest yet: pass `deployment` with the first write"))),
+        (None, Some(d)) => match crate::ids::check_agent_id(d) {
+            Ok(()) => Ok(d.to_string()),
+            Err(_) => Err(Refusal::invalid_request(format!("`deployment` {d:?} must be 1-128 characters of letters, digits, '.', '_' or '-' (it becomes part of the instruction: URI)"))),
+        },
+        (None, None) => Err(Refusal::invalid_request(format!("agent {agent:?} has no manifest yet: pass `deployment` with the first write"))),
     }
 }
 
@@ -271,6 +283,23 @@ mod tests {
     }
 
     #[test]
+    fn a_write_goes_to_the_agents_deployment() {
+        let body = |d: Value| json!({"content": "x", "deployment": d});
+        // with a manifest: its deployment; the same one named is fine, another refused
+        assert_eq!(deployment("eng", Some("acme".into()), &json!({"content": "x"})).unwrap(), "acme");
+        assert_eq!(deployment("eng", Some("acme".into()), &body(json!("acme"))).unwrap(), "acme");
+        let e = deployment("eng", Some("acme".into()), &body(json!("other"))).unwrap_err();
+        assert!(e.message.contains("deployed as \"acme\""), "{}", e.message);
+        // without one: the named deployment, checked, or a request for it
+        assert_eq!(deployment("eng", None, &body(json!("acme"))).unwrap(), "acme");
+        let e = deployment("eng", None, &body(json!("bad dep"))).unwrap_err();
+        assert!(e.message.contains("`deployment` \"bad dep\""), "{}", e.message);
+        let e = deployment("eng", None, &json!({"content": "x"})).unwrap_err();
+        assert!(e.message.contains("pass `deployment`"), "{}", e.message);
+        assert!(deployment("eng", None, &body(json!(5))).unwrap_err().message.contains("must be a string"));
+    }
+
+    #[test]
     fn a_write_is_read_field_by_field() {
         let body = json!({"content": "# x", "interpret_as": "content", "version": "v3"});
         let w = UnitWrite::read("notes", &body).unwrap();
@@ -281,7 +310,7 @@ mod tests {
             let e = UnitWrite::read("notes", &bad).unwrap_err();
             assert!(e.message.contains("interpret_as"), "{bad}: {}", e.message);
         }
-        for (bad, field) in [(json!({"content": "x", "version": 5}), "version"), (json!({"content": "x", "version": ""}), "version"), (json!({"content": 1}), "content"), (json!({"content": "x", "extra": 1}), "extra"), (json!({"content": "x", "deployment": 7}), "deployment")] {
+        for (bad, field) in [(json!({"content": "x", "version": 5}), "version"), (json!({"content": "x", "version": ""}), "version"), (json!({"content": 1}), "content"), (json!({"content": "x", "extra": 1}), "extra"), (json!({"content": "x", "deployment": 7}), "deployment"), (json!({"content": ""}), "content"), (json!({"content": " \n\t"}), "content")] {
             let e = UnitWrite::read("notes", &bad).unwrap_err();
             assert_eq!(e.code, "invalid_request");
             assert!(e.message.contains(field), "{bad}: {}", e.message);
