@@ -203,6 +203,14 @@ fn publish_get_manifest_and_boot_stub() {
     assert_eq!(v2.status, 200, "{}", v2.body);
     let older = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &demo_publish_body(&agent, "v0"));
     assert_eq!((older.status, older.code().as_str()), (409, "manifest_version_conflict"), "{}", older.body);
+    // a taken version with problems of its own: every problem is said at once, the
+    // entry's among them, not the version alone
+    let mut broken = demo_publish_body(&agent, "v1");
+    broken["entries"].as_array_mut().unwrap().push(json!({"name": "Bad Name"}));
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &broken);
+    assert!(r.status == 400 || r.status == 409, "{}", r.body);
+    let codes: Vec<String> = r.json()["error"]["details"]["errors"].as_array().map(|e| e.iter().filter_map(|x| x["code"].as_str().map(str::to_string)).collect()).unwrap_or_default();
+    assert!(codes.iter().any(|c| c == "manifest_entry_invalid"), "{codes:?}: {}", r.body);
     let unknown_agent = c().get("/v1/agents/nobody-here/instruction-manifest", admin());
     assert_eq!((unknown_agent.status, unknown_agent.code().as_str()), (404, "manifest_not_found"));
     let no_stub = c().get("/v1/agents/nobody-here/boot-stub", admin());
@@ -395,7 +403,8 @@ fn recall_answers_audits_and_takes_feedback_once() {
     // a unit this recall loaded is not "missed" (§21.5.1), and names are unit names: refused,
     // and the record stays open for the right feedback
     let loaded: Vec<String> = r["chunks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
-    for wrong in [json!({"audit_token": token, "missed_chunks": [loaded[0]]}), json!({"audit_token": token, "used_chunks": [""]})] {
+    // a mistyped field too: it would close the record with empty feedback for good
+    for wrong in [json!({"audit_token": token, "missed_chunks": [loaded[0]]}), json!({"audit_token": token, "used_chunks": [""]}), json!({"audit_token": token, "usedchunks": ["rollback-procedure"]})] {
         let e = c().post("/v1/instruction/audit", Some(&key), &wrong);
         assert_eq!((e.status, e.code().as_str()), (400, "invalid_request"), "{wrong}: {}", e.body);
     }
@@ -1206,6 +1215,19 @@ fn a_field_given_twice_is_refused_not_resolved() {
     let typo = c().post("/v1/keys", admin(), &json!({"role": "agent", "agent_id": agent, "capabilites": ["read", "instruction:write"]}));
     assert_eq!((typo.status, typo.code().as_str()), (400, "invalid_request"), "{}", typo.body);
     assert!(typo.body.contains("capabilites"), "{}", typo.body);
+    // Spec-13: a key made over HTTP holds `instruction:write` only when its creator's key
+    // does, so admin authority alone cannot mint a writer; and an agent key holds its
+    // agent's identity, so nothing it writes is authored under another name
+    let plain_admin = new_key("admin", None, Some(vec!["admin", "read"]));
+    for body in [json!({"role": "agent", "agent_id": agent, "capabilities": ["read", "instruction:write"]}), json!({"role": "admin", "capabilities": ["admin", "read", "instruction:write"]})] {
+        let r = c().post("/v1/keys", Some(&plain_admin), &body);
+        assert_eq!((r.status, r.code().as_str()), (403, "instruction_write_required"), "{body}: {}", r.body);
+    }
+    assert_eq!(c().post("/v1/keys", Some(&plain_admin), &json!({"role": "agent", "agent_id": agent})).status, 201);
+    let posing = c().post("/v1/keys", admin(), &json!({"role": "agent", "agent_id": agent, "entity_uri": "admin:someone-else"}));
+    assert_eq!((posing.status, posing.code().as_str()), (403, "entity_uri_denied"), "{}", posing.body);
+    let own = c().post("/v1/keys", admin(), &json!({"role": "agent", "agent_id": agent, "entity_uri": format!("agent:{agent}")}));
+    assert_eq!((own.status, own.json()["info"]["entity_uri"].as_str()), (201, Some(format!("agent:{agent}").as_str())), "{}", own.body);
     // a recall body after a byte-order mark is read as other bodies are; an empty one says so
     let path = format!("/v1/agents/{agent}/recall-instruction");
     let r = c().req("POST", &path, Some(&key), Some("\u{feff}{\"intent\": \"roll back the deploy\"}"));

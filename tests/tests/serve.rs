@@ -538,6 +538,27 @@ fn refusals_are_json_errors_with_codes() {
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
+/// A client that announces a body and then stalls is answered 408 `request_timeout` within
+/// `--body-timeout-secs` and its connection closed, and the server goes on serving others.
+#[test]
+fn a_stalled_request_body_times_out_with_408() {
+    use std::io::{Read, Write};
+    let (server, admin) = fresh("stall", &["--body-timeout-secs", "1"]);
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let started = std::time::Instant::now();
+    s.write_all(b"POST /v1/instruction/audit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"audit_tok").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("\"code\":\"request_timeout\""), "{answer}");
+    // the server still answers
+    let r = server.client().get("/v1/keys", Some(&admin));
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
 /// An MCP session on `/mcp` is used and closed with the key that opened it only: another
 /// key gets the answer an unknown session gets (404 `session_not_found`, lid's error body),
 /// so a session id tells it nothing, and the session goes on for its owner.
