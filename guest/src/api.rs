@@ -152,6 +152,13 @@ pub struct RankedUnit {
     pub lexical: f64,
     pub semantic: f64,
     pub graph: f64,
+    /// The surface signal, in a corpus large enough to have one (left out when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub surface: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -170,7 +177,7 @@ pub fn rank(manifest: &str, intent: &str, wake_reason: Option<&str>, facts: &dyn
         let ranked = corpus
             .rank(intent, wake_reason, &Weights::default(), &[])
             .into_iter()
-            .map(|s| RankedUnit { name: s.name, score: s.score, lexical: crate::recall::round6(s.lexical), semantic: crate::recall::round6(s.semantic), graph: crate::recall::round6(s.graph) })
+            .map(|s| RankedUnit { name: s.name, score: s.score, lexical: crate::recall::round6(s.lexical), semantic: crate::recall::round6(s.semantic), graph: crate::recall::round6(s.graph), surface: crate::recall::round6(s.surface) })
             .collect();
         let unavailable = corpus.unavailable();
         Ok(to_json(&RankOutput { ranked, unavailable }))

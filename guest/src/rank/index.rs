@@ -63,6 +63,21 @@ pub const FIELD_B: [f32; NF] = [0.3, 0.5, 0.5, 0.3, 0.75];
 /// 1.6 on the agents' probe sets; from 1.6 the dev set loses a probe and the packs lose.
 pub const K1: f32 = 1.5;
 
+/// A corpus of at least this many units (a knowledge pack; an agent's manifest holds a few
+/// dozen at most) also indexes every content word in the exact form it is written in, as a
+/// term of its own ([`surface_term`]): the ranker's *surface* signal (`lid-rank-15`), a
+/// second, unstemmed BM25 view. Among hundreds of units, many of them near-identical
+/// sections, the word forms an intent shares with a unit tell the right one apart where
+/// their stems do not ("rejecting samples … out of bounds" against "rejected", "bound").
+/// Smaller corpora have no surface terms: their indexes and rankings are as before.
+pub const SURFACE_MIN_UNITS: usize = 50;
+
+/// The term under which a content word's exact form is indexed ([`SURFACE_MIN_UNITS`]):
+/// the word behind `=`, which no stem contains.
+pub fn surface_term(word: &str) -> String {
+    format!("={word}")
+}
+
 impl Flat for (u32, f32) {
     const SIZE: usize = 8;
     fn put(&self, out: &mut Vec<u8>) {
@@ -429,8 +444,10 @@ impl Index {
         let n = units.len();
         // 1. tokenise every field once; intern surface words and stems
         let mut surf_ids: FnvMap<String, u32> = FnvMap::default();
-        // per surface: (surface, interim stem id, stopword)
-        let mut surfs: Vec<(String, u32, bool)> = Vec::new();
+        // per surface: (surface, interim stem id, stopword, interim id of its surface term:
+        // u32::MAX until it has one, see SURFACE_MIN_UNITS)
+        let mut surfs: Vec<(String, u32, bool, u32)> = Vec::new();
+        let surfaces = n >= SURFACE_MIN_UNITS;
         let mut stem_ids: FnvMap<String, u32> = FnvMap::default();
         let mut stems: Vec<String> = Vec::new();
         // per doc: (interim stem id, field, surface id, compound, position among the
@@ -479,14 +496,33 @@ impl Index {
                                 }
                             };
                             let id = surfs.len() as u32;
-                            surfs.push((w.to_string(), stid, is_stopword(w)));
+                            surfs.push((w.to_string(), stid, is_stopword(w), u32::MAX));
                             surf_ids.insert(w.to_string(), id);
                             id
                         }
                     };
-                    let (_, stid, stop) = surfs[sid as usize];
+                    let (_, stid, stop, _) = surfs[sid as usize];
                     if stop && !compound {
                         return;
+                    }
+                    // the word's exact form, as a term of its own (counted like a joined
+                    // identifier's whole: no position, no length, no concepts)
+                    if surfaces && !compound {
+                        let mut sfid = surfs[sid as usize].3;
+                        if sfid == u32::MAX {
+                            let key = surface_term(w);
+                            sfid = match stem_ids.get(&key) {
+                                Some(&x) => x,
+                                None => {
+                                    let x = stems.len() as u32;
+                                    stem_ids.insert(key.clone(), x);
+                                    stems.push(key);
+                                    x
+                                }
+                            };
+                            surfs[sid as usize].3 = sfid;
+                        }
+                        o.push((sfid, f as u8, sid, true, u32::MAX));
                     }
                     // consecutive content words (stopwords skipped) are numbered: proximity
                     // for the ranker's phrase signal

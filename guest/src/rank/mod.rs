@@ -49,7 +49,7 @@ use index::{fuzzy_term, sat, trigrams, Index, Posting, K1};
 /// cache key of precomputed indexes. Bump it whenever rankings can change: the index
 /// layout, the lexicon, the tokenisation or a scorer constant (published manifests are
 /// re-certified through the coverage gate when it changes).
-pub const RANKER_VERSION: &str = "lid-rank-14 (bm25f+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-15 (bm25f+surface-forms+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -101,7 +101,19 @@ pub struct Scored {
     pub lexical: f64,
     pub semantic: f64,
     pub graph: f64,
+    /// The surface signal: the share of the intent the unit covers in the word forms the
+    /// intent uses (0 in a corpus of fewer than [`index::SURFACE_MIN_UNITS`] units), mixed
+    /// in at [`SURFACE_WEIGHT`].
+    #[serde(default)]
+    pub surface: f64,
 }
+
+/// Weight of the surface signal (exact word forms, [`index::SURFACE_MIN_UNITS`]) beside the
+/// weighted mix of the other three, which sum to 1: in a corpus that large the score is
+/// calibrated from `(mix + SURFACE_WEIGHT * surface) / (1 + SURFACE_WEIGHT)`. Chosen on
+/// three knowledge-pack probe sets and the eval-large dev probes (0.25–0.4 a plateau) and
+/// checked on a fourth set written after.
+pub const SURFACE_WEIGHT: f64 = 0.3;
 
 /// Tunable constants of the scorer (defaults are the shipped values).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -161,6 +173,10 @@ struct Query {
     terms: Vec<Vec<(u32, f32)>>,
     /// Consecutive content words, as the terms of their stems.
     pairs: Vec<(Option<u32>, Option<u32>)>,
+    /// Parallel to `words`: the term of the word's exact form, for a word the intent says
+    /// itself (not a joined identifier, not an implied word) in a corpus that indexes
+    /// exact forms ([`index::SURFACE_MIN_UNITS`]).
+    surface: Vec<Option<u32>>,
 }
 
 /// [`Ranker`]'s one-intent memo of its last [`Query`]: never compared, cloned empty.
@@ -276,7 +292,9 @@ impl Ranker {
             })
             .collect();
         let pairs = self.query_pairs(intent).iter().map(|(a, b)| (self.index.term_id(a), self.index.term_id(b))).collect();
-        let q = std::sync::Arc::new(Query { intent: intent.to_string(), words, exact, terms, pairs });
+        let surfaces = self.index.n_docs as usize >= index::SURFACE_MIN_UNITS;
+        let surface = words.iter().map(|q| if surfaces && !q.compound && q.weight >= 1.0 { self.index.term_id(&index::surface_term(&q.surface)) } else { None }).collect();
+        let q = std::sync::Arc::new(Query { intent: intent.to_string(), words, exact, terms, pairs, surface });
         *last = Some(q.clone());
         q
     }
@@ -394,6 +412,33 @@ impl Ranker {
                 }
             }
         }
+        // surface: how much of the intent, in the forms it writes its words, the unit
+        // covers (BM25 over exact word forms, normalised as the lexical signal is); large
+        // corpora only (`index::SURFACE_MIN_UNITS`), where it is mixed in for every intent
+        let surfaced = n >= index::SURFACE_MIN_UNITS;
+        let mut surface: Vec<f64> = Vec::new();
+        if surfaced {
+            surface = vec![0f64; n];
+            let mut norm = 0f64;
+            for (q, &id) in qwords.iter().zip(&query.surface) {
+                if q.compound || q.weight < 1.0 {
+                    continue;
+                }
+                let w = idf(nf, id.map(|i| ix.df(i)).unwrap_or(0) as f64) * (q.count as f64).sqrt() * q.spec;
+                norm += w;
+                let Some(id) = id else { continue };
+                for post in ix.postings(id) {
+                    if let Some(slot) = surface.get_mut(post.doc as usize) {
+                        *slot += w * sat(post.w) as f64;
+                    }
+                }
+            }
+            if norm > 0.0 {
+                for v in surface.iter_mut() {
+                    *v = min64(*v / norm, 1.0);
+                }
+            }
+        }
         // phrase: adjacent intent words adjacent in the unit too (unordered pairs);
         // a pair no unit has is skipped, so it never lowers anyone's coverage
         let mut phrase = vec![0f64; n];
@@ -475,7 +520,15 @@ impl Ranker {
         // apart by whether any signal reached them
         let total = wl + ws + wg;
         let calib = Calibration::new(p.calib_scale);
-        let raw = |d: usize, graph: f64| (wl * lex[d] + ws * sem[d] + wg * graph) / total;
+        let surf = |d: usize| surface.get(d).copied().unwrap_or(0.0);
+        let raw = |d: usize, graph: f64| {
+            let mix = (wl * lex[d] + ws * sem[d] + wg * graph) / total;
+            if surfaced {
+                (mix + SURFACE_WEIGHT * surf(d)) / (1.0 + SURFACE_WEIGHT)
+            } else {
+                mix
+            }
+        };
         let score = |d: usize, graph: f64| calib.apply(raw(d, graph));
         let (mut order, mut unreached) = (Vec::new(), Vec::new());
         let mut graph = vec![0f64; n];
@@ -564,7 +617,7 @@ impl Ranker {
         order.append(&mut extra);
         order
             .into_iter()
-            .map(|(score, d)| Scored { index: d, name: name(d).to_string(), score, lexical: lex[d], semantic: sem[d], graph: graph[d] })
+            .map(|(score, d)| Scored { index: d, name: name(d).to_string(), score, lexical: lex[d], semantic: sem[d], graph: graph[d], surface: surf(d) })
             .collect()
     }
 
@@ -636,6 +689,7 @@ impl Ranker {
     pub fn terms_for(&self, intent: &str) -> Vec<u32> {
         let q = self.query(intent);
         let mut out: Vec<u32> = q.terms.iter().flatten().map(|t| t.0).collect();
+        out.extend(q.surface.iter().flatten());
         for &(a, b) in &q.pairs {
             out.extend(a);
             out.extend(b);
@@ -865,6 +919,56 @@ mod tests {
                 assert!((0.0..=1.0).contains(&v), "{x:?}");
             }
         }
+    }
+
+    /// A corpus of `n` units: two that share every stem of "rejecting samples arriving
+    /// late", one of them in those very word forms, and `n - 2` of filler.
+    fn forms_corpus(n: usize) -> (Vec<String>, Vec<String>) {
+        let mut names = vec!["exact-forms".to_string(), "other-forms".to_string()];
+        let mut bodies = vec![
+            "The receiver keeps rejecting samples arriving late; raise the window.".to_string(),
+            "A sample that arrives later is rejected: see the window.".to_string(),
+        ];
+        for i in 2..n {
+            names.push(format!("filler-{i}"));
+            bodies.push(format!("Filler section {i} about dashboards, colours and fonts number {i}."));
+        }
+        (names, bodies)
+    }
+
+    fn rank_forms(n: usize) -> Vec<Scored> {
+        let (names, bodies) = forms_corpus(n);
+        let none: Vec<String> = Vec::new();
+        let docs: Vec<UnitDoc> = names
+            .iter()
+            .zip(&bodies)
+            .map(|(name, body)| UnitDoc { name, description: "", intents: &none, keywords: &none, task_types: &none, required_by_task_types: &none, body })
+            .collect();
+        Ranker::build(&docs).rank("rejecting samples arriving late", None, &Weights::default())
+    }
+
+    #[test]
+    fn a_large_corpus_weighs_the_intents_own_word_forms() {
+        // §21.3.3 lexical family: in a corpus of SURFACE_MIN_UNITS units or more, the unit
+        // that writes the intent's words as the intent does comes first and has the larger
+        // surface signal; the two tie on stems alone
+        let big = rank_forms(index::SURFACE_MIN_UNITS);
+        assert_eq!(big[0].name, "exact-forms", "{:?}", &big[..2]);
+        let (exact, other) = (&big[0], big.iter().find(|s| s.name == "other-forms").unwrap());
+        assert!(exact.surface > 0.3 && other.surface == 0.0, "{exact:?} {other:?}");
+        for x in &big {
+            assert!((0.0..=1.0).contains(&x.score) && (0.0..=1.0).contains(&x.surface), "{x:?}");
+        }
+        // below it, no surface signal at all: the index has no surface terms
+        let small = rank_forms(index::SURFACE_MIN_UNITS - 1);
+        assert!(small.iter().all(|s| s.surface == 0.0), "{:?}", &small[..2]);
+        let r = {
+            let (names, bodies) = forms_corpus(index::SURFACE_MIN_UNITS - 1);
+            let none: Vec<String> = Vec::new();
+            let docs: Vec<UnitDoc> = names.iter().zip(&bodies).map(|(name, body)| UnitDoc { name, description: "", intents: &none, keywords: &none, task_types: &none, required_by_task_types: &none, body }).collect();
+            Ranker::build(&docs)
+        };
+        assert!(r.index().term_id(&index::surface_term("rejecting")).is_none());
     }
 
     #[test]
