@@ -483,7 +483,7 @@ impl Service {
         }
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})])?;
         let snapshot = self.writable_snapshot(agent)?;
-        let deployment = lid_shared::units::deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
+        let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
         let latest = self.latest_fact(&unit_key)?;
@@ -786,7 +786,17 @@ impl Service {
 impl Service {
     /// The agent's deployment: the current manifest's, else `deployment` from the body.
     fn deployment_of(&self, agent: &str, body: &Value) -> Result<String, ApiError> {
-        Ok(lid_shared::units::deployment(agent, self.current(agent)?.map(|c| c.0), body)?)
+        self.write_deployment(agent, self.current(agent)?.map(|c| c.0), body)
+    }
+
+    /// The deployment a write for `agent` goes to ([`lid_shared::units::deployment`]): the
+    /// current manifest's (`current`), else that of the agent's earlier units, else the body's.
+    fn write_deployment(&self, agent: &str, current: Option<String>, body: &Value) -> Result<String, ApiError> {
+        let earlier: Option<String> = match current {
+            Some(_) => None,
+            None => self.db.read(|c| Ok(c.query_row(lid_shared::units::FIRST_DEPLOYED_FACT_SQL, params![agent], |r| r.get(0)).optional()?))?,
+        };
+        Ok(lid_shared::units::deployment(agent, current, earlier.as_deref().and_then(lid_shared::units::deployment_in), body)?)
     }
 
     /// Record a denied write as a `capability_denied` service event, then return the denial.
@@ -987,7 +997,7 @@ impl Service {
         lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
         let snapshot = self.writable_snapshot(agent)?;
-        let deployment = lid_shared::units::deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
+        let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let in_manifest = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
         let latest = self.latest_fact(&unit_key)?;

@@ -428,7 +428,7 @@ impl Service {
         // (the org key's refusals keep their code: they say what to fix, and nothing is unreadable)
         let keep = ["recall_backend_unavailable", lid_shared::attest::ORG_KEY_MISMATCH, lid_shared::attest::ORG_KEY_MISSING];
         let current = self.store.writable_snapshot(agent).await.map_err(|e| if keep.contains(&&*e.code) { e } else { ApiError::backend(e.message) })?;
-        let deployment = lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?;
+        let deployment = self.write_deployment(agent, current.as_deref().map(|s| current_of(s).0), body).await?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
         let latest = current_version(&self.store, &unit_key).await?;
@@ -462,7 +462,9 @@ impl Service {
         stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
         stmts.push(event(&self.store, Some(agent), "instruction_write", &json!({"uri": uri, "interpret_as": interpret_as, "entity_uri": who.entity_uri}), now)?);
         if let Err(e) = self.store.batch(stmts).await {
-            // The URI was taken concurrently (primary key), or D1 failed.
+            // The URI was taken concurrently (primary key), or D1 failed: what the ledger
+            // holds goes back to KV, which this write may have overwritten.
+            self.store.restore_committed(&[uri.as_str()]).await?;
             return match sha_of(&self.store, &uri).await? {
                 Some(h) if h == sha => Ok(out(true)),
                 Some(_) => Err(lid_shared::units::version_taken(&uri, req.version).into()),
@@ -654,7 +656,7 @@ impl Service {
         let mut mfact = Self::new_fact(&manifest_uri, &version, &manifest_json, InterpretAs::Instruction, &who.entity_uri, 1.0);
         mfact.tokens = Some(token_count as u32);
         let manifest_key = format!("instruction:{deployment}/{agent}/manifest");
-        futures_util::future::try_join_all(staged.iter().map(|(f, _, _)| self.store.put_fact(f))).await?;
+        self.store.put_facts(staged.iter().map(|(f, _, _)| f)).await?;
         self.store.put_fact(&mfact).await?;
         let mut stmts = Vec::new();
         let mut prev_by_key: BTreeMap<&str, Option<&str>> = BTreeMap::new();
@@ -688,7 +690,10 @@ impl Service {
             stmts.push(event(&self.store, Some(agent), "coverage_gate_bypassed", &json!({"version": version, "provenance": provenance["coverage_gate"]}), now)?);
         }
         if let Err(e) = self.store.batch(stmts).await {
-            // A unique key (manifest version, fact URI) taken concurrently, or D1 failed.
+            // A unique key (manifest version, fact URI) taken concurrently, or D1 failed:
+            // what the ledger holds goes back to KV, which this publish may have overwritten.
+            let uris: Vec<&str> = staged.iter().map(|(f, _, _)| f.uri.as_str()).chain([mfact.uri.as_str()]).collect();
+            self.store.restore_committed(&uris).await?;
             let msg = e.to_string();
             if msg.contains("UNIQUE") || msg.contains("constraint") {
                 return Err(ApiError::new(409, "manifest_version_conflict", format!("version {version:?} (or one of its facts) was published concurrently; versions are immutable")));
@@ -728,7 +733,21 @@ impl Service {
     /// The agent's deployment: the current manifest's, else `deployment` from the body.
     async fn deployment_of(&self, agent: &str, body: &Value) -> ApiResult<String> {
         let current = self.store.writable_snapshot(agent).await?;
-        Ok(lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?)
+        self.write_deployment(agent, current.as_deref().map(|s| current_of(s).0), body).await
+    }
+
+    /// The deployment a write for `agent` goes to ([`lid_shared::units::deployment`]): the
+    /// current manifest's (`current`), else that of the agent's earlier units, else the body's.
+    async fn write_deployment(&self, agent: &str, current: Option<String>, body: &Value) -> ApiResult<String> {
+        #[derive(Deserialize)]
+        struct First {
+            uri: String,
+        }
+        let earlier = match current {
+            Some(_) => None,
+            None => self.store.first::<First>(lid_shared::units::FIRST_DEPLOYED_FACT_SQL, args![agent]).await?.map(|f| f.uri),
+        };
+        Ok(lid_shared::units::deployment(agent, current, earlier.as_deref().and_then(lid_shared::units::deployment_in), body)?)
     }
 
     /// Record a denied write as a `capability_denied` service event; returns the denial.
@@ -788,7 +807,7 @@ impl Service {
         let prev: BTreeMap<&str, &str> = ledger.iter().filter(|r| r.valid_until.is_none()).map(|r| (r.unit_key.as_str(), r.sha256.as_str())).collect();
         let catalog = read["catalog"].clone();
         let paths: Vec<&str> = files.iter().filter_map(|f| f["path"].as_str()).collect();
-        futures_util::future::try_join_all(facts.iter().map(|(f, _, _)| self.store.put_fact(f))).await?;
+        self.store.put_facts(facts.iter().map(|(f, _, _)| f)).await?;
         let mut stmts = Vec::new();
         for (f, key, name) in &facts {
             stmts.extend(ledger_insert(&self.store, f, key, agent, name, prev.get(key.as_str()).copied(), &provenance, now)?);
@@ -804,6 +823,8 @@ impl Service {
         )?);
         stmts.push(event(&self.store, Some(agent), "knowledge_pack_upload", &json!({"pack": pack, "version": version, "digest": digest, "entity_uri": who.entity_uri}), now)?);
         if let Err(e) = self.store.batch(stmts).await {
+            let uris: Vec<&str> = facts.iter().map(|(f, _, _)| f.uri.as_str()).collect();
+            self.store.restore_committed(&uris).await?;
             let msg = e.to_string();
             if msg.contains("UNIQUE") || msg.contains("constraint") {
                 return Err(ApiError::new(409, "fact_version_conflict", format!("pack {pack:?} {version} was uploaded concurrently; retry")));
@@ -944,7 +965,7 @@ impl Service {
         lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": row.content, "interpret_as": interpret_as})]).await?;
         let current = self.store.writable_snapshot(agent).await?;
-        let deployment = lid_shared::units::deployment(agent, current.as_deref().map(|s| current_of(s).0), body)?;
+        let deployment = self.write_deployment(agent, current.as_deref().map(|s| current_of(s).0), body).await?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let in_manifest = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
         let latest = current_version(&self.store, &unit_key).await?;
@@ -971,6 +992,7 @@ impl Service {
         let detail = json!({"uri": live, "promoted_from": uri, "interpret_as": interpret_as, "origin": origin, "promoted_by": who.entity_uri, "key_id": who.key_id});
         stmts.push(event(&self.store, Some(agent), "fact_promoted", &detail, now)?);
         if let Err(e) = self.store.batch(stmts).await {
+            self.store.restore_committed(&[fact.uri.as_str()]).await?;
             let msg = e.to_string();
             if msg.contains("CHECK") {
                 return Err(already());

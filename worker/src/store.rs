@@ -37,6 +37,34 @@ use lid_core::store::{Fact, Facts, InterpretAs, StoreError};
 use lid_shared::attest::{OrgKey, Signed, Unattested};
 use serde::Deserialize;
 use serde_json::Value;
+
+/// The most KV reads (or writes) one request has in flight at once.
+const KV_READS_AT_ONCE: usize = 64;
+
+/// Workers KV's key limit, in bytes: a fact's URI is its key.
+pub const KV_KEY_MAX: usize = 512;
+/// The largest fact content the worker stores: D1 refuses a row over 2,000,000 bytes (the
+/// ledger keeps the content beside its KV copy), so a little under it.
+pub const FACT_CONTENT_MAX: usize = 1_900_000;
+
+/// Whether the worker can store `fact` at all (KV key length, D1 row size): refused before
+/// anything is written, with what to change, instead of a retryable storage error.
+pub fn check_storable(fact: &Fact) -> ApiResult<()> {
+    if fact.uri.len() > KV_KEY_MAX {
+        return Err(ApiError::bad_request(
+            "invalid_request",
+            format!("the fact URI would be {} bytes, over the {KV_KEY_MAX}-byte key limit of the worker's KV store: use shorter agent, deployment, pack, unit or file names ({}…)", fact.uri.len(), fact.uri.chars().take(80).collect::<String>()),
+        ));
+    }
+    if fact.content.len() > FACT_CONTENT_MAX {
+        return Err(ApiError::new(
+            413,
+            "fact_too_large",
+            format!("{} is {} bytes, over the worker's {FACT_CONTENT_MAX}-byte limit for one fact (its D1 row): split it into smaller units or files", fact.uri.chars().take(120).collect::<String>(), fact.content.len()),
+        ));
+    }
+    Ok(())
+}
 use worker::wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, KvStore};
 
@@ -304,9 +332,64 @@ impl Store {
     /// one the store does not record, nothing is written: the ledger row that would sign it
     /// could not be.
     pub async fn put_fact(&self, fact: &Fact) -> ApiResult<()> {
+        check_storable(fact)?;
         self.settle_key().await?;
         let json = serde_json::to_string(fact).map_err(ApiError::storage)?;
         self.kv.put(&fact.uri, json)?.execute().await?;
+        Ok(())
+    }
+
+    /// After a write lost its D1 batch (a URI taken concurrently): its facts went to KV
+    /// first, so a URI the winner holds may now hold the loser's value there. Put back what
+    /// the ledger committed for each of `uris` (the winner's fields, which its attestation
+    /// covers); a URI with no ledger row is left alone (nothing reads it). Each loser does
+    /// this after its own KV write, so the last value written is always the committed one.
+    pub async fn restore_committed(&self, uris: &[&str]) -> ApiResult<()> {
+        #[derive(serde::Deserialize)]
+        struct Row {
+            uri: String,
+            version: String,
+            content: String,
+            interpret_as: String,
+            authored_by: String,
+            authored_at: String,
+            source_trust: f64,
+            tokens: i64,
+            sha256: String,
+        }
+        for uri in uris {
+            let row: Option<Row> = self
+                .first("SELECT uri, version, content, interpret_as, authored_by, authored_at, source_trust, tokens, sha256 FROM instruction_facts WHERE uri = ?1", args![*uri])
+                .await?;
+            let Some(r) = row else { continue };
+            let fact = Fact {
+                uri: r.uri,
+                content: r.content,
+                version: r.version,
+                interpret_as: if r.interpret_as == "content" { lid_core::store::InterpretAs::Content } else { lid_core::store::InterpretAs::Instruction },
+                authored_by: Some(r.authored_by),
+                authored_at: Some(r.authored_at),
+                source_trust: Some(r.source_trust),
+                tokens: u32::try_from(r.tokens).ok(),
+                sha256: Some(r.sha256),
+                ..Fact::default()
+            };
+            self.put_fact(&fact).await?;
+        }
+        Ok(())
+    }
+
+    /// [`Store::put_fact`] for each of `facts`, in parallel, at most [`KV_READS_AT_ONCE`]
+    /// at a time.
+    pub async fn put_facts<'f>(&self, facts: impl Iterator<Item = &'f Fact>) -> ApiResult<()> {
+        let all: Vec<&Fact> = facts.collect();
+        // every one checked before any is written
+        for f in &all {
+            check_storable(f)?;
+        }
+        for chunk in all.chunks(KV_READS_AT_ONCE) {
+            futures_util::future::try_join_all(chunk.iter().map(|f| self.put_fact(f))).await?;
+        }
         Ok(())
     }
 
@@ -321,12 +404,17 @@ impl Store {
         })
     }
 
-    /// Read `wanted` (unit key or pack file key, URI) from KV in parallel into `facts`,
+    /// Read `wanted` (unit key or pack file key, URI) from KV in parallel ([`KV_READS_AT_ONCE`]) into `facts`,
     /// each checked against its ledger row's signature: one that fails is left out and
     /// added to `bad`. Returns whether every fact was visible in KV and whether any failed.
     async fn read_checked(&self, wanted: &[(String, String)], chains: &HashMap<&str, Option<&str>>, facts: &mut WorkerFacts, bad: &mut Unattesteds) -> ApiResult<(bool, bool)> {
         let key = self.org()?;
-        let got = futures_util::future::join_all(wanted.iter().map(|(_, uri)| self.kv_fact(uri))).await;
+        // in parallel, but at most KV_READS_AT_ONCE at a time: a pack of thousands of files
+        // read all at once ran workerd out of open files and stalled every request
+        let mut got = Vec::with_capacity(wanted.len());
+        for chunk in wanted.chunks(KV_READS_AT_ONCE) {
+            got.extend(futures_util::future::join_all(chunk.iter().map(|(_, uri)| self.kv_fact(uri))).await);
+        }
         let (mut complete, mut failed) = (true, false);
         for ((k, uri), f) in wanted.iter().zip(got) {
             match f.map_err(ApiError::backend)? {
@@ -548,7 +636,10 @@ impl Store {
         }
         let rows: Vec<Row> = self.all("SELECT uri FROM instruction_facts WHERE rowid <= ?1 AND attestation_chain IS NULL AND quarantine IS NULL ORDER BY rowid", args![max]).await?;
         let key = self.org()?;
-        let got = futures_util::future::join_all(rows.iter().map(|r| self.kv_fact(&r.uri))).await;
+        let mut got = Vec::with_capacity(rows.len());
+        for chunk in rows.chunks(KV_READS_AT_ONCE) {
+            got.extend(futures_util::future::join_all(chunk.iter().map(|r| self.kv_fact(&r.uri))).await);
+        }
         let (mut stmts, mut missing) = (Vec::new(), 0);
         for (r, f) in rows.iter().zip(got) {
             match f.map_err(ApiError::backend)? {

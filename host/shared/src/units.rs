@@ -140,7 +140,21 @@ pub fn next_version(latest: Option<&str>) -> Result<String, Refusal> {
 
 /// The deployment a write goes to: that of the agent's current manifest (`current`), else
 /// `deployment` from the body, for an agent with no manifest yet.
-pub fn deployment(agent: &str, current: Option<String>, body: &Value) -> Result<String, Refusal> {
+/// The query (both hosts, one schema) for the first servable fact an agent was given
+/// under a deployment: its URI ([`deployment_in`]), for `earlier` in [`deployment`].
+pub const FIRST_DEPLOYED_FACT_SQL: &str = "SELECT uri FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL AND (uri LIKE 'instruction:%' OR uri LIKE 'knowledge:%') ORDER BY rowid LIMIT 1";
+
+/// The deployment an `instruction:` or `knowledge:` URI names (`instruction:{deployment}/…`).
+pub fn deployment_in(uri: &str) -> Option<&str> {
+    let rest = uri.strip_prefix("instruction:").or_else(|| uri.strip_prefix("knowledge:"))?;
+    rest.split('/').next().filter(|d| !d.is_empty())
+}
+
+/// The deployment a write for `agent` goes to: that of its current manifest (`current`);
+/// with none yet, that of the units written before it (`earlier`, so that an agent's
+/// units never spread over two deployments only one manifest can name), else the body's
+/// `deployment`. A `deployment` in the body that differs is refused.
+pub fn deployment(agent: &str, current: Option<String>, earlier: Option<&str>, body: &Value) -> Result<String, Refusal> {
     let given = match body.get("deployment") {
         None | Some(Value::Null) => None,
         Some(Value::String(d)) => Some(d.as_str()),
@@ -149,6 +163,13 @@ pub fn deployment(agent: &str, current: Option<String>, body: &Value) -> Result<
     match (current, given) {
         (Some(d), Some(g)) if g != d => Err(Refusal::invalid_request(format!("agent {agent:?} is deployed as {d:?} (its current manifest's `deployment`), not {g:?}: leave `deployment` out, or publish a manifest under the other deployment first"))),
         (Some(d), _) => Ok(d),
+        (None, given) if earlier.is_some() => {
+            let e = earlier.unwrap_or_default();
+            match given {
+                Some(g) if g != e => Err(Refusal::invalid_request(format!("agent {agent:?} has units under deployment {e:?} already (written before its first manifest), not {g:?}: leave `deployment` out, or give {e:?}"))),
+                _ => Ok(e.to_string()),
+            }
+        }
         (None, Some(d)) => match crate::ids::check_agent_id(d) {
             Ok(()) => Ok(d.to_string()),
             Err(_) => Err(Refusal::invalid_request(format!("`deployment` {d:?} must be 1-128 characters of letters, digits, '.', '_' or '-' (it becomes part of the instruction: URI)"))),
@@ -286,17 +307,25 @@ mod tests {
     fn a_write_goes_to_the_agents_deployment() {
         let body = |d: Value| json!({"content": "x", "deployment": d});
         // with a manifest: its deployment; the same one named is fine, another refused
-        assert_eq!(deployment("eng", Some("acme".into()), &json!({"content": "x"})).unwrap(), "acme");
-        assert_eq!(deployment("eng", Some("acme".into()), &body(json!("acme"))).unwrap(), "acme");
-        let e = deployment("eng", Some("acme".into()), &body(json!("other"))).unwrap_err();
+        assert_eq!(deployment("eng", Some("acme".into()), None, &json!({"content": "x"})).unwrap(), "acme");
+        assert_eq!(deployment("eng", Some("acme".into()), None, &body(json!("acme"))).unwrap(), "acme");
+        let e = deployment("eng", Some("acme".into()), None, &body(json!("other"))).unwrap_err();
         assert!(e.message.contains("deployed as \"acme\""), "{}", e.message);
         // without one: the named deployment, checked, or a request for it
-        assert_eq!(deployment("eng", None, &body(json!("acme"))).unwrap(), "acme");
-        let e = deployment("eng", None, &body(json!("bad dep"))).unwrap_err();
+        assert_eq!(deployment("eng", None, None, &body(json!("acme"))).unwrap(), "acme");
+        let e = deployment("eng", None, None, &body(json!("bad dep"))).unwrap_err();
         assert!(e.message.contains("`deployment` \"bad dep\""), "{}", e.message);
-        let e = deployment("eng", None, &json!({"content": "x"})).unwrap_err();
+        let e = deployment("eng", None, None, &json!({"content": "x"})).unwrap_err();
         assert!(e.message.contains("pass `deployment`"), "{}", e.message);
-        assert!(deployment("eng", None, &body(json!(5))).unwrap_err().message.contains("must be a string"));
+        assert!(deployment("eng", None, None, &body(json!(5))).unwrap_err().message.contains("must be a string"));
+        // no manifest yet, but units written: theirs, and no other
+        assert_eq!(deployment("eng", None, Some("acme"), &json!({"content": "x"})).unwrap(), "acme");
+        assert_eq!(deployment("eng", None, Some("acme"), &body(json!("acme"))).unwrap(), "acme");
+        let e = deployment("eng", None, Some("acme"), &body(json!("d2"))).unwrap_err();
+        assert!(e.message.contains("under deployment \"acme\" already"), "{}", e.message);
+        assert_eq!(deployment_in("instruction:acme/eng/notes/v1"), Some("acme"));
+        assert_eq!(deployment_in("knowledge:acme/eng/pack/v1/units/a.md"), Some("acme"));
+        assert_eq!((deployment_in("path:units/a.md"), deployment_in("instruction:/eng")), (None, None));
     }
 
     #[test]
