@@ -239,7 +239,7 @@ async fn boot_context(State(svc): State<Shared>, Path(id): Path<String>, Query(m
     };
     q.trigger = h.get("x-lid-trigger").and_then(|v| v.to_str().ok()).map(str::to_string);
     let v = as_caller(svc, &h, move |svc, p| {
-        if q.trigger.is_some() { p.require_self(&id)? } else { p.require_read(&svc.db, &id)? }
+        p.require_boot(&id, q.trigger.is_some())?;
         svc.boot_context(&id, &q)
     })
     .await?;
@@ -264,7 +264,7 @@ async fn handoff(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap
 async fn heartbeat(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
     let markdown = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.starts_with("text/markdown"));
     let v = as_caller(svc, &h, move |svc, p| {
-        p.require_self(&id)?;
+        p.require_boot(&id, true)?;
         svc.heartbeat(&id, &json_body(&body)?)
     })
     .await?;

@@ -155,7 +155,7 @@ impl Backend for ServiceBackend {
         profile: Option<&str>,
         markdown: bool,
     ) -> Result<String, ApiError> {
-        principal(caller)?.require_read(&self.0.db, agent)?;
+        principal(caller)?.require_boot(agent, false)?;
         let q = ContextQuery {
             profile: profile.map(str::to_string),
             ..ContextQuery::default()

@@ -44,7 +44,7 @@ pub fn check_agent_id(a: &str) -> ApiResult<()> {
 /// The SHA-256 of the bearer secret, or the 401 `api_key_required` error.
 fn secret_hash(header: Option<&str>) -> ApiResult<String> {
     let Some(h) = header else {
-        return Err(ApiError::new(401, "api_key_required", "send an API key as `Authorization: Bearer <key>` (create one with POST /v1/keys)"));
+        return Err(ApiError::new(401, "api_key_required", "send an API key as `Authorization: Bearer <key>` (the first admin keys are the worker's LID_ADMIN_KEYS secret; an admin creates more with POST /v1/keys)"));
     };
     let Some(secret) = lid_shared::access::bearer_secret(h) else {
         return Err(ApiError::new(401, "api_key_required", "the Authorization header must be `Bearer <key>`"));

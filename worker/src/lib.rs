@@ -252,7 +252,7 @@ async fn heartbeat(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Re
         let id = param(&ctx, "id")?;
         let md = req.headers().get("accept").ok().flatten().is_some_and(|a| a.starts_with("text/markdown"));
         let p = caller(&svc, &req).await?;
-        p.require_self(&id)?;
+        p.require_boot(&id, true)?;
         let body = json_body(&mut req).await?;
         let v = svc.heartbeat(&id, &body).await?;
         if md {
@@ -279,11 +279,7 @@ async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Res
         };
         let trigger = req.headers().get("x-lid-trigger").ok().flatten();
         let p = caller(&svc, &req).await?;
-        if trigger.is_some() {
-            p.require_self(&id)?;
-        } else {
-            p.require_read(&svc.store, &id).await?;
-        }
+        p.require_boot(&id, trigger.is_some())?;
         let v = svc.boot_context(&id, q.get("profile").map(String::as_str), q.get("budget").map(String::as_str), q.get("query").map(String::as_str), trigger.as_deref()).await?;
         let sha = v["bundle"]["bundle_sha256"].as_str().unwrap_or_default().to_string();
         if md {

@@ -132,6 +132,17 @@ impl Principal {
         }
     }
 
+    /// The boot context, or a heartbeat (which answers with the boot stub and the preloads):
+    /// what [`Principal::require_own_read`] allows, as their identity section is the boot
+    /// stub (§21.8.1, so a supervisor is refused), and with `acting` (a signed trigger, or a
+    /// heartbeat) only the agent itself or an admin, as [`Principal::require_self`].
+    pub fn require_boot(&self, agent: &str, acting: bool) -> Result<(), Refusal> {
+        if acting {
+            self.require_self(agent)?;
+        }
+        self.require_own_read(agent, "boot context (its identity section is the boot stub)")
+    }
+
     /// Act as the agent (heartbeats): the agent itself or an admin.
     pub fn require_self(&self, agent: &str) -> Result<(), Refusal> {
         crate::ids::check_agent_id(agent)?;
