@@ -210,6 +210,25 @@ pub enum Command {
         #[arg(long, default_value = "lid.db")]
         db: PathBuf,
     },
+    /// Co-sign, as a second administrator, a coverage-gate bypass of one exact manifest
+    /// (S7), as `POST /v1/agents/{id}/instruction-manifest/cosignatures` does: the
+    /// `cosignature_required` refusal of a publish names the version and digest. The
+    /// co-signer is the admin whose API key the environment variable `--key-env` holds
+    /// (never an argument, which other users of the machine could read).
+    Cosign {
+        agent: String,
+        /// The version the `cosignature_required` refusal names
+        #[arg(long)]
+        version: String,
+        /// The `manifest_sha256` the `cosignature_required` refusal names
+        #[arg(long = "manifest-sha256")]
+        manifest_sha256: String,
+        /// Environment variable holding the co-signing admin's API key
+        #[arg(long, default_value = "LID_ADMIN_KEY")]
+        key_env: String,
+        #[arg(long, default_value = "lid.db")]
+        db: PathBuf,
+    },
     /// Publish an agent directory (manifest + unit files) into the service database,
     /// through the same code path as `PUT /v1/agents/{id}/instruction-manifest`.
     Publish {
@@ -953,6 +972,21 @@ fn run(cli: &Cli) -> Result<i32> {
                 }
             }
             Ok(if passed { 0 } else { 2 })
+        }
+        Command::Cosign { agent, version, manifest_sha256, key_env, db } => {
+            let db = existing_db(db)?;
+            let key = std::env::var(key_env).ok().filter(|k| !k.trim().is_empty()).ok_or_else(|| {
+                crate::apierror::ApiError::new(401, "api_key_required", format!("set {key_env} to the co-signing admin's API key (the second administrator's, not the publisher's)"))
+            })?;
+            let who = crate::auth::authenticate(&db, Some(&format!("Bearer {}", key.trim())))?;
+            let svc = crate::serve::service(db, Vec::new(), None)?;
+            let out = svc.cosign(agent, &json!({"version": version, "manifest_sha256": manifest_sha256}), &who).map_err(anyhow::Error::new)?;
+            if cli.json {
+                print_json(&out);
+            } else {
+                outln!("co-signed {agent} {version} (manifest sha256 {manifest_sha256}) as {}; publish it again", out["cosigned_by"].as_str().unwrap_or_default());
+            }
+            Ok(0)
         }
         Command::Publish { agent_dir, db: db_path, skip_coverage_gate, approvals, wake_reasons } => {
             let existed = db_path.exists();

@@ -275,7 +275,7 @@ impl Gate<'_> {
             return Err(Refusal::new(
                 403,
                 "cosignature_required",
-                "skipping the coverage gate on a manifest with guarantee_load entries needs co-signatures of two distinct admins (S7): a second admin must POST this error's `details.version` and `details.manifest_sha256` as {\"version\", \"manifest_sha256\"} to /v1/agents/{id}/instruction-manifest/cosignatures, then publish again",
+                "skipping the coverage gate on a manifest with guarantee_load entries needs co-signatures of two distinct admins (S7): a second admin must POST this error's `details.version` and `details.manifest_sha256` as {\"version\", \"manifest_sha256\"} to /v1/agents/{id}/instruction-manifest/cosignatures (on `lid serve`'s database also `lid cosign AGENT --version V --manifest-sha256 D --db DB`, that admin's key in LID_ADMIN_KEY), then publish again",
             )
             .with_details(json!({"version": self.version, "manifest_sha256": self.manifest_sha256, "failing_units": failing})));
         }
