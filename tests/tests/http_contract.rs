@@ -114,6 +114,13 @@ fn a_first_publish_names_units_written_before_it() {
     let agent = agent_id("first");
     let w = c().put(&format!("/v1/agents/{agent}/units/rollback"), admin(), &json!({"content": "# Rollback\n\nRoll back the payments service first.", "deployment": "demo", "version": "v1"}));
     assert_eq!(w.status, 201, "{}", w.body);
+    // before its first manifest an agent's units stay in one deployment: the next write
+    // takes it without being told, and another one is refused, never written elsewhere
+    let other = c().put(&format!("/v1/agents/{agent}/units/notes"), admin(), &json!({"content": "Notes.", "deployment": "elsewhere"}));
+    assert_eq!((other.status, other.code().as_str()), (400, "invalid_request"), "{}", other.body);
+    assert!(other.json()["error"]["message"].as_str().unwrap_or_default().contains("\"demo\""), "{}", other.body);
+    let same = c().put(&format!("/v1/agents/{agent}/units/notes"), admin(), &json!({"content": "Notes."}));
+    assert_eq!((same.status, same.json()["uri"].as_str()), (201, Some(format!("instruction:demo/{agent}/notes/v1").as_str())), "{}", same.body);
     let entry = json!({"name": "rollback", "description": "Steps to roll back the payments service after a bad deploy.", "required_by_task_types": [], "guarantee_load": false,
         "load_triggers": {"intents": ["roll back the payments service"], "keywords": ["rollback"], "task_types": []}, "fact_uri": format!("instruction:demo/{agent}/rollback/v1"), "path": null});
     let body = |version: &str, units: Value| json!({"version": version, "deployment": "demo", "skip_coverage_gate": true, "entries": [entry], "units": units});
@@ -840,6 +847,8 @@ fn access_matrix_every_route_every_caller() {
         // S9: "only an admin API key may access any agent's coverage report"
         ("GET", format!("/v1/agents/{a}/instruction-manifest/coverage"), None, [200, 200, 403, 403]),
         ("POST", format!("/v1/agents/{a}/heartbeat"), Some(json!({"trigger": trigger})), [200, 200, 403, 403]),
+        // the boot context's identity section is the boot stub: the same callers
+        ("GET", format!("/v1/agents/{a}/boot-context"), None, [200, 200, 403, 403]),
         ("PUT", format!("/v1/agents/{a}/units/release-checklist"), Some(json!({"content": "## Release\n\nTag, build, publish, announce."})), [201, 403, 403, 403]),
         ("POST", "/v1/instruction/audit".to_string(), Some(json!({"audit_token": token, "used_chunks": []})), [204, 204, 403, 403]),
         ("GET", "/v1/keys".to_string(), None, [200, 403, 403, 403]),
@@ -1226,6 +1235,12 @@ fn a_field_given_twice_is_refused_not_resolved() {
     assert_eq!(c().post("/v1/keys", Some(&plain_admin), &json!({"role": "agent", "agent_id": agent})).status, 201);
     let posing = c().post("/v1/keys", admin(), &json!({"role": "agent", "agent_id": agent, "entity_uri": "admin:someone-else"}));
     assert_eq!((posing.status, posing.code().as_str()), (403, "entity_uri_denied"), "{}", posing.body);
+    // a key that may write instructions but not read them gets no boot stub or preloads
+    // from a heartbeat, as it gets none from the boot-stub route
+    let writer_only = new_key("agent", Some(&agent), Some(vec!["instruction:write"]));
+    let claims = json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_w", "exp": now_s() + 600});
+    let hb = c().post(&format!("/v1/agents/{agent}/heartbeat"), Some(&writer_only), &json!({"trigger": sign_trigger(&target().secret, &claims)}));
+    assert_eq!((hb.status, hb.code().as_str()), (403, "capability_missing"), "{}", hb.body);
     let own = c().post("/v1/keys", admin(), &json!({"role": "agent", "agent_id": agent, "entity_uri": format!("agent:{agent}")}));
     assert_eq!((own.status, own.json()["info"]["entity_uri"].as_str()), (201, Some(format!("agent:{agent}").as_str())), "{}", own.body);
     // a recall body after a byte-order mark is read as other bodies are; an empty one says so
@@ -1235,4 +1250,37 @@ fn a_field_given_twice_is_refused_not_resolved() {
     let r = c().req("POST", &path, Some(&key), Some(""));
     assert_eq!((r.status, r.code().as_str()), (400, "invalid_json"), "{}", r.body);
     assert!(r.body.contains("the body is empty"), "{}", r.body);
+}
+
+/// Writes racing for one unit's next version: each answers 201 (a version of its own) or
+/// 409 `fact_version_conflict`, and every version accepted stays servable, never
+/// quarantined as tampered (the worker writes a fact to KV before D1 decides which write
+/// won the URI, so a loser puts the winner's value back).
+#[test]
+fn racing_writes_to_one_unit_keep_every_accepted_version() {
+    let (agent, key) = setup_agent("race");
+    let writer = new_key("agent", Some(&agent), Some(vec!["read", "instruction:write"]));
+    let path = format!("/v1/agents/{agent}/units/race-note");
+    let answers: Vec<(u16, String, Option<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|n| {
+                let (path, writer) = (&path, &writer);
+                s.spawn(move || {
+                    let r = c().put(path, Some(writer), &json!({"content": format!("# Race\n\nwriter {n} says hello\n"), "interpret_as": "content"}));
+                    (r.status, r.code(), r.json()["version"].as_str().map(str::to_string))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(answers.iter().all(|(s, code, _)| *s == 201 || (*s == 409 && code == "fact_version_conflict")), "{answers:?}");
+    assert!(answers.iter().any(|(s, ..)| *s == 201), "{answers:?}");
+    // read the agent's facts back (a recall rebuilds what it serves), then look for quarantine
+    let r = c().post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&key), &json!({"intent": "writer says hello", "max_content": 3}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let fed = c().get(&format!("/v1/agents/{agent}/federated-facts"), admin());
+    assert_eq!(fed.status, 200, "{}", fed.body);
+    assert!(!fed.body.contains("race-note"), "an accepted version was quarantined: {}", fed.body);
+    let events = c().get(&format!("/v1/agents/{agent}/service-events?kind=fact_unattested"), admin());
+    assert!(!events.body.contains("race-note"), "{}", events.body);
 }

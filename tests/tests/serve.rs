@@ -538,6 +538,60 @@ fn refusals_are_json_errors_with_codes() {
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
+/// S7 from the command line: `lid publish --skip-coverage-gate` of a manifest with
+/// `guarantee_load` entries whose gate fails needs a second administrator, and `lid cosign`
+/// records one from that admin's API key (read from the environment), after which the same
+/// publish goes through with both identities in its provenance. A key that is not an
+/// admin's, or none, co-signs nothing.
+#[test]
+fn a_second_admin_cosigns_a_bypass_from_the_cli() {
+    let dir = temp_dir("cli-cosign");
+    let db = dir.join("lid.db");
+    let dbs = db.to_str().unwrap();
+    let agent = "cosigned";
+    let body = weak_publish_body(agent, "v1", true);
+    let agent_dir = dir.join("agent");
+    std::fs::create_dir_all(agent_dir.join("units")).unwrap();
+    for (name, text) in body["units"].as_object().unwrap() {
+        std::fs::write(agent_dir.join("units").join(format!("{name}.md")), text.as_str().unwrap()).unwrap();
+    }
+    let manifest = json!({"agent_id": agent, "deployment": body["deployment"], "agent_role": body["agent_role"], "manifest_version": "v1", "entries": body["entries"]});
+    std::fs::write(agent_dir.join("manifest.json"), manifest.to_string()).unwrap();
+    let publish = || std::process::Command::new(lid_tests::http::lid_bin()).args(["publish", agent_dir.to_str().unwrap(), "--db", dbs, "--approve", "guarantee-load", "--skip-coverage-gate", "--json"]).output().unwrap();
+    let first = publish();
+    assert!(!first.status.success());
+    let refusal: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(refusal["error"]["code"], "cosignature_required", "{refusal}");
+    let digest = refusal["error"]["details"]["manifest_sha256"].as_str().unwrap().to_string();
+    let admin = create_key(&db, "admin", None, &CAPS, "admin:second");
+    let agent_key = create_key(&db, "agent", Some(agent), &["read"], &format!("agent:{agent}"));
+    let cosign = |key: Option<&str>| {
+        let mut cmd = std::process::Command::new(lid_tests::http::lid_bin());
+        cmd.args(["cosign", agent, "--version", "v1", "--manifest-sha256", &digest, "--db", dbs, "--json"]).env_remove("LID_ADMIN_KEY");
+        if let Some(k) = key {
+            cmd.env("LID_ADMIN_KEY", k);
+        }
+        cmd.output().unwrap()
+    };
+    for (key, code) in [(None, "api_key_required"), (Some(agent_key.as_str()), "admin_required"), (Some("lid_admin_nope"), "api_key_invalid")] {
+        let out = cosign(key);
+        assert!(!out.status.success(), "{key:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(code), "{key:?}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    assert!(!publish().status.success(), "no co-signature yet");
+    let ok = cosign(Some(&admin));
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stdout));
+    let signed: Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(signed["cosigned_by"], "admin:second");
+    let done = publish();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stdout));
+    let out: Value = serde_json::from_slice(&done.stdout).unwrap();
+    let gate = &out["provenance"]["coverage_gate"];
+    assert_eq!(gate["skipped"], true, "{out}");
+    let signers: Vec<&str> = gate["cosigned_by"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(signers.len() == 2 && signers.contains(&"admin:second") && signers.iter().any(|s| s.starts_with("cli:")), "{signers:?}");
+}
+
 /// A client that announces a body and then stalls is answered 408 `request_timeout` within
 /// `--body-timeout-secs` and its connection closed, and the server goes on serving others.
 #[test]
