@@ -280,7 +280,8 @@ pub struct Pack {
 /// `title_of(path)` gives a file's title (from its content); the manifest descriptions
 /// are those titles.
 pub fn read_pack(spec: &PackSpec, mut title_of: impl FnMut(&str, &str) -> Option<String>) -> Result<Pack, KnowledgeError> {
-    if spec.id.is_empty() || spec.id.len() > 128 || !spec.id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+    // (`.` and `..` are made of allowed characters, but name no pack: they are path steps)
+    if spec.id.is_empty() || spec.id.len() > 128 || spec.id == "." || spec.id == ".." || !spec.id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
         return Err(KnowledgeError::PackId(spec.id.clone()));
     }
     let (meta, _guide) = parse_knowledge_md(&spec.knowledge_md)?;
@@ -651,8 +652,10 @@ mod tests {
         assert_eq!(p.manifest.agent_id, "p");
         let none = PackSpec { files: vec!["licenses/x.md".into()], ..spec.clone() };
         assert_eq!(read_pack(&none, |_, _| Some(String::new())).unwrap_err().code(), "knowledge_pack_empty");
-        let bad = PackSpec { id: "../x".into(), ..spec };
-        assert_eq!(read_pack(&bad, |_, _| Some(String::new())).unwrap_err().code(), "knowledge_pack_id_invalid");
+        for id in ["../x", "..", ".", ""] {
+            let bad = PackSpec { id: id.into(), ..spec.clone() };
+            assert_eq!(read_pack(&bad, |_, _| Some(String::new())).unwrap_err().code(), "knowledge_pack_id_invalid", "{id:?}");
+        }
     }
 
     #[test]
