@@ -37,9 +37,13 @@ use lid_core::store::{Fact, Facts, InterpretAs, StoreError};
 use lid_shared::attest::{OrgKey, Signed, Unattested};
 use serde::Deserialize;
 use serde_json::Value;
+use worker::wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement, KvStore};
 
-/// The most KV reads (or writes) one request has in flight at once.
-const KV_READS_AT_ONCE: usize = 64;
+use crate::error::{ApiError, ApiResult};
+
+/// The most KV reads or writes one request has in flight at once.
+const KV_IN_FLIGHT: usize = 64;
 
 /// Workers KV's key limit, in bytes: a fact's URI is its key.
 pub const KV_KEY_MAX: usize = 512;
@@ -65,10 +69,6 @@ pub fn check_storable(fact: &Fact) -> ApiResult<()> {
     }
     Ok(())
 }
-use worker::wasm_bindgen::JsValue;
-use worker::{D1Database, D1PreparedStatement, KvStore};
-
-use crate::error::{ApiError, ApiResult};
 
 /// A value bound into a D1 statement.
 pub trait Arg {
@@ -350,7 +350,7 @@ impl Store {
             uri: String,
             version: String,
             content: String,
-            interpret_as: String,
+            interpret_as: InterpretAs,
             authored_by: String,
             authored_at: String,
             source_trust: f64,
@@ -366,7 +366,7 @@ impl Store {
                 uri: r.uri,
                 content: r.content,
                 version: r.version,
-                interpret_as: if r.interpret_as == "content" { lid_core::store::InterpretAs::Content } else { lid_core::store::InterpretAs::Instruction },
+                interpret_as: r.interpret_as,
                 authored_by: Some(r.authored_by),
                 authored_at: Some(r.authored_at),
                 source_trust: Some(r.source_trust),
@@ -379,7 +379,7 @@ impl Store {
         Ok(())
     }
 
-    /// [`Store::put_fact`] for each of `facts`, in parallel, at most [`KV_READS_AT_ONCE`]
+    /// [`Store::put_fact`] for each of `facts`, in parallel, at most [`KV_IN_FLIGHT`]
     /// at a time.
     pub async fn put_facts<'f>(&self, facts: impl Iterator<Item = &'f Fact>) -> ApiResult<()> {
         let all: Vec<&Fact> = facts.collect();
@@ -387,7 +387,7 @@ impl Store {
         for f in &all {
             check_storable(f)?;
         }
-        for chunk in all.chunks(KV_READS_AT_ONCE) {
+        for chunk in all.chunks(KV_IN_FLIGHT) {
             futures_util::future::try_join_all(chunk.iter().map(|f| self.put_fact(f))).await?;
         }
         Ok(())
@@ -404,15 +404,15 @@ impl Store {
         })
     }
 
-    /// Read `wanted` (unit key or pack file key, URI) from KV in parallel ([`KV_READS_AT_ONCE`]) into `facts`,
+    /// Read `wanted` (unit key or pack file key, URI) from KV in parallel ([`KV_IN_FLIGHT`]) into `facts`,
     /// each checked against its ledger row's signature: one that fails is left out and
     /// added to `bad`. Returns whether every fact was visible in KV and whether any failed.
     async fn read_checked(&self, wanted: &[(String, String)], chains: &HashMap<&str, Option<&str>>, facts: &mut WorkerFacts, bad: &mut Unattesteds) -> ApiResult<(bool, bool)> {
         let key = self.org()?;
-        // in parallel, but at most KV_READS_AT_ONCE at a time: a pack of thousands of files
+        // in parallel, but at most KV_IN_FLIGHT at a time: a pack of thousands of files
         // read all at once ran workerd out of open files and stalled every request
         let mut got = Vec::with_capacity(wanted.len());
-        for chunk in wanted.chunks(KV_READS_AT_ONCE) {
+        for chunk in wanted.chunks(KV_IN_FLIGHT) {
             got.extend(futures_util::future::join_all(chunk.iter().map(|(_, uri)| self.kv_fact(uri))).await);
         }
         let (mut complete, mut failed) = (true, false);
@@ -637,7 +637,7 @@ impl Store {
         let rows: Vec<Row> = self.all("SELECT uri FROM instruction_facts WHERE rowid <= ?1 AND attestation_chain IS NULL AND quarantine IS NULL ORDER BY rowid", args![max]).await?;
         let key = self.org()?;
         let mut got = Vec::with_capacity(rows.len());
-        for chunk in rows.chunks(KV_READS_AT_ONCE) {
+        for chunk in rows.chunks(KV_IN_FLIGHT) {
             got.extend(futures_util::future::join_all(chunk.iter().map(|r| self.kv_fact(&r.uri))).await);
         }
         let (mut stmts, mut missing) = (Vec::new(), 0);

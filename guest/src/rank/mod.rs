@@ -216,6 +216,14 @@ struct QWord {
     weight: f64,
 }
 
+impl QWord {
+    /// A word the intent says itself, in a form of its own: not a joined identifier and
+    /// not a word implied by a cue (the words the surface signal reads).
+    fn said(&self) -> bool {
+        !self.compound && self.weight >= 1.0
+    }
+}
+
 /// Relations that English states with function words, which the stopword list drops:
 /// "can't start *until* the other task is done" is a dependency. When a cue appears, the
 /// relation's content words join the query at half weight.
@@ -293,7 +301,7 @@ impl Ranker {
             .collect();
         let pairs = self.query_pairs(intent).iter().map(|(a, b)| (self.index.term_id(a), self.index.term_id(b))).collect();
         let surfaces = self.index.n_docs as usize >= index::SURFACE_MIN_UNITS;
-        let surface = words.iter().map(|q| if surfaces && !q.compound && q.weight >= 1.0 { self.index.term_id(&index::surface_term(&q.surface)) } else { None }).collect();
+        let surface = words.iter().map(|q| if surfaces && q.said() { self.index.term_id(&index::surface_term(&q.surface)) } else { None }).collect();
         let q = std::sync::Arc::new(Query { intent: intent.to_string(), words, exact, terms, pairs, surface });
         *last = Some(q.clone());
         q
@@ -421,7 +429,7 @@ impl Ranker {
             surface = vec![0f64; n];
             let mut norm = 0f64;
             for (q, &id) in qwords.iter().zip(&query.surface) {
-                if q.compound || q.weight < 1.0 {
+                if !q.said() {
                     continue;
                 }
                 let w = idf(nf, id.map(|i| ix.df(i)).unwrap_or(0) as f64) * (q.count as f64).sqrt() * q.spec;

@@ -138,8 +138,6 @@ pub fn next_version(latest: Option<&str>) -> Result<String, Refusal> {
     }
 }
 
-/// The deployment a write goes to: that of the agent's current manifest (`current`), else
-/// `deployment` from the body, for an agent with no manifest yet.
 /// The query (both hosts, one schema) for the first servable fact an agent was given
 /// under a deployment: its URI ([`deployment_in`]), for `earlier` in [`deployment`].
 pub const FIRST_DEPLOYED_FACT_SQL: &str = "SELECT uri FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL AND (uri LIKE 'instruction:%' OR uri LIKE 'knowledge:%') ORDER BY rowid LIMIT 1";
@@ -160,21 +158,16 @@ pub fn deployment(agent: &str, current: Option<String>, earlier: Option<&str>, b
         Some(Value::String(d)) => Some(d.as_str()),
         Some(other) => return Err(Refusal::invalid_request(format!("`deployment` must be a string, not {other}"))),
     };
-    match (current, given) {
-        (Some(d), Some(g)) if g != d => Err(Refusal::invalid_request(format!("agent {agent:?} is deployed as {d:?} (its current manifest's `deployment`), not {g:?}: leave `deployment` out, or publish a manifest under the other deployment first"))),
-        (Some(d), _) => Ok(d),
-        (None, given) if earlier.is_some() => {
-            let e = earlier.unwrap_or_default();
-            match given {
-                Some(g) if g != e => Err(Refusal::invalid_request(format!("agent {agent:?} has units under deployment {e:?} already (written before its first manifest), not {g:?}: leave `deployment` out, or give {e:?}"))),
-                _ => Ok(e.to_string()),
-            }
-        }
-        (None, Some(d)) => match crate::ids::check_agent_id(d) {
+    match (current, earlier, given) {
+        (Some(d), _, Some(g)) if g != d => Err(Refusal::invalid_request(format!("agent {agent:?} is deployed as {d:?} (its current manifest's `deployment`), not {g:?}: leave `deployment` out, or publish a manifest under the other deployment first"))),
+        (Some(d), _, _) => Ok(d),
+        (None, Some(e), Some(g)) if g != e => Err(Refusal::invalid_request(format!("agent {agent:?} has units under deployment {e:?} already (written before its first manifest), not {g:?}: leave `deployment` out, or give {e:?}"))),
+        (None, Some(e), _) => Ok(e.to_string()),
+        (None, None, Some(d)) => match crate::ids::check_agent_id(d) {
             Ok(()) => Ok(d.to_string()),
             Err(_) => Err(Refusal::invalid_request(format!("`deployment` {d:?} must be 1-128 characters of letters, digits, '.', '_' or '-' (it becomes part of the instruction: URI)"))),
         },
-        (None, None) => Err(Refusal::invalid_request(format!("agent {agent:?} has no manifest yet: pass `deployment` with the first write"))),
+        (None, None, None) => Err(Refusal::invalid_request(format!("agent {agent:?} has no manifest yet: pass `deployment` with the first write"))),
     }
 }
 
