@@ -8,10 +8,11 @@
 //!
 //! The table is read in place, with no start-up parsing: a sparse index of
 //! every 8th record's offset is binary-searched, then at most 8 records are
-//! scanned.
+//! scanned, their front-coded words rebuilt on the way (layout `LIDLEX04`, in
+//! the build script's doc comment).
 
 static DATA: &[u8] = include_bytes!("../../data/lexicon.bin");
-const MAGIC: &[u8] = b"LIDLEX03";
+const MAGIC: &[u8] = b"LIDLEX04";
 /// Records between two sparse index entries.
 const SPARSE: usize = 8;
 
@@ -43,9 +44,21 @@ fn sparse(i: usize) -> Option<usize> {
     u32_at(20 + 4 * i).map(|v| v as usize)
 }
 
+/// A record's word is front-coded: `(prefix, suffix)`, the number of bytes it
+/// shares with the previous record's word and the bytes that follow them.
+fn word_parts(start: usize) -> Option<(usize, &'static [u8])> {
+    let prefix = *DATA.get(start)? as usize;
+    let len = *DATA.get(start + 1)? as usize;
+    Some((prefix, DATA.get(start + 2..start + 2 + len)?))
+}
+
+/// Where a record's commonness byte is (just after its word).
+fn body_at(start: usize) -> usize {
+    word_parts(start).map_or(usize::MAX, |(_, suffix)| start + 2 + suffix.len())
+}
+
 fn skip_record(i: usize) -> Option<usize> {
-    let wl = *DATA.get(i)? as usize;
-    let mut p = i + 2 + wl;
+    let mut p = body_at(i).checked_add(1)?;
     let n = *DATA.get(p)? as usize;
     p += 1;
     for _ in 0..n {
@@ -60,21 +73,22 @@ fn skip_record(i: usize) -> Option<usize> {
     Some(p)
 }
 
+/// The whole word of a record the sparse index points at (prefix 0).
 fn word_at(start: usize) -> &'static [u8] {
-    let wl = DATA.get(start).copied().unwrap_or(0) as usize;
-    DATA.get(start + 1..start + 1 + wl).unwrap_or(&[])
+    word_parts(start).map_or(&[], |(_, suffix)| suffix)
 }
 
 fn commonness_at(start: usize) -> f32 {
-    let wl = DATA.get(start).copied().unwrap_or(0) as usize;
-    DATA.get(start + 1 + wl).copied().unwrap_or(0) as f32 / 20.0
+    DATA.get(body_at(start)).copied().unwrap_or(0) as f32 / 20.0
 }
 
+/// The concepts of a record: its values are stored ascending, each as the
+/// difference from the one before.
 fn concepts_at(start: usize, out: &mut Vec<Concept>) {
-    let wl = DATA.get(start).copied().unwrap_or(0) as usize;
-    let mut p = start + 2 + wl;
+    let Some(mut p) = body_at(start).checked_add(1) else { return };
     let n = DATA.get(p).copied().unwrap_or(0) as usize;
     p += 1;
+    let mut value: u32 = 0;
     for _ in 0..n {
         let mut v: u32 = 0;
         let mut shift = 0;
@@ -89,9 +103,10 @@ fn concepts_at(start: usize, out: &mut Vec<Concept>) {
                 break;
             }
         }
-        let tier = (v & 3) as usize;
+        value = value.wrapping_add(v);
+        let tier = (value & 3) as usize;
         let strength = TIER_STRENGTH.get(tier).copied().unwrap_or(0.3);
-        push_max(out, v >> 2, strength);
+        push_max(out, value >> 2, strength);
     }
 }
 
@@ -124,11 +139,21 @@ fn find(word: &[u8]) -> Option<usize> {
         return None;
     }
     let mut p = sparse(lo - 1)?;
+    // The words from there on, rebuilt from their shared prefixes; every word
+    // is at most 255 + 255 bytes long.
+    let mut buf = [0u8; 512];
+    let mut len = 0;
     for _ in 0..SPARSE {
         if p >= DATA.len() {
             return None;
         }
-        match word_at(p).cmp(word) {
+        let (prefix, suffix) = word_parts(p)?;
+        if prefix > len {
+            return None;
+        }
+        len = prefix + suffix.len();
+        buf.get_mut(prefix..len)?.copy_from_slice(suffix);
+        match buf[..len].cmp(word) {
             std::cmp::Ordering::Equal => return Some(p),
             std::cmp::Ordering::Greater => return None,
             std::cmp::Ordering::Less => p = skip_record(p)?,
@@ -253,5 +278,36 @@ mod tests {
         let pw = lookup("passwords").commonness.unwrap_or(9.0);
         assert!(long > pw, "{long} {pw}");
         assert_eq!(lookup("zzzzqqq").commonness, None);
+    }
+
+    /// Every record, read in order with its front-coded word rebuilt, is the one
+    /// `find` lands on; the words ascend; the sparse index points at every 8th
+    /// record, each holding a whole word; the concept values ascend.
+    #[test]
+    fn every_word_is_found_at_its_record() {
+        let mut p = 20 + 4 * sparse_count();
+        let mut word: Vec<u8> = Vec::new();
+        let mut count = 0;
+        while p < DATA.len() {
+            let (prefix, suffix) = word_parts(p).expect("record");
+            if count % SPARSE == 0 {
+                assert_eq!(sparse(count / SPARSE), Some(p));
+                assert_eq!(prefix, 0);
+            }
+            let before = word.clone();
+            word.truncate(prefix);
+            word.extend_from_slice(suffix);
+            assert!(word > before, "{:?} after {:?}", word, before);
+            assert_eq!(find(&word), Some(p), "{}", String::from_utf8_lossy(&word));
+            let mut concepts = Vec::new();
+            concepts_at(p, &mut concepts);
+            assert!(concepts.windows(2).all(|w| w[0].0 < w[1].0));
+            p = skip_record(p).expect("next record");
+            count += 1;
+        }
+        assert_eq!(p, DATA.len());
+        assert_eq!(count, len());
+        assert_eq!(find(b"aaaaaaaaaaaaaaaaaaaaaa"), None);
+        assert_eq!(find(b"zzzzzzzzzzzz"), None);
     }
 }
