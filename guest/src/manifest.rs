@@ -452,6 +452,18 @@ fn is_relative_path(p: &str) -> bool {
     !(p.starts_with('/') || p.starts_with('\\') || p.split(['/', '\\']).any(|s| s == "..") || p.contains(':') || p.chars().any(char::is_control))
 }
 
+/// Whether `u` is an `https:` URL an agent can fetch (§21.1.1 allows any URI for the
+/// heartbeat procedure): a host, no user information, and only the characters RFC 3986
+/// allows unescaped, so it reads the same in the stub's YAML and to whoever fetches it.
+/// Other schemes (plain `http:` included, which anyone on the way could rewrite) are
+/// refused.
+fn is_https_url(u: &str) -> bool {
+    let Some(rest) = u.strip_prefix("https://") else { return false };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c);
+    !authority.is_empty() && !authority.starts_with(':') && !authority.contains('@') && rest.chars().all(allowed)
+}
+
 /// Whether `s` is kebab-case: lowercase ASCII letters and digits in `-`-separated words.
 pub fn is_kebab(s: &str) -> bool {
     !s.is_empty()
@@ -495,7 +507,16 @@ fn description_problem(description: &str) -> Option<String> {
 
 /// Parse a manifest without validating it (for callers that already validated it).
 pub fn parse(json: &str) -> Result<Manifest, crate::error::EngineError> {
-    serde_json::from_str(json).map_err(|e| crate::error::EngineError::json::<Manifest>("manifest", json, e))
+    serde_json::from_str(json).map_err(|e| match crate::error::EngineError::json::<Manifest>("manifest", json, e) {
+        // A manifest of the wrong shape (a field missing or of the wrong type) is refused as
+        // `lid validate` and publishing refuse it.
+        crate::error::EngineError::InvalidRequest(message) => crate::error::EngineError::ManifestRejected {
+            code: "manifest_invalid".into(),
+            problems: serde_json::json!({"errors": [{"code": "manifest_invalid", "entry": null, "field": null, "message": message}]}),
+            summary: message,
+        },
+        other => other,
+    })
 }
 
 /// The first key that appears twice in one JSON object, anywhere in `json`. A
@@ -710,8 +731,8 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
         }
     }
     if let Some(h) = obj.get("heartbeat_contract").and_then(|v| v.as_str()).filter(|h| !h.is_empty()) {
-        if crate::uri::InstructionUri::parse(h).is_err() && !is_relative_path(h) {
-            errors.push(problem("manifest_invalid", None, Some("heartbeat_contract"), format!("`heartbeat_contract` {h:?} must be the heartbeat procedure's instruction: URI (§21.1.1, §21.4.1) or a path relative to the instructions root")));
+        if crate::uri::InstructionUri::parse(h).is_err() && !is_relative_path(h) && !is_https_url(h) {
+            errors.push(problem("manifest_invalid", None, Some("heartbeat_contract"), format!("`heartbeat_contract` {h:?} must be the heartbeat procedure's instruction: URI (§21.1.1, §21.4.1), a path relative to the instructions root, or an https: URL with a host and no user information")));
         }
     }
     if let Some(t) = obj.get("published_at").and_then(|v| v.as_str()).filter(|t| !t.is_empty()) {
@@ -743,7 +764,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     let mut entries = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for (i, raw) in raw_entries.iter().enumerate() {
-        let label = raw.get("name").and_then(|v| v.as_str()).map(str::to_string).unwrap_or_else(|| format!("entries[{i}]"));
+        let label = raw.get("name").and_then(|v| v.as_str()).filter(|n| !n.is_empty() && !n.starts_with('.')).map(str::to_string).unwrap_or_else(|| format!("entries[{i}]"));
         let Some(fields) = raw.as_object() else {
             errors.push(problem("manifest_entry_invalid", Some(&label), None, format!("entries[{i}] must be a JSON object with the §21.2.2 fields, not {}", kind(raw))));
             continue;
@@ -850,6 +871,13 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
             warnings.push(problem("intents_missing", en, Some("load_triggers.intents"), "no load_triggers.intents: the coverage gate falls back to the description (§21.8.3)".into()));
         }
         entries.push(e);
+    }
+    if let Some(a) = &opts.approvals {
+        for (kind, names) in [("task-types", &a.task_types), ("force-position", &a.force_position)] {
+            for n in names.iter().filter(|n| !seen.contains(n.as_str())) {
+                warnings.push(problem("approval_unused", None, None, format!("the {kind} approval names {n:?}, which is not an entry of this manifest: a typo, or an entry since renamed; it approves nothing")));
+            }
+        }
     }
 
     let guaranteed = entries.iter().filter(|e| e.guarantee_load).count();
@@ -1151,7 +1179,8 @@ mod tests {
         assert!(with("agent_role", "Release engineer".into()).ok);
         assert!(with("heartbeat_contract", "instruction:acme/cto/heartbeat/v2".into()).ok);
         assert!(with("heartbeat_contract", "units/heartbeat.md".into()).ok);
-        for bad in ["not a uri at all\n", "instruction:acme/cto/heartbeat/latest", "../heartbeat.md", "https://example.com/hb"] {
+        assert!(with("heartbeat_contract", "https://example.com/ops/heartbeat.md?v=2".into()).ok, "§21.1.1: any URI");
+        for bad in ["not a uri at all\n", "instruction:acme/cto/heartbeat/latest", "../heartbeat.md", "http://example.com/hb", "https://", "https://user@example.com/hb", "https://example.com/a b", "https://example.com/\"x", "ftp://example.com/hb"] {
             let r = with("heartbeat_contract", bad.into());
             assert_eq!((codes(&r), r.errors[0].field.as_deref()), (vec!["manifest_invalid"], Some("heartbeat_contract")), "{bad:?}");
         }
@@ -1232,6 +1261,9 @@ mod tests {
         let only_g = validate(&json, &ValidateOptions { approvals: Some(Approvals { guarantee_load: true, ..Default::default() }), ..Default::default() });
         assert_eq!(codes(&only_g), vec!["force_position_approval_required"]);
         let both = validate(&json, &ValidateOptions { approvals: Some(Approvals { guarantee_load: true, force_position: vec!["rules".into()], ..Default::default() }), ..Default::default() });
+        let typo = validate(&json, &ValidateOptions { approvals: Some(Approvals { guarantee_load: true, force_position: vec!["rules".into(), "rulez".into()], task_types: vec!["nosuch".into()] }), ..Default::default() });
+        let unused: Vec<&str> = typo.warnings.iter().filter(|w| w.code == "approval_unused").map(|w| w.message.as_str()).collect();
+        assert!(typo.ok && unused.len() == 2 && unused[0].contains("task-types approval names \"nosuch\"") && unused[1].contains("\"rulez\""), "{unused:?}");
         assert!(both.ok, "{:?}", both.errors);
     }
 

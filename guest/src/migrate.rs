@@ -42,11 +42,25 @@ pub struct Migration {
     pub warnings: Vec<String>,
 }
 
-/// kebab-case of a heading: `## 3. Checkout & Context!` → `checkout-context`.
+/// The ASCII letter of a Latin-1 letter (`é` → `e`, `Ü` → `u`), so that a heading in
+/// French, German or Spanish keeps its words in the unit's name.
+fn ascii_fold(c: char) -> char {
+    const UPPER: &[u8; 32] = b"aaaaaaaceeeeiiiidnooooo_ouuuuyts"; // U+00C0..=U+00DF
+    const LOWER: &[u8; 32] = b"aaaaaaaceeeeiiiidnooooo_ouuuuyty"; // U+00E0..=U+00FF
+    let folded = match c as u32 {
+        i @ 0xC0..=0xDF => UPPER.get(i as usize - 0xC0),
+        i @ 0xE0..=0xFF => LOWER.get(i as usize - 0xE0),
+        _ => None,
+    };
+    folded.map(|&b| b as char).unwrap_or(c)
+}
+
+/// kebab-case of a heading: `## 3. Checkout & Context!` → `checkout-context`,
+/// `## Sécurité` → `securite`.
 pub fn kebab(s: &str) -> String {
     let mut out = String::new();
     let mut dash = false;
-    for c in s.chars() {
+    for c in s.chars().map(ascii_fold) {
         if c.is_ascii_alphanumeric() {
             if dash && !out.is_empty() {
                 out.push('-');
@@ -75,7 +89,8 @@ fn heading_text(line: &str) -> Option<(usize, String)> {
     }
     let t = line[indent..].trim_end();
     let level = t.chars().take_while(|c| *c == '#').count();
-    if (1..=6).contains(&level) && t[level..].starts_with(' ') {
+    // `##` alone is an empty heading (CommonMark), a section boundary like any other
+    if (1..=6).contains(&level) && (t[level..].is_empty() || t[level..].starts_with([' ', '\t'])) {
         Some((level, t[level..].trim().trim_end_matches('#').trim().to_string()))
     } else {
         None
@@ -180,6 +195,8 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         let mut name = kebab(&head);
         if name.is_empty() || name == "manifest" {
             name = format!("section-{}", i);
+            let why = if head.trim().is_empty() { "is empty" } else if kebab(&head).is_empty() { "has no letters or digits a name can keep" } else { "would name the unit `manifest`, which URIs reserve (§21.4.1)" };
+            warnings.push(format!("heading {head:?} {why}; unit named {name:?}"));
         }
         let base = name.clone();
         let mut n = 2;
@@ -369,6 +386,18 @@ mod tests {
         let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
         assert_eq!(names, vec!["overview", "step-one", "step-two"]);
         assert!(migrate(md, &MigrateOptions { split_regex: Some("(".into()), ..opts() }).is_err());
+    }
+
+    #[test]
+    fn empty_reserved_and_accented_headings() {
+        let md = "## Manifest\n\nThe manifest section.\n\n## Security rules\n\nNever leak secrets.\n\n##\n\nUnder an empty heading.\n\n## Ünïcödé Heading\n\nText.\n";
+        let m = migrate(md, &opts()).unwrap();
+        let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["section-1", "security-rules", "section-3", "unicode-heading"]);
+        assert!(!m.units[1].content.contains("empty heading"), "an empty heading is a boundary: {:?}", m.units[1].content);
+        assert!(m.warnings.iter().any(|w| w.contains("\"Manifest\"") && w.contains("reserve")), "{:?}", m.warnings);
+        assert!(m.warnings.iter().any(|w| w.contains("\"\" is empty")), "{:?}", m.warnings);
+        assert_eq!(kebab("Sécurité & Straße"), "securite-strase");
     }
 
     #[test]

@@ -109,7 +109,10 @@ pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, w
         }
         Err(e) => return Err(e),
     };
-    if let Some(w) = unregistered(wake_reason, ctx.wake_reasons.as_deref()) {
+    // A reason some entry names was admitted by the registry the manifest was published
+    // under (the caller may not know a deployment's own list), so it is not flagged.
+    let named = m.entries.iter().any(|e| e.required_by_task_types.iter().any(|t| t == wake_reason));
+    if let Some(w) = unregistered(wake_reason, ctx.wake_reasons.as_deref()).filter(|_| !named) {
         p.warnings.insert(0, w);
     }
     match append(&record(m, &p, &ids, ctx, None), audit) {
@@ -235,6 +238,10 @@ mod tests {
         assert!(msg.contains("\"issue-assigned\"") && msg.contains("issue_assigned"), "{msg}");
         assert_eq!(codes("manual", Some(&["issue_assigned", "deploy_requested"])).1, ["wake_reason_unregistered"]);
         assert!(codes("deploy_requested", Some(&["issue_assigned", "deploy_requested"])).1.is_empty());
+        // A reason an entry names was registered where the manifest was published (a
+        // deployment's own list the caller was not given): preloaded, and not flagged.
+        let (n, c, _) = codes("issue_assigned", Some(&["deploy_requested"]));
+        assert_eq!((n, c.len()), (1, 0), "{c:?}");
     }
 
     /// A unit read from its `path` because its fact is missing (§21.6.1) is named by the

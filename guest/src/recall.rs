@@ -178,6 +178,7 @@ pub struct RecallResponse {
     pub truncated: bool,
     pub missed_hints: Vec<String>,
     pub omitted: Vec<Omitted>,
+    /// The audit record's token (§21.5.2); empty when the record could not be stored.
     pub audit_token: String,
     pub warnings: Vec<String>,
     /// SHA-256 of the assembly ([`assembly_sha256`]); recorded in the audit so a replay
@@ -962,7 +963,7 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
     resp.warnings.extend(content.warnings);
 
     let ids = crate::audit::Ids::new(ctx.now_ms, &ctx.entropy);
-    resp.audit_token = ids.audit_token.clone();
+    let token = ids.audit_token.clone();
     let record = crate::audit::AuditRecord {
         id: ids.event_id,
         agent_id: m.agent_id.clone(),
@@ -985,9 +986,11 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
         warnings: vec![],
         error: None,
     };
-    if let Err(e) = audit.append(&serde_json::to_string(&record).unwrap_or_default()) {
-        // §21.3.4: audit is best-effort; the response is still returned.
-        resp.warnings.push(format!("audit_write_failed: {e}"));
+    match audit.append(&serde_json::to_string(&record).unwrap_or_default()) {
+        Ok(()) => resp.audit_token = token,
+        // §21.3.4: audit is best-effort; the response is still returned, without a token
+        // no record holds (a §21.5.2 submission of it could only be refused).
+        Err(e) => resp.warnings.push(format!("audit_write_failed: {e}; this recall has no audit_token")),
     }
     Ok(resp)
 }

@@ -536,6 +536,47 @@ fn print_json(v: &Value) {
     outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
+/// `lid validate AGENT_DIR`: the boot stub of every profile rendered from the directory's
+/// units (the body differs by profile); a failure (`boot_stub_too_large`, …) is added to
+/// `report`'s errors once per code, and the warnings the units cause (a body near its
+/// limit, an always-applicable unit unavailable) to its warnings, each once.
+fn stub_problems(rt: &Runtime, dir: &Path, manifest_json: &str, report: &mut Value) -> Result<()> {
+    let a = agent_dir::load(dir)?;
+    let st = storage_of(&a, Arc::new(NoAudit));
+    let (mut errors, mut warnings, mut seen) = (Vec::new(), Vec::new(), Vec::<String>::new());
+    for profile in ["generic", "paperclip-claude-code", "openai-assistants"] {
+        match rt.render_stub(&st, manifest_json, Some(profile))? {
+            Ok(s) => {
+                let stub: Value = serde_json::from_str(&s).context("engine returned invalid JSON")?;
+                // Only what the units make of the stub: the manifest's own fields are
+                // validated above.
+                let about_units = |w: &&str| w.starts_with("stub body is") || w.starts_with("always-applicable unit");
+                for w in stub["warnings"].as_array().into_iter().flatten().filter_map(Value::as_str).filter(about_units) {
+                    if !seen.iter().any(|s| s == w) {
+                        seen.push(w.to_string());
+                        warnings.push(json!({"code": "boot_stub_warning", "entry": null, "field": null, "message": format!("boot stub ({profile}): {w}")}));
+                    }
+                }
+            }
+            Err(e) => {
+                if !errors.iter().any(|x: &Value| x["code"] == e.code.as_str()) {
+                    errors.push(json!({"code": e.code, "entry": null, "field": null, "message": format!("boot stub ({profile}): {}", e.message)}));
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        report["ok"] = json!(false);
+    }
+    for (key, found) in [("errors", errors), ("warnings", warnings)] {
+        match report.get_mut(key).and_then(Value::as_array_mut) {
+            Some(list) => list.extend(found),
+            None => report[key] = Value::Array(found),
+        }
+    }
+    Ok(())
+}
+
 fn load_agent(p: &Path) -> Result<AgentDir> {
     let a = agent_dir::load(p)?;
     for (name, why) in &a.missing {
@@ -592,7 +633,13 @@ fn run(cli: &Cli) -> Result<i32> {
                 opts["approvals"] = approvals_json(approvals)?;
             }
             let rt = runtime()?;
-            let report: Value = serde_json::from_str(&rt.validate_manifest(&empty_storage(), &json, &opts.to_string())?)?;
+            let mut report: Value = serde_json::from_str(&rt.validate_manifest(&empty_storage(), &json, &opts.to_string())?)?;
+            if manifest.is_dir() && report["ok"] == true {
+                // An agent directory has its units, so its boot stub can be rendered: one
+                // over the §21.1.2 body limit would be refused by `stub`, `preload` and
+                // `publish`, so it is refused here too.
+                stub_problems(&rt, manifest, &json, &mut report)?;
+            }
             let ok = report["ok"].as_bool().unwrap_or(false);
             if cli.json {
                 print_json(&report);
@@ -1176,34 +1223,45 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: 
             Corpora::Agents(_) => p["agent_id"].as_str().or_else(|| p["pack_id"].as_str()),
             Corpora::Packs(_) => p["pack_id"].as_str().or_else(|| p["agent_id"].as_str()),
         };
-        let Some(agent) = scope.map(str::to_string) else {
-            return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{}:{}: probe {} has no `agent_id` or `pack_id` (a string): the agent or pack it ranks", probes.display(), i + 1, p["id"])).into());
-        };
+        let at = format!("{}:{}", probes.display(), i + 1);
         if let Some(why) = probe_field_problem(&p) {
-            return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{}:{}: probe {}: {why}", probes.display(), i + 1, p["id"])).into());
+            let named = if p["id"].is_null() { &p["probe_id"] } else { &p["id"] };
+            return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: probe {named}: {why}")).into());
+        }
+        // §21.5.4 names it `probe_id`; the eval sets' files say `id`
+        let Some(id) = p["id"].as_str().or_else(|| p["probe_id"].as_str()).map(str::to_string) else {
+            return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: the probe has no `id` (or `probe_id`, §21.5.4): give each probe a name its results are reported under")).into());
+        };
+        let Some(agent) = scope.map(str::to_string) else {
+            return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: probe {id:?} has no `agent_id` or `pack_id` (a string): the agent or pack it ranks")).into());
+        };
+        let positive = p["required_units"].as_array().is_some_and(|u| !u.is_empty());
+        if positive == (p["expect_none"] == true) {
+            let why = if positive { "lists `required_units` and also says `expect_none: true`: it is one or the other" } else { "has neither `required_units` (the units it needs) nor `expect_none: true` (nothing relevant): there is nothing to score" };
+            return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: probe {id:?} {why}")).into());
         }
         if !loaded.contains_key(&agent) {
-            let l = corpora.load(&agent).with_context(|| format!("probe {}", p["id"]))?;
+            let l = corpora.load(&agent).with_context(|| format!("{at}: probe {id:?}"))?;
             loaded.insert(agent.clone(), l);
         }
         let Some(l) = loaded.get(&agent) else { continue };
         let intent = p["intent"].as_str().unwrap_or_default();
-        let r = engine_ok(rt.rank(&l.storage, &l.document, intent, p["wake_reason"].as_str())?).with_context(|| format!("{}:{}: probe {}", probes.display(), i + 1, p["id"]))?;
+        let r = engine_ok(rt.rank(&l.storage, &l.document, intent, p["wake_reason"].as_str())?).with_context(|| format!("{at}: probe {id:?}"))?;
         let ranked: Vec<Value> = r["ranked"].as_array().into_iter().flatten().map(|u| json!([u["name"], u["score"]])).collect();
         // every unit is ranked, so a required unit missing from the ranking is a typo in
         // the probe (or a stale probe set): said, and counted as a miss as before
         for unit in p["required_units"].as_array().into_iter().flatten().filter_map(Value::as_str) {
             if !ranked.iter().any(|x| x[0].as_str() == Some(unit)) {
-                eprintln!("warning: {}:{}: probe {}: required unit {unit:?} is not a unit of {agent:?}; counted as a miss", probes.display(), i + 1, p["id"]);
+                eprintln!("warning: {at}: probe {id:?}: required unit {unit:?} is not a unit of {agent:?}; counted as a miss");
             }
         }
         // §21.5.4's `k` for the probe-set metrics: a whole number of 1 or more, else 3
         let k = match &p["k"] {
             Value::Null => 3,
-            v => v.as_u64().filter(|k| *k >= 1).ok_or_else(|| crate::apierror::ApiError::bad_request("invalid_request", format!("{}:{}: probe {}: `k` must be a whole number of 1 or more (§21.5.4), not {v}", probes.display(), i + 1, p["id"])))?,
+            v => v.as_u64().filter(|k| *k >= 1).ok_or_else(|| crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: probe {id:?}: `k` must be a whole number of 1 or more (§21.5.4), not {v}")))?,
         };
         results.push(json!({
-            "id": if p["id"].is_null() { &p["probe_id"] } else { &p["id"] }, "agent_id": agent, "intent": intent,
+            "id": id, "agent_id": agent, "intent": intent,
             "required_units": p["required_units"], "expect_none": p["expect_none"].as_bool().unwrap_or(false),
             "ranked": ranked, "k": k,
         }));

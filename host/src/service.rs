@@ -81,20 +81,14 @@ fn parse_json(s: &str) -> Result<Value, ApiError> {
 }
 
 /// A recall response whose audit row could not be stored: the response still returns
-/// (§21.3.4) with the `audit_write_failed` warning the engine adds when its own append
-/// fails. A response that is not a JSON object is returned as it is.
+/// (§21.3.4), as [`lid_shared::audit::recall_unrecorded`] words it. A response that is not
+/// JSON is returned as it is.
 pub fn with_audit_warning(response: String, error: &str) -> String {
-    let Ok(Value::Object(mut v)) = serde_json::from_str::<Value>(&response) else {
+    let Ok(mut v) = serde_json::from_str::<Value>(&response) else {
         return response;
     };
-    let warning = Value::String(format!("audit_write_failed: {error}"));
-    match v.get_mut("warnings") {
-        Some(Value::Array(w)) => w.push(warning),
-        _ => {
-            v.insert("warnings".into(), Value::Array(vec![warning]));
-        }
-    }
-    Value::Object(v).to_string()
+    lid_shared::audit::recall_unrecorded(&mut v, error);
+    v.to_string()
 }
 
 /// The engine's normalised §21.5.2 submission (`check-audit-submission`).

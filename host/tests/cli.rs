@@ -116,6 +116,21 @@ fn stub_is_reproducible_bounded_and_profiled() {
     assert!(unknown["text"].as_str().unwrap().contains("adapter_profile: \"generic\""));
     let openai = json_of(&lid(&["--json", "stub", s(&demo()), "--profile", "openai-assistants"]));
     assert!(openai["text"].as_str().unwrap().contains("adapter_profile: \"openai-assistants\""));
+
+    // An always-applicable unit that takes the body over 500 tokens: `lid validate` on the
+    // agent directory refuses it as `stub` does (it can render the stub); the manifest
+    // alone, without its units, is valid.
+    let d = scratch("stub-too-large");
+    let copy = demo_agents(&d);
+    std::fs::write(copy.join("units/ground-rules.md"), "## Ground rules\n\n".to_string() + &"Never deploy on Fridays without the on-call lead approving the window.\n".repeat(40)).unwrap();
+    assert_eq!(json_of(&lid(&["--json", "stub", s(&copy)]))["error"]["code"], "boot_stub_too_large");
+    let out = lid(&["--json", "validate", s(&copy)]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["errors"].as_array().map(|e| e.iter().filter(|e| e["code"] == "boot_stub_too_large").count()), Some(1), "once, not per profile: {v}");
+    assert_eq!(lid(&["validate", s(&copy.join("manifest.json"))]).status.code(), Some(0));
+    assert_eq!(lid(&["validate", s(&demo())]).status.code(), Some(0), "the demo's stub fits");
 }
 
 #[test]
@@ -494,6 +509,19 @@ fn eval_reports_the_documented_keys() {
     std::fs::write(&typed, format!("{}\n", json!({"id": "t4", "agent_id": "release-engineer", "intent": "roll back", "required_units": [], "expect_none": "yes"}))).unwrap();
     let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typed), "--json"]));
     assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("`expect_none` must be true or false")), "{v}");
+    // a probe without a name, and one with nothing to score, are refused by file and line;
+    // §21.5.4's `probe_id` names a probe in messages as `id` does
+    for (probe, says) in [
+        (json!({"agent_id": "release-engineer", "intent": "roll back", "required_units": ["rollback-procedure"]}), "typed.jsonl:1: the probe has no `id` (or `probe_id`"),
+        (json!({"probe_id": "q1", "agent_id": "release-engineer", "intent": "roll back", "required_units": []}), "typed.jsonl:1: probe \"q1\" has neither `required_units`"),
+        (json!({"id": "q2", "agent_id": "release-engineer", "intent": "roll back", "required_units": ["rollback-procedure"], "expect_none": true}), "probe \"q2\" lists `required_units` and also says `expect_none: true`"),
+        (json!({"probe_id": "q3", "agent_id": "release-engineer", "intent": "roll back", "required_units": ["rollback-procedure"], "k": "3"}), "typed.jsonl:1: probe \"q3\": `k` must be"),
+    ] {
+        std::fs::write(&typed, format!("{probe}\n")).unwrap();
+        let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typed), "--json"]));
+        assert_eq!(v["error"]["code"], "invalid_request", "{v}");
+        assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains(says)), "{says}: {v}");
+    }
     // a probe file with no probes (empty, or blank lines only) is refused, not zeros
     std::fs::write(&typed, "\n  \n").unwrap();
     let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typed), "--json"]));

@@ -211,6 +211,8 @@ fn audit_failure_still_answers() {
     let v = recall(&rt, &st, &a.manifest_json, json!({"intent": "cut a release"}));
     assert!(!names(&v).is_empty());
     assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with("audit_write_failed")), "{v}");
+    // No record holds a token, so none is handed out (a §21.5.2 submission could only fail).
+    assert_eq!(v["audit_token"], "", "{v}");
 }
 
 #[test]

@@ -118,6 +118,7 @@ fn unreadable_facts_give_503_and_unwritable_audit_still_answers() {
     assert_eq!(r.status, 200, "{}", r.body);
     let warnings = r.json()["warnings"].to_string();
     assert!(warnings.contains("audit_write_failed"), "{warnings}");
+    assert_eq!(r.json()["audit_token"], "", "no row holds a token, so none is handed out: {}", r.body);
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(server.log_text().contains("audit_write_failed"), "server log: {}", server.log_text());
     ext.execute_batch("DROP TRIGGER block_audit;").unwrap();

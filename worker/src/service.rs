@@ -202,9 +202,7 @@ impl Service {
             Ok(()) => Ok(out),
             Err(e) => {
                 let mut v = parse(&out)?;
-                if let Some(w) = v.get_mut("warnings").and_then(Value::as_array_mut) {
-                    w.push(json!(format!("audit_write_failed: {e}")));
-                }
+                lid_shared::audit::recall_unrecorded(&mut v, &e);
                 Ok(v.to_string())
             }
         }
@@ -230,9 +228,7 @@ impl Service {
         }
         let mut p = parse(&preloaded?)?;
         if let Err(e) = self.flush_audit(&audit).await {
-            if let Some(w) = p.get_mut("warnings").and_then(Value::as_array_mut) {
-                w.push(json!(format!("audit_write_failed: {e}")));
-            }
+            lid_shared::audit::preload_unrecorded(&mut p, &e);
         }
         Ok(lid_shared::heartbeat::Heartbeat { agent, trigger: &t, manifest_version: &version, stub: &stub, stub_tokens, profile, preloads: p }.response())
     }

@@ -118,9 +118,38 @@ pub fn resubmission(used_json: &str, missed_json: &str, used: &[String], missed:
     }
 }
 
+/// A recall answered when its audit row could not be stored (§21.3.4: the response still
+/// returns): the `audit_write_failed` warning, as the engine words it when its own append
+/// fails, and an empty `audit_token`, since no record holds the token and a §21.5.2
+/// submission of it could only be refused.
+pub fn recall_unrecorded(response: &mut Value, error: &str) {
+    let Some(o) = response.as_object_mut() else { return };
+    if let Some(t) = o.get_mut("audit_token") {
+        *t = Value::String(String::new());
+    }
+    push_warning(o, Value::String(format!("audit_write_failed: {error}; this recall has no audit_token")));
+}
+
+/// The same for a §21.1.5 preload answer: its warnings are `{code, unit, message}`
+/// objects, and a preload without a record has no `audit_token`, as the engine leaves it.
+pub fn preload_unrecorded(preloads: &mut Value, error: &str) {
+    let Some(o) = preloads.as_object_mut() else { return };
+    o.remove("audit_token");
+    push_warning(o, serde_json::json!({"code": "audit_write_failed", "unit": null, "message": format!("the preload audit record could not be written: {error}")}));
+}
+
+fn push_warning(o: &mut serde_json::Map<String, Value>, warning: Value) {
+    match o.get_mut("warnings") {
+        Some(Value::Array(w)) => w.push(warning),
+        _ => {
+            o.insert("warnings".into(), Value::Array(vec![warning]));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{missed_but_loaded, resubmission, AuditRow};
+    use super::{missed_but_loaded, preload_unrecorded, recall_unrecorded, resubmission, AuditRow};
 
     #[test]
     fn a_resubmission_is_the_same_sets_of_names_in_any_order() {
@@ -166,5 +195,18 @@ mod tests {
         // replies leave out the replay fields
         let out = serde_json::to_value(&r).unwrap();
         assert!(out.get("request").is_none() && out.get("chunk_sha256").is_none() && out["loaded_chunks"][0] == "x");
+    }
+
+    #[test]
+    fn an_unrecorded_answer_carries_no_token_and_says_why() {
+        let mut r = serde_json::json!({"chunks": [], "audit_token": "audi_1", "warnings": ["w"]});
+        recall_unrecorded(&mut r, "disk full");
+        assert_eq!(r["audit_token"], "");
+        assert_eq!(r["warnings"], serde_json::json!(["w", "audit_write_failed: disk full; this recall has no audit_token"]));
+        let mut p = serde_json::json!({"units": [], "audit_token": "audi_2"});
+        preload_unrecorded(&mut p, "disk full");
+        assert!(p.get("audit_token").is_none(), "{p}");
+        assert_eq!(p["warnings"][0]["code"], "audit_write_failed");
+        assert!(p["warnings"][0]["message"].as_str().is_some_and(|m| m.ends_with("disk full")));
     }
 }
