@@ -321,7 +321,7 @@ pub enum KeysCommand {
         /// The agent an agent key is bound to
         #[arg(long)]
         agent: Option<String>,
-        /// read | instruction:write | admin (repeatable; default by role)
+        /// read | instruction:write | admin (repeatable; default by role; instruction:write for admin keys only, §21.4.4)
         #[arg(long = "cap")]
         caps: Vec<String>,
         #[arg(long)]

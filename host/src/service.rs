@@ -480,6 +480,7 @@ impl Service {
         let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
+        lid_shared::units::check_reviewed(name, req.kind, entry.as_ref())?;
         let latest = self.latest_fact(&unit_key)?;
         lid_shared::units::check_kind(name, req.kind, latest.as_ref(), entry.is_some())?;
         let version = lid_shared::units::plan_version(req.version, latest.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;
@@ -993,7 +994,9 @@ impl Service {
         let snapshot = self.writable_snapshot(agent)?;
         let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
-        let in_manifest = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
+        let entry = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name));
+        lid_shared::units::check_reviewed(&name, kind, entry.as_ref())?;
+        let in_manifest = entry.is_some();
         let latest = self.latest_fact(&unit_key)?;
         lid_shared::units::check_kind(&name, kind, latest.as_ref(), in_manifest)?;
         let version = lid_shared::units::plan_version(requested.version, latest.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;

@@ -213,6 +213,12 @@ fn bad_requests_exit_1_with_their_code() {
     assert_eq!(json_of(&lid(&["--json", "publish", s(&demo()), "--db", s(&db), "--skip-coverage-gate"]))["error"]["code"], "guarantee_approval_required");
     assert!(db.exists());
     assert_eq!(json_of(&lid(&["--json", "keys", "list", "--db", s(&db)]))["keys"].as_array().map(Vec::len), Some(1), "its key is still there");
+    // §21.4.4: an agent key never holds instruction:write; refused before the database is made
+    let other = d.join("agent-writer.db");
+    let v = json_of(&lid(&["--json", "keys", "create", "--role", "agent", "--agent", "release-engineer", "--cap", "read", "--cap", "instruction:write", "--db", s(&other)]));
+    assert_eq!(v["error"]["code"], "invalid_request", "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("§21.4.4")), "{v}");
+    assert!(!other.exists(), "nothing made for a refused key");
     // `lid publish` refuses what `lid validate` refuses in the document itself, though it
     // sends the service only the manifest's fields (an unknown one would be dropped).
     let extra = d.join("extra");

@@ -648,8 +648,10 @@ fn unit_writes_need_instruction_write() {
     let plain_admin = new_key("admin", None, Some(vec!["admin", "read"]));
     let r = c().put(&path, Some(&plain_admin), &body);
     assert_eq!((r.status, r.code().as_str()), (403, "instruction_write_required"), "{}", r.body);
+    // §21.4.4: the agent itself only reads its instruction garden.
     let r = c().put(&path, Some(&key), &body);
-    assert_eq!((r.status, r.code().as_str()), (403, "instruction_write_required"));
+    assert_eq!((r.status, r.code().as_str()), (403, "admin_required"), "{}", r.body);
+    assert!(r.body.contains("§21.4.4"), "{}", r.body);
     // With the capability: a new immutable version, served by recall at once.
     let r = c().put(&path, admin(), &body);
     assert_eq!(r.status, 201, "{}", r.body);
@@ -662,11 +664,13 @@ fn unit_writes_need_instruction_write() {
     let chunk = r["chunks"].as_array().unwrap().iter().find(|c| c["name"] == "code-review").expect("code-review recalled").clone();
     assert_eq!(chunk["version"], "v2");
     assert!(chunk["content"].as_str().unwrap().contains("within one working day"));
-    // An agent key that holds instruction:write may write its own units, not a peer's.
-    let writer = new_key("agent", Some(&agent), Some(vec!["read", "instruction:write"]));
-    assert_eq!(c().put(&path, Some(&writer), &json!({"content": "v3 text for code review"})).status, 201);
+    // No agent key holds instruction:write, whoever asks for one (§21.4.4).
+    let r = c().post("/v1/keys", admin(), &json!({"role": "agent", "agent_id": agent, "capabilities": ["read", "instruction:write"]}));
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
+    assert!(r.body.contains("§21.4.4"), "{}", r.body);
+    // A peer's key is refused as a peer, before any question of writing.
     let (peer, _) = setup_agent("writepeer");
-    let r = c().put(&format!("/v1/agents/{peer}/units/code-review"), Some(&writer), &json!({"content": "x"}));
+    let r = c().put(&format!("/v1/agents/{peer}/units/code-review"), Some(&key), &json!({"content": "x"}));
     assert_eq!((r.status, r.code().as_str()), (403, "instruction_scope_denied"));
 }
 
@@ -710,8 +714,22 @@ fn unit_versions_increase_and_content_never_replaces_an_instruction() {
     assert_eq!((r.status, r.json()["version"].as_str()), (201, Some("v11")), "{}", r.body);
     let chunk = recall(&agent, &key, "how should I review a pull request")["chunks"].as_array().unwrap().iter().find(|c| c["name"] == "code-review").cloned().expect("recalled");
     assert_eq!((chunk["version"].as_str(), chunk["valid_until"].is_null()), (Some("v11"), true), "{chunk}");
-    // An always-applicable unit is embedded in the stub: a text that would push the stub
-    // over its 500 tokens is refused (§21.1.2) and the agent still boots.
+    // A guaranteed unit's text was approved with the manifest (§21.3.3 rule 5): a unit
+    // write, which carries no approval, is refused, and nothing changes.
+    let r = c().put(&unit("ground-rules"), admin(), &json!({"content": "## Ground rules\n\nPushing to main directly is fine when in a hurry.\n"}));
+    assert_eq!((r.status, r.code().as_str()), (400, "guarantee_approval_required"), "{}", r.body);
+    assert!(r.body.contains("publish a new manifest version"), "{}", r.body);
+    let again = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
+    assert_eq!((again.status, again.body == stub.body), (200, true));
+    // An always-applicable unit (not guaranteed now) is embedded in the stub: a text that
+    // would push the stub over its 500 tokens is refused (§21.1.2) and the agent still boots.
+    let mut body = demo_publish_body(&agent, "v2");
+    for e in body["entries"].as_array_mut().unwrap() {
+        e["guarantee_load"] = json!(false);
+    }
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
+    assert_eq!(r.status, 200, "publish: {}", r.body);
+    let stub = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
     let long = format!("## Ground rules\n\n{}\n", "- Never merge a change that has not been reviewed by a second engineer on the team.\n".repeat(60));
     let r = c().put(&unit("ground-rules"), admin(), &json!({"content": long}));
     assert_eq!((r.status, r.code().as_str()), (422, "boot_stub_too_large"), "{}", r.body);
@@ -1097,13 +1115,11 @@ fn federated_facts_stay_quarantined_until_an_admin_promotes_them() {
     let promote = format!("/v1/agents/{agent}/facts/promote");
     let r = c().post(&promote, Some(&key), &json!({"uri": uri}));
     assert_eq!((r.status, r.code().as_str()), (403, "admin_required"), "{}", r.body);
-    let writer = new_key("agent", Some(&agent), Some(vec!["read", "instruction:write"]));
-    assert_eq!(c().post(&promote, Some(&writer), &json!({"uri": uri})).status, 403);
     let plain_admin = new_key("admin", None, Some(vec!["admin", "read"]));
     let r = c().post(&promote, Some(&plain_admin), &json!({"uri": uri}));
     assert_eq!((r.status, r.code().as_str()), (403, "instruction_write_required"), "{}", r.body);
     let denials: Vec<Value> = events(&agent, "capability_denied").into_iter().filter(|e| e["detail"]["action"] == "promote").collect();
-    assert_eq!(denials.len(), 3, "{denials:?}");
+    assert_eq!(denials.len(), 2, "{denials:?}");
     assert!(denials.iter().any(|e| e["detail"]["code"] == "instruction_write_required"));
     not_served("denied promotions");
     let listed = c().get(&fed, Some(&key));
@@ -1167,7 +1183,8 @@ fn head_requests_unreadable_keys_and_impossible_agent_ids() {
 #[test]
 fn values_that_could_not_be_used_later_are_refused_when_they_arrive() {
     let (agent, key) = setup_agent("edgevals");
-    let writer = new_key("agent", Some(&agent), Some(vec!["read", "instruction:write"]));
+    // content needs the agent's own key, not instruction:write
+    let writer = key.clone();
     let unit = format!("/v1/agents/{agent}/units/huge-version");
     for v in ["v18446744073709551615", "v18446744073709551616"] {
         let r = c().put(&unit, Some(&writer), &json!({"content": "# A\n\nx", "interpret_as": "content", "version": v}));
@@ -1228,16 +1245,15 @@ fn a_field_given_twice_is_refused_not_resolved() {
     // does, so admin authority alone cannot mint a writer; and an agent key holds its
     // agent's identity, so nothing it writes is authored under another name
     let plain_admin = new_key("admin", None, Some(vec!["admin", "read"]));
-    for body in [json!({"role": "agent", "agent_id": agent, "capabilities": ["read", "instruction:write"]}), json!({"role": "admin", "capabilities": ["admin", "read", "instruction:write"]})] {
-        let r = c().post("/v1/keys", Some(&plain_admin), &body);
-        assert_eq!((r.status, r.code().as_str()), (403, "instruction_write_required"), "{body}: {}", r.body);
-    }
+    let body = json!({"role": "admin", "capabilities": ["admin", "read", "instruction:write"]});
+    let r = c().post("/v1/keys", Some(&plain_admin), &body);
+    assert_eq!((r.status, r.code().as_str()), (403, "instruction_write_required"), "{body}: {}", r.body);
     assert_eq!(c().post("/v1/keys", Some(&plain_admin), &json!({"role": "agent", "agent_id": agent})).status, 201);
     let posing = c().post("/v1/keys", admin(), &json!({"role": "agent", "agent_id": agent, "entity_uri": "admin:someone-else"}));
     assert_eq!((posing.status, posing.code().as_str()), (403, "entity_uri_denied"), "{}", posing.body);
-    // a key that may write instructions but not read them gets no boot stub or preloads
-    // from a heartbeat, as it gets none from the boot-stub route
-    let writer_only = new_key("agent", Some(&agent), Some(vec!["instruction:write"]));
+    // a key that may not read gets no boot stub or preloads from a heartbeat, as it gets
+    // none from the boot-stub route
+    let writer_only = new_key("agent", Some(&agent), Some(vec![]));
     let claims = json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_w", "exp": now_s() + 600});
     let hb = c().post(&format!("/v1/agents/{agent}/heartbeat"), Some(&writer_only), &json!({"trigger": sign_trigger(&target().secret, &claims)}));
     assert_eq!((hb.status, hb.code().as_str()), (403, "capability_missing"), "{}", hb.body);
@@ -1259,7 +1275,7 @@ fn a_field_given_twice_is_refused_not_resolved() {
 #[test]
 fn racing_writes_to_one_unit_keep_every_accepted_version() {
     let (agent, key) = setup_agent("race");
-    let writer = new_key("agent", Some(&agent), Some(vec!["read", "instruction:write"]));
+    let writer = key.clone();
     let path = format!("/v1/agents/{agent}/units/race-note");
     let answers: Vec<(u16, String, Option<String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)

@@ -427,6 +427,7 @@ impl Service {
         let deployment = self.write_deployment(agent, current.as_deref().map(|s| current_of(s).0), body).await?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
+        lid_shared::units::check_reviewed(name, req.kind, entry.as_ref())?;
         let latest = current_version(&self.store, &unit_key).await?;
         lid_shared::units::check_kind(name, req.kind, latest.as_ref().map(|l| &l.0), entry.is_some())?;
         let version = lid_shared::units::plan_version(req.version, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
@@ -963,7 +964,9 @@ impl Service {
         let current = self.store.writable_snapshot(agent).await?;
         let deployment = self.write_deployment(agent, current.as_deref().map(|s| current_of(s).0), body).await?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
-        let in_manifest = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name)).is_some();
+        let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name));
+        lid_shared::units::check_reviewed(&name, kind, entry.as_ref())?;
+        let in_manifest = entry.is_some();
         let latest = current_version(&self.store, &unit_key).await?;
         lid_shared::units::check_kind(&name, kind, latest.as_ref().map(|l| &l.0), in_manifest)?;
         let version = lid_shared::units::plan_version(requested.version, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;

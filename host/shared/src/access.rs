@@ -161,12 +161,20 @@ impl Principal {
         }
     }
 
-    /// Write instruction-typed facts for `agent` (Spec-13): `instruction:write`, held by an
-    /// admin or by the agent's own key. General write authority is not enough.
+    /// Write instruction-typed facts for `agent`: an administrator (§21.4.4: the agent's
+    /// own access to its instruction garden is read-only) whose key holds
+    /// `instruction:write` (Spec-13: general write or admin authority is not enough).
     pub fn require_instruction_write(&self, agent: &str) -> Result<(), Refusal> {
         crate::ids::check_agent_id(agent)?;
-        if !(self.is_admin() || self.is_agent(agent)) {
-            return Err(act_denied(agent));
+        if !self.is_admin() {
+            if !self.is_agent(agent) {
+                return Err(act_denied(agent));
+            }
+            return Err(Refusal::new(
+                403,
+                "admin_required",
+                "an agent reads its instructions and never writes them (§21.4.4: the agent itself has read-only access to its instruction garden): an administrator's key with `instruction:write` writes them",
+            ));
         }
         if !self.has(CAP_INSTRUCTION_WRITE) {
             return Err(Refusal::new(
@@ -177,6 +185,11 @@ impl Principal {
         }
         Ok(())
     }
+}
+
+/// An agent key asked for with `instruction:write`: refused whoever asks (§21.4.4).
+fn agent_writer() -> Refusal {
+    Refusal::invalid_request("an agent key cannot hold `instruction:write`: the agent itself has read-only access to its instruction garden (§21.4.4); administrators write it, with an admin key that holds `instruction:write`")
 }
 
 /// A key as listed (never the secret).
@@ -221,6 +234,9 @@ impl NewKey {
     /// even by minting a key that may.
     pub fn issued_by(mut self, creator: &Principal) -> Result<NewKey, Refusal> {
         self.check_text()?;
+        if self.role == "agent" && self.capabilities.as_ref().is_some_and(|c| c.iter().any(|c| c == CAP_INSTRUCTION_WRITE)) {
+            return Err(agent_writer());
+        }
         let given = self.entity_uri.as_deref().map(str::trim).filter(|e| !e.is_empty()).map(str::to_string);
         if self.role == "admin" {
             match given {
@@ -299,6 +315,9 @@ impl NewKey {
         if role == Role::Agent && caps.iter().any(|c| c == CAP_ADMIN) {
             return Err(Refusal::invalid_request("the `admin` capability belongs to admin keys only"));
         }
+        if role == Role::Agent && caps.iter().any(|c| c == CAP_INSTRUCTION_WRITE) {
+            return Err(agent_writer());
+        }
         if role == Role::Admin && !caps.iter().any(|c| c == CAP_ADMIN) {
             caps.insert(0, CAP_ADMIN.into());
         }
@@ -343,24 +362,30 @@ mod tests {
             assert_eq!(req(serde_json::json!({"role": "agent", "agent_id": "a", "entity_uri": other})).issued_by(&carol).unwrap_err().code, "entity_uri_denied", "{other}");
         }
         assert_eq!(req(serde_json::json!({"role": "agent", "agent_id": "a", "entity_uri": "x\ny"})).issued_by(&carol).unwrap_err().code, "invalid_request");
-        // instruction:write only from a creator that holds it (Spec-13)
-        for role in [serde_json::json!({"role": "agent", "agent_id": "a"}), serde_json::json!({"role": "admin"})] {
-            let mut r = role.clone();
-            r["capabilities"] = serde_json::json!(["read", "instruction:write"]);
-            assert_eq!(req(r.clone()).issued_by(&carol).unwrap_err().code, "instruction_write_required", "{r}");
-            let writer = Principal { capabilities: vec![CAP_ADMIN.into(), CAP_INSTRUCTION_WRITE.into()], ..carol.clone() };
-            assert!(req(r.clone()).issued_by(&writer).is_ok(), "{r}");
-            r["capabilities"] = serde_json::json!(["read"]);
-            assert!(req(r.clone()).issued_by(&carol).is_ok(), "{r}");
+        // instruction:write only from a creator that holds it (Spec-13), and never for an
+        // agent key, whoever asks (§21.4.4)
+        let writer = Principal { capabilities: vec![CAP_ADMIN.into(), CAP_INSTRUCTION_WRITE.into()], ..carol.clone() };
+        let mut r = serde_json::json!({"role": "admin", "capabilities": ["read", "instruction:write"]});
+        assert_eq!(req(r.clone()).issued_by(&carol).unwrap_err().code, "instruction_write_required", "{r}");
+        assert!(req(r.clone()).issued_by(&writer).is_ok(), "{r}");
+        r["capabilities"] = serde_json::json!(["read"]);
+        assert!(req(r.clone()).issued_by(&carol).is_ok(), "{r}");
+        let agent = serde_json::json!({"role": "agent", "agent_id": "a", "capabilities": ["read", "instruction:write"]});
+        for creator in [&carol, &writer] {
+            let e = req(agent.clone()).issued_by(creator).unwrap_err();
+            assert_eq!((e.status, &*e.code), (400, "invalid_request"), "{}", e.message);
         }
+        assert!(req(serde_json::json!({"role": "agent", "agent_id": "a", "capabilities": ["read"]})).issued_by(&carol).is_ok());
     }
 
     #[test]
     fn minting_keys() {
         let req = |v: serde_json::Value| serde_json::from_value::<NewKey>(v).unwrap();
-        let (info, secret) = req(serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["read", "instruction:write", "read"]})).mint("ab", "cd", 7).unwrap();
+        let (info, secret) = req(serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["read", "read"]})).mint("ab", "cd", 7).unwrap();
         assert_eq!((info.id.as_str(), secret.as_str(), info.entity_uri.as_str(), info.created_at), ("key_ab", "lid_agent_cd", "agent:eng", 7));
-        assert_eq!(info.capabilities, ["instruction:write", "read"]);
+        assert_eq!(info.capabilities, ["read"]);
+        let (writer, _) = req(serde_json::json!({"role": "admin", "capabilities": ["read", "instruction:write", "read"]})).mint("ef", "01", 7).unwrap();
+        assert_eq!(writer.capabilities, ["admin", "instruction:write", "read"]);
         let typo = serde_json::from_value::<NewKey>(serde_json::json!({"role": "agent", "agent_id": "eng", "capabilites": ["read", "instruction:write"]})).unwrap_err();
         assert!(typo.to_string().contains("unknown field `capabilites`"), "a mistyped field is refused, not defaulted: {typo}");
         let (admin, _) = req(serde_json::json!({"role": "admin", "capabilities": ["read"], "label": "ops"})).mint("01", "02", 0).unwrap();
@@ -371,6 +396,7 @@ mod tests {
             (serde_json::json!({"role": "admin", "agent_id": "eng"}), "not bound to an agent"),
             (serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["admin"]}), "admin keys only"),
             (serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["write"]}), "unknown capability"),
+            (serde_json::json!({"role": "agent", "agent_id": "eng", "capabilities": ["read", "instruction:write"]}), "read-only access to its instruction garden (§21.4.4)"),
             (serde_json::json!({"role": "agent", "agent_id": "../x"}), "must be 1-128"),
             (serde_json::json!({"role": "admin", "entity_uri": "x\ny"}), "`entity_uri` must be one line"),
             (serde_json::json!({"role": "admin", "label": "evil\u{1b}[31m"}), "`label` must be one line"),
@@ -392,7 +418,9 @@ mod tests {
     fn the_access_matrix() {
         let admin = key(Role::Admin, None, &[CAP_ADMIN, CAP_READ]);
         let own = key(Role::Agent, Some("a"), &[CAP_READ]);
-        let writer = key(Role::Agent, Some("a"), &[CAP_READ, CAP_INSTRUCTION_WRITE]);
+        let writer = key(Role::Admin, None, &[CAP_ADMIN, CAP_READ, CAP_INSTRUCTION_WRITE]);
+        // a key stored before agent keys were refused `instruction:write`
+        let agent_writer = key(Role::Agent, Some("a"), &[CAP_READ, CAP_INSTRUCTION_WRITE]);
         let boss = key(Role::Agent, Some("boss"), &[CAP_READ]);
         let no_read = key(Role::Agent, Some("a"), &[]);
         let fake_admin = key(Role::Agent, None, &[CAP_ADMIN, CAP_READ]);
@@ -416,9 +444,14 @@ mod tests {
         assert_eq!(own.require_admin().unwrap_err().code, "admin_required");
         // Spec-13: admin authority alone does not write instructions
         assert_eq!(admin.require_instruction_write("a").unwrap_err().code, "instruction_write_required");
-        assert_eq!(own.require_instruction_write("a").unwrap_err().code, "instruction_write_required");
-        assert!(writer.require_instruction_write("a").is_ok());
-        assert_eq!(writer.require_instruction_write("b").unwrap_err().code, "instruction_scope_denied");
+        // §21.4.4: the agent itself only reads its instruction garden, whatever its key holds
+        for agent_key in [&own, &agent_writer] {
+            let e = agent_key.require_instruction_write("a").unwrap_err();
+            assert_eq!((e.status, &*e.code), (403, "admin_required"));
+            assert!(e.message.contains("§21.4.4"), "{}", e.message);
+        }
+        assert_eq!(agent_writer.require_instruction_write("b").unwrap_err().code, "instruction_scope_denied");
+        assert!(writer.require_instruction_write("a").is_ok() && writer.require_instruction_write("b").is_ok());
         assert_eq!((Role::from_stored("admin"), Role::from_stored("agent"), Role::Agent.as_str()), (Role::Admin, Role::Agent, "agent"));
         // a route for an id no agent can have is refused as such, for every caller
         for bad in ["a b", "..", &"x".repeat(129)] {

@@ -183,6 +183,29 @@ pub fn changes_stub(kind: Kind, entry: Option<&Value>) -> bool {
     kind == Kind::Instruction && entry.is_some_and(|e| e["always_applicable"] == Value::Bool(true))
 }
 
+/// An instruction written to a unit whose text was approved with the manifest: a
+/// `force_position: "prepend"` unit (§21.3.3 rule 1: "explicit content review at manifest
+/// publish time … a distinct admin approval record") or a `guarantee_load` one (rule 5:
+/// "explicit administrator approval"). A unit write carries no approval, so the new text
+/// goes through a publish that does (`units` and `approvals` in the manifest's `PUT`,
+/// `lid publish --approve`); written here, it would be prepended to every recall
+/// unreviewed.
+pub fn check_reviewed(name: &str, kind: Kind, entry: Option<&Value>) -> Result<(), Refusal> {
+    let Some(e) = entry.filter(|_| kind == Kind::Instruction) else { return Ok(()) };
+    let (code, what, approval) = if e["force_position"].as_str() == Some("prepend") {
+        ("force_position_approval_required", "force_position \"prepend\" (§21.3.3 rule 1: reviewed at manifest publish time)", format!("\"approvals\": {{\"force_position\": [\"{name}\"]}}"))
+    } else if e["guarantee_load"] == Value::Bool(true) {
+        ("guarantee_approval_required", "guarantee_load (§21.3.3 rule 5: approved by an administrator)", "\"approvals\": {\"guarantee_load\": true}".to_string())
+    } else {
+        return Ok(());
+    };
+    Err(Refusal::new(
+        400,
+        code,
+        format!("unit {name:?} has {what}, so its text is approved with the manifest, not written alone: publish a new manifest version with the new text in `units` and {approval} (`lid publish --approve`)"),
+    ))
+}
+
 /// `source_trust` of a fact `who` writes (§21.4.3: facts authored by verified human
 /// administrators SHOULD have `source_trust >= 0.9`): an admin's 0.9, an agent's own 0.7.
 pub fn source_trust(who: &crate::access::Principal) -> f64 {
@@ -404,5 +427,19 @@ mod tests {
         assert!(check_kind("u", Kind::Content, None, false).is_ok());
         // an instruction write (which needs instruction:write) may take over a content chain
         assert!(check_kind("u", Kind::Instruction, Some(&latest("content")), true).is_ok());
+    }
+
+    #[test]
+    fn a_reviewed_unit_takes_new_text_only_through_a_publish() {
+        let prepend = serde_json::json!({"name": "rules", "force_position": "prepend", "guarantee_load": true});
+        let guaranteed = serde_json::json!({"name": "rules", "guarantee_load": true});
+        let plain = serde_json::json!({"name": "rules", "guarantee_load": false});
+        let e = check_reviewed("rules", Kind::Instruction, Some(&prepend)).unwrap_err();
+        assert_eq!((e.status, &*e.code), (400, "force_position_approval_required"));
+        assert!(e.message.contains("publish a new manifest version"), "{}", e.message);
+        assert_eq!(check_reviewed("rules", Kind::Instruction, Some(&guaranteed)).unwrap_err().code, "guarantee_approval_required");
+        assert!(check_reviewed("rules", Kind::Instruction, Some(&plain)).is_ok());
+        assert!(check_reviewed("rules", Kind::Instruction, None).is_ok(), "a unit the manifest does not name");
+        assert!(check_reviewed("rules", Kind::Content, Some(&prepend)).is_ok(), "content is refused by check_kind");
     }
 }
