@@ -184,6 +184,10 @@ pub fn parse_submission(body: &str) -> Result<Submission, crate::error::EngineEr
         Some(other) => return Err(EngineError::AuditTokenInvalid(format!("`audit_token` must be the token string of a recall response, not {other}"))),
         None => return Err(EngineError::AuditTokenInvalid("the field is missing".into())),
     };
+    // Without either list the record would close with no feedback, for good.
+    if ["used_chunks", "missed_chunks"].iter().all(|k| obj.get(*k).is_none_or(serde_json::Value::is_null)) {
+        return Err(EngineError::InvalidRequest("the audit submission names neither `used_chunks` nor `missed_chunks`: say which units were applied and which were needed but missing (§21.5.2; an empty list is feedback too); nothing was recorded".into()));
+    }
     Ok(Submission { audit_token, used_chunks, missed_chunks })
 }
 
@@ -334,6 +338,11 @@ mod tests {
         for lists in [r#""used_chunks":[""]"#.to_string(), format!(r#""missed_chunks":["{}"]"#, "x".repeat(65)), r#""used_chunks":["Bad Name"]"#.into(), r#""used_chunks":["a"],"missed_chunks":["a"]"#.into()] {
             assert_eq!(code(&format!(r#"{{"audit_token":"{token}",{lists}}}"#)).as_deref(), Some("invalid_request"), "{lists}");
         }
+        // neither list: the record would close with no feedback; an empty list is feedback
+        for lists in ["", r#","used_chunks":null,"missed_chunks":null"#] {
+            assert_eq!(code(&format!(r#"{{"audit_token":"{token}"{lists}}}"#)).as_deref(), Some("invalid_request"), "{lists}");
+        }
+        assert!(parse_submission(&format!(r#"{{"audit_token":"{token}","missed_chunks":[]}}"#)).is_ok());
         let e = parse_submission(r#"{"audit_token":5}"#).unwrap_err();
         assert!(e.to_string().contains("must be the token string"), "{e}");
     }

@@ -900,6 +900,7 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
     let floor = canonical.len() / crate::tokens::MAX_TOKEN_BYTES;
     if floor > MANIFEST_TOKEN_CAP {
         errors.insert(0, problem("manifest_too_large", None, None, format!("manifest is {} bytes as canonical compact JSON, so at least {floor} cl100k tokens (no token is longer than {} bytes); the cap is {MANIFEST_TOKEN_CAP} (§21.2.1)", canonical.len(), crate::tokens::MAX_TOKEN_BYTES)));
+        approvals_last(&mut errors);
         return Report { ok: false, token_count: floor, token_count_at_least: true, token_cap: MANIFEST_TOKEN_CAP, entry_tokens: vec![], errors, warnings, approvals_needed, manifest: Some(manifest) };
     }
     let token_count = crate::tokens::count(&canonical);
@@ -917,7 +918,16 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
         warnings.push(problem("manifest_near_cap", None, None, format!("manifest is {token_count} tokens, within 10% of the {MANIFEST_TOKEN_CAP}-token cap")));
     }
 
+    approvals_last(&mut errors);
     Report { ok: errors.is_empty(), token_count, token_count_at_least: false, token_cap: MANIFEST_TOKEN_CAP, entry_tokens, errors, warnings, approvals_needed, manifest: Some(manifest) }
+}
+
+/// lid's own approval codes after every other error, each group in the order found: the
+/// first error gives a refusal its top-level code, and a client that branches on §21.9's
+/// codes (`manifest_entry_invalid`, `task_type_unknown`, `guarantee_cap_exceeded`, …)
+/// should see one when there is one, not a missing approval.
+fn approvals_last(errors: &mut [Problem]) {
+    errors.sort_by_key(|p| matches!(p.code.as_str(), "guarantee_approval_required" | "force_position_approval_required"));
 }
 
 #[cfg(test)]
@@ -1261,6 +1271,13 @@ mod tests {
         let only_g = validate(&json, &ValidateOptions { approvals: Some(Approvals { guarantee_load: true, ..Default::default() }), ..Default::default() });
         assert_eq!(codes(&only_g), vec!["force_position_approval_required"]);
         let both = validate(&json, &ValidateOptions { approvals: Some(Approvals { guarantee_load: true, force_position: vec!["rules".into()], ..Default::default() }), ..Default::default() });
+        // an error §21.9 names comes before a missing approval, whatever the entry order
+        let mut bad = entry("zz-bad");
+        bad["required_by_task_types"] = serde_json::json!(["no_such_reason"]);
+        let mut g2 = entry("rules");
+        g2["guarantee_load"] = true.into();
+        let mixed = validate(&manifest(vec![g2, bad]), &ValidateOptions { approvals: Some(Approvals::default()), ..Default::default() });
+        assert_eq!(codes(&mixed), vec!["task_type_unknown", "guarantee_approval_required"]);
         let typo = validate(&json, &ValidateOptions { approvals: Some(Approvals { guarantee_load: true, force_position: vec!["rules".into(), "rulez".into()], task_types: vec!["nosuch".into()] }), ..Default::default() });
         let unused: Vec<&str> = typo.warnings.iter().filter(|w| w.code == "approval_unused").map(|w| w.message.as_str()).collect();
         assert!(typo.ok && unused.len() == 2 && unused[0].contains("task-types approval names \"nosuch\"") && unused[1].contains("\"rulez\""), "{unused:?}");

@@ -36,11 +36,12 @@ pub fn soft_lift() -> f64 {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecallRequest {
-    #[serde(default)]
+    /// Absent, `null` or empty: `intent_required` (§21.8.4).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub intent: String,
     #[serde(default, deserialize_with = "chunk_count")]
     pub max_chunks: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub token_budget: Option<u32>,
     #[serde(default)]
     pub manifest_hint: Vec<String>,
@@ -69,23 +70,38 @@ pub struct RecallRequest {
 /// [`MAX_CHUNKS_LIMIT`]), not the storage type's: `-1` or `"3"` says "from 1 to 50".
 /// A number in the type's range but not the schema's is refused by [`check_request`].
 fn chunk_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    d.deserialize_option(Count { min: 1 })
+    d.deserialize_option(Count { min: 1, max: MAX_CHUNKS_LIMIT })
 }
 
 /// `max_content` as [`chunk_count`], from 0.
 fn content_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    d.deserialize_option(Count { min: 0 })
+    d.deserialize_option(Count { min: 0, max: MAX_CHUNKS_LIMIT })
+}
+
+/// `token_budget` as [`chunk_count`]: a whole number of 1 or more.
+fn token_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    d.deserialize_option(Count { min: 1, max: u32::MAX })
+}
+
+/// A string that may be sent as `null`, read as empty.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 struct Count {
     min: u32,
+    max: u32,
 }
 
 impl<'de> serde::de::Visitor<'de> for Count {
     type Value = Option<u32>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "a whole number from {} to {MAX_CHUNKS_LIMIT}", self.min)
+        if self.max == u32::MAX {
+            write!(f, "a whole number of {} or more", self.min)
+        } else {
+            write!(f, "a whole number from {} to {}", self.min, self.max)
+        }
     }
     fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
@@ -1151,6 +1167,11 @@ mod tests {
         for ok in [serde_json::json!({"intent": "x", "max_chunks": 1}), serde_json::json!({"intent": "x", "max_chunks": 50, "token_budget": 1, "max_content": 0})] {
             assert!(super::check_request(&req(ok.clone())).is_ok(), "{ok}");
         }
+        // a count of the wrong sign says the schema's range, as 0 does
+        let e = serde_json::from_value::<super::RecallRequest>(serde_json::json!({"intent": "x", "token_budget": -1})).unwrap_err();
+        assert!(e.to_string().contains("a whole number of 1 or more"), "{e}");
+        // §21.8.4: an absent or empty intent is `intent_required`; null is absent
+        assert_eq!(req(serde_json::json!({"intent": null})).intent, "");
     }
 
     /// A prepared corpus's unit references as flat tables: what went in comes out, entry

@@ -164,10 +164,11 @@ async fn boot_stub(State(svc): State<Shared>, Path(id): Path<String>, Query(q): 
         svc.boot_stub(&id, q.profile.as_deref()).map_err(|e| if e.code == "manifest_not_found" { ApiError::new(404, "boot_stub_not_found", format!("no boot stub for agent {id:?}: {}", e.message)) } else { e })
     })
     .await?;
+    let headers = lid_shared::boot_stub_headers(&body, mv, tokens, sv);
     let mut r = (StatusCode::OK, body).into_response();
     let hs = r.headers_mut();
     hs.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8"));
-    for (k, v) in [("x-stub-version", sv.to_string()), ("x-manifest-version", mv), ("x-token-count", tokens.to_string())] {
+    for (k, v) in headers {
         if let Ok(v) = HeaderValue::from_str(&v) {
             hs.insert(k, v);
         }

@@ -735,6 +735,16 @@ fn unit_versions_increase_and_content_never_replaces_an_instruction() {
     assert_eq!((r.status, r.code().as_str()), (422, "boot_stub_too_large"), "{}", r.body);
     let again = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
     assert_eq!((again.status, again.body == stub.body), (200, true));
+    // A text that fits changes the stub under the same manifest version: its ETag (the
+    // body's SHA-256) changes with it, so a runtime caching the stub can tell (§21.8.1).
+    let etag = stub.header("etag").expect("an ETag").to_string();
+    assert!(etag.len() == 66 && etag.starts_with('"') && etag.ends_with('"'), "{etag}");
+    let r = c().put(&unit("ground-rules"), admin(), &json!({"content": "## Ground rules\n\n- Never push to `main` directly; every change goes through review.\n"}));
+    assert_eq!(r.status, 201, "{}", r.body);
+    let fresh = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
+    assert_eq!(fresh.header("x-manifest-version"), stub.header("x-manifest-version"));
+    assert!(fresh.body != stub.body && fresh.header("etag").is_some_and(|e| e != etag), "{:?}", fresh.headers);
+    assert_eq!(c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key)).header("etag"), fresh.header("etag"), "the same text, the same ETag");
 }
 
 #[test]

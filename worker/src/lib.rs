@@ -190,7 +190,8 @@ async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Respon
                 e
             }
         })?;
-        markdown(body, &[("x-stub-version", sv.to_string()), ("x-manifest-version", mv), ("x-token-count", tokens.to_string())])
+        let headers = lid_shared::boot_stub_headers(&body, mv, tokens, sv);
+        markdown(body, &headers)
     }
     .await)
 }

@@ -86,6 +86,16 @@ impl Refusal {
     }
 }
 
+/// The headers of `GET …/boot-stub` (§21.8.1): `X-Stub-Version`, `X-Manifest-Version` and
+/// `X-Token-Count` as the spec names them, and an `ETag` of the body's SHA-256, which
+/// changes whenever the text does (an always-applicable unit's new version changes the
+/// stub under the same manifest version), so a runtime that caches it can tell.
+pub fn boot_stub_headers(body: &str, manifest_version: String, tokens: i64, stub_version: i64) -> [(&'static str, String); 4] {
+    use sha2::{Digest, Sha256};
+    let etag = format!("\"{}\"", attest::hex(&Sha256::digest(body.as_bytes())));
+    [("x-stub-version", stub_version.to_string()), ("x-manifest-version", manifest_version), ("x-token-count", tokens.to_string()), ("etag", etag)]
+}
+
 /// The error body both hosts answer with (README "Errors").
 pub fn error_body(status: u16, code: &str, message: &str, details: &serde_json::Value) -> serde_json::Value {
     serde_json::json!({"error": {"code": code, "status": status, "message": message, "details": details}})
