@@ -200,7 +200,7 @@ pub struct AuditMetrics {
     pub events: usize,
     pub closed_events: usize,
     pub k: usize,
-    /// Mean over closed events with used chunks of |used ∩ loaded[..k]| / |used|.
+    /// Over closed events: Σ|used ∩ loaded[..k]| / Σ|used| (§21.5.3, pooled as `miss_rate` is).
     pub recall_at_k: Option<f64>,
     /// Fraction of heartbeats (of those with closed events naming used chunks) where some
     /// used chunk is in the loaded[..k] of one of their events (§21.5.3: "fraction of
@@ -222,7 +222,9 @@ fn r4(x: f64) -> f64 {
 pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
     let closed: Vec<&AuditRecord> = records.iter().filter(|r| r.audit_closed.is_some()).collect();
     let with_used: Vec<&&AuditRecord> = closed.iter().filter(|r| !r.used_chunks.is_empty()).collect();
-    let mut rsum = 0.0;
+    // §21.5.3: "fraction of `used_chunks` that appear in `loaded_chunks` within rank k",
+    // pooled over the records (as the miss rate is), not a mean of per-record fractions
+    let (mut found_total, mut used_total) = (0usize, 0usize);
     // heartbeat id -> whether one of its events loaded a used chunk within k; a record
     // that names no heartbeat (a recall sent without `heartbeat_id`) is a heartbeat of its
     // own, keyed by its event id, not one shared by every such record
@@ -230,7 +232,8 @@ pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
     for r in &with_used {
         let top: Vec<&String> = r.loaded_chunks.iter().take(k).collect();
         let found = r.used_chunks.iter().filter(|u| top.contains(u)).count();
-        rsum += found as f64 / r.used_chunks.len() as f64;
+        found_total += found;
+        used_total += r.used_chunks.len();
         let key = if r.heartbeat_id.is_empty() { (false, r.id.as_str()) } else { (true, r.heartbeat_id.as_str()) };
         *heartbeats.entry(key).or_default() |= found > 0;
     }
@@ -242,7 +245,7 @@ pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
         events: records.len(),
         closed_events: closed.len(),
         k,
-        recall_at_k: (n > 0).then(|| r4(rsum / n as f64)),
+        recall_at_k: (used_total > 0).then(|| r4(found_total as f64 / used_total as f64)),
         hit_at_k: (n > 0).then(|| r4(hits as f64 / heartbeats.len() as f64)),
         heartbeats: heartbeats.len(),
         miss_rate,
@@ -387,6 +390,9 @@ mod tests {
         assert!(!m.alert, "fewer than 100 events never alert");
         let many: Vec<_> = (0..100).map(|_| rec(&["a"], &["a"], &["b"], true)).collect();
         assert!(metrics(&many, 3).alert);
+        // pooled over used chunks, not a mean of per-record fractions: 1 of 4, not (1 + 0) / 2
+        let pooled = metrics(&[rec(&["a"], &["a"], &[], true), rec(&["x"], &["b", "c", "d"], &[], true)], 3);
+        assert_eq!(pooled.recall_at_k, Some(0.25));
         let k1 = metrics(&rs[1..2], 1);
         assert_eq!(k1.recall_at_k, Some(0.0));
         // Hit@k is over heartbeats: a heartbeat whose second recall loaded a used chunk

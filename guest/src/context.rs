@@ -266,7 +266,8 @@ pub const MAX_STORED_KNOWLEDGE: usize = 5;
 /// [`MAX_STORED_KNOWLEDGE`]), turned back into unfenced items so [`compose`] fences them
 /// like the rest. The selection takes no token budget: the knowledge section fills its
 /// own, so what does not fit is listed in its `dropped` (`section_budget`), not lost here.
-fn stored_knowledge(m: &Manifest, facts: &dyn Facts, query: &str) -> Result<Vec<KnowledgeItem>, EngineError> {
+/// The selection's warnings (a relevant pack that is not ready, …) come back with it.
+fn stored_knowledge(m: &Manifest, facts: &dyn Facts, query: &str) -> Result<(Vec<KnowledgeItem>, Vec<String>), EngineError> {
     let limits = crate::content::Limits { max_content: MAX_STORED_KNOWLEDGE, budget: u64::MAX, min_score: crate::content::DEFAULT_CONTENT_MIN_SCORE };
     let sel = crate::content::select(&m.agent_id, facts, query, &crate::rank::Weights::default(), limits)?;
     let mut out = Vec::new();
@@ -285,7 +286,7 @@ fn stored_knowledge(m: &Manifest, facts: &dyn Facts, query: &str) -> Result<Vec<
             text: f.content,
         });
     }
-    Ok(out)
+    Ok((out, sel.warnings))
 }
 
 /// Compose the bundle. The stub and preloads come from the manifest and facts; the
@@ -340,12 +341,17 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
         }
     }
     let query = req.knowledge_query.clone().or(task).filter(|q| !q.trim().is_empty());
-    let stored = match query {
-        Some(q) => stored_knowledge(m, facts, &q).unwrap_or_else(|e| {
+    let stored = match query.map(|q| stored_knowledge(m, facts, &q)) {
+        Some(Ok((items, said))) => {
+            // (Agent Knowledge runtime: a stale pack is never served as ready, nor silently)
+            warnings.extend(said);
+            items
+        }
+        Some(Err(e)) => {
             warnings.push(format!("source_unavailable: stored knowledge ({e}); composed without it"));
             degraded = true;
             Vec::new()
-        }),
+        }
         None => Vec::new(),
     };
     if let Some(w) = req.wake_reason.as_deref().filter(|w| !w.is_empty()) {
@@ -377,7 +383,9 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
             dropped[3].push(Dropped { key, layer: k.layer.clone(), uri, tokens: 0, reason: "not_ready".into() });
             continue;
         }
-        candidates[3].push(item(&key, "knowledge_pack", 3, &k.layer, &uri, &k.version, k.authored_at.clone(), fence(k)));
+        // a content fact (the agent's, or a promoted federated one) is no pack
+        let by = if k.uri.starts_with("instruction:") { "content_fact" } else { "knowledge_pack" };
+        candidates[3].push(item(&key, by, 3, &k.layer, &uri, &k.version, k.authored_at.clone(), fence(k)));
     }
 
     // Precedence: a key is held by the first (upper section, higher layer) claimant.
@@ -613,6 +621,7 @@ mod tests {
         let full = knowledge_at("knowledge=2000");
         assert_eq!(full.items.len(), 5, "{:?}", full.dropped);
         assert!(full.dropped.is_empty());
+        assert!(full.items.iter().all(|i| i.selected_by == "content_fact"), "content facts are no pack: {:?}", full.items);
         let all: Vec<String> = full.items.iter().map(|i| i.key.clone()).collect();
         for budget in ["knowledge=300", "knowledge=0", "knowledge=150"] {
             let k = knowledge_at(budget);

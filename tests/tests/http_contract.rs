@@ -1001,6 +1001,12 @@ fn boot_context_selects_knowledge_from_uploaded_packs() {
     assert!(text.starts_with("<knowledge_pack name=\"acme-brief\" status=\"ready\" trust=\"high\"") && text.contains("mode=\"data\"") && text.contains("72 hours"), "{text}");
     assert_eq!(items[0]["selected_by"], "knowledge_pack");
     assert_eq!(items[0]["uri"].as_str().unwrap(), format!("knowledge:demo/{agent}/acme-brief/v1/units/offline.md"), "provenance names the stored fact");
+    // A stale pack is never served, nor left out silently (Agent Knowledge runtime).
+    let stale = json!({"knowledge_md": KMD.replace("name: acme-brief", "name: old-brief").replace("status: ready", "status: stale"), "units": {"offline": "# Offline\n\nThe widget works offline for 12 hours.\n"}});
+    assert_eq!(c().put(&format!("/v1/agents/{agent}/knowledge/old-brief"), Some(&key), &stale).status, 201);
+    let v = c().get(&format!("{path}?query=does%20the%20widget%20work%20offline"), Some(&key)).json();
+    assert!(v["sections"][3]["items"].as_array().unwrap().iter().all(|i| !i["key"].as_str().unwrap().starts_with("old-brief")), "{}", v["sections"][3]);
+    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().is_some_and(|w| w.starts_with("knowledge_pack_not_ready") && w.contains("old-brief"))), "{}", v["warnings"]);
     // Without a query, the current handoff's task selects it.
     let h = json!({"task_id": "t-9", "from_agent": "pm", "to_agent": agent, "task": "Answer a customer asking whether the widget works offline",
         "context": {}, "status": "pending", "created_at": "2026-11-23T09:00:00Z", "metadata": {}});
