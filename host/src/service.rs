@@ -373,6 +373,14 @@ impl Service {
         if !lid_shared::audit::closing(&stored, now, &used, &missed)? {
             return Ok(());
         }
+        let manifest = match self.snapshot(&agent) {
+            Ok(s) => Some(s),
+            Err(e) if e.code == "manifest_not_found" => None,
+            Err(e) => return Err(e),
+        };
+        if let Some(refusal) = lid_shared::audit::unknown_units(manifest.as_deref().map(|s| s.manifest_json.as_str()), &loaded, &used, &missed) {
+            return Err(refusal.into());
+        }
         let (used_json, missed_json) = (json!(used).to_string(), json!(missed).to_string());
         let changed = self.db.write(|tx| {
             Ok::<_, DbError>(tx.execute(

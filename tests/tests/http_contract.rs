@@ -411,7 +411,14 @@ fn recall_answers_audits_and_takes_feedback_once() {
     // and the record stays open for the right feedback
     let loaded: Vec<String> = r["chunks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
     // a mistyped field too: it would close the record with empty feedback for good
-    for wrong in [json!({"audit_token": token, "missed_chunks": [loaded[0]]}), json!({"audit_token": token, "used_chunks": [""]}), json!({"audit_token": token, "usedchunks": ["rollback-procedure"]})] {
+    // a name that is no unit of the manifest nor of the recall (a typo), and no list at all
+    for wrong in [
+        json!({"audit_token": token, "missed_chunks": [loaded[0]]}),
+        json!({"audit_token": token, "used_chunks": [""]}),
+        json!({"audit_token": token, "usedchunks": ["rollback-procedure"]}),
+        json!({"audit_token": token, "used_chunks": ["rollback-procedure"], "missed_chunks": ["rollback-procedures"]}),
+        json!({"audit_token": token}),
+    ] {
         let e = c().post("/v1/instruction/audit", Some(&key), &wrong);
         assert_eq!((e.status, e.code().as_str()), (400, "invalid_request"), "{wrong}: {}", e.body);
     }

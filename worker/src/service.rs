@@ -320,6 +320,14 @@ impl Service {
             if !lid_shared::audit::closing(&stored, now, &used, &missed)? {
                 return Ok(());
             }
+            let manifest = match self.snapshot(&r.agent_id).await {
+                Ok(s) => Some(s),
+                Err(e) if e.code == "manifest_not_found" => None,
+                Err(e) => return Err(e),
+            };
+            if let Some(refusal) = lid_shared::audit::unknown_units(manifest.as_deref().map(|s| s.manifest_json.as_str()), &r.loaded_chunks, &used, &missed) {
+                return Err(refusal.into());
+            }
             let changed = self
                 .store
                 .run("UPDATE instruction_audit SET used_chunks = ?1, missed_chunks = ?2, audit_closed = ?3 WHERE audit_token = ?4 AND audit_closed IS NULL", args![used_json, missed_json, now, token])

@@ -102,6 +102,19 @@ pub fn missed_but_loaded(loaded_json: &str, missed: &[String]) -> Option<crate::
     })
 }
 
+/// §21.5.1: feedback names units ("unit names the agent demonstrably applied", "unit
+/// names the agent referenced"): a name that is neither a unit of the agent's manifest
+/// (`manifest_json`, the one in force) nor one the recall loaded is a typo, which would
+/// skew §21.5.3's metrics for good, so the submission is refused and nothing recorded.
+pub fn unknown_units(manifest_json: Option<&str>, loaded_json: &str, used: &[String], missed: &[String]) -> Option<crate::Refusal> {
+    let loaded: Vec<String> = serde_json::from_str(loaded_json).unwrap_or_default();
+    let manifest: Value = manifest_json.and_then(|m| serde_json::from_str(m).ok()).unwrap_or(Value::Null);
+    let units: Vec<&str> = manifest["entries"].as_array().into_iter().flatten().filter_map(|e| e["name"].as_str()).collect();
+    let known = |n: &String| loaded.contains(n) || units.contains(&n.as_str());
+    let (field, name) = used.iter().find(|n| !known(n)).map(|n| ("used_chunks", n)).or_else(|| missed.iter().find(|n| !known(n)).map(|n| ("missed_chunks", n)))?;
+    Some(crate::Refusal::invalid_request(format!("`{field}` names {name:?}, which is neither a unit of the agent's manifest nor one this recall loaded: a typo? (§21.5.1: feedback names units); nothing was recorded")))
+}
+
 /// §21.5.2 on a record already closed: "a duplicate submission with the same token is a
 /// silent success" (`Ok`), else `audit_token_invalid`. `used_json` / `missed_json` are the
 /// record's columns; the feedback is two sets of unit names, so their order (and a name
@@ -173,6 +186,18 @@ mod tests {
         let closed = Stored { closed: true, used_json: r#"["a"]"#, missed_json: r#"["c"]"#, ..open };
         assert_eq!(closing(&closed, 3 * TOKEN_TTL_MS, &v(&["a"]), &v(&["c"])), Ok(false));
         assert_eq!(closing(&closed, 1, &v(&["b"]), &[]).unwrap_err().code, "audit_token_invalid");
+    }
+
+    #[test]
+    fn feedback_names_units() {
+        use super::unknown_units;
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let m = r#"{"entries": [{"name": "deploy"}, {"name": "review"}]}"#;
+        assert!(unknown_units(Some(m), r#"["old-unit"]"#, &v(&["deploy", "old-unit"]), &v(&["review"])).is_none(), "the manifest's or the recall's");
+        let e = unknown_units(Some(m), "[]", &v(&["deploy"]), &v(&["reveiw"])).unwrap();
+        assert!(e.code == "invalid_request" && e.message.contains("`missed_chunks` names \"reveiw\""), "{}", e.message);
+        assert!(unknown_units(None, r#"["deploy"]"#, &v(&["deploy"]), &[]).is_none());
+        assert!(unknown_units(None, "[]", &v(&["deploy"]), &[]).is_some());
     }
 
     #[test]
