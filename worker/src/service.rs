@@ -420,7 +420,7 @@ impl Service {
     pub async fn write_unit(&self, agent: &str, name: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
         let req = lid_shared::units::UnitWrite::read(name, body)?;
         let interpret_as = req.kind.as_str();
-        let check = if req.kind == Kind::Instruction { who.require_instruction_write(agent) } else { who.require_self(agent) };
+        let check = if req.kind == Kind::Instruction { who.require_instruction_write(agent) } else { who.require_content_write(agent) };
         if let Err(e) = check {
             let detail = json!({"unit": name, "interpret_as": interpret_as, "key_id": who.key_id, "entity_uri": who.entity_uri, "code": e.code});
             if let Ok(st) = event(&self.store, Some(agent), "capability_denied", &detail, now_ms()) {

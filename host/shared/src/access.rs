@@ -161,6 +161,25 @@ impl Principal {
         }
     }
 
+    /// Write content-typed facts into `agent`'s instruction garden (`PUT …/units/{name}`
+    /// with `interpret_as: content`): an administrator. The agent itself has read-only
+    /// access to its garden (§21.4.4); its own data goes in a knowledge pack
+    /// (`PUT …/knowledge/{pack}`, `knowledge:` facts outside the garden).
+    pub fn require_content_write(&self, agent: &str) -> Result<(), Refusal> {
+        crate::ids::check_agent_id(agent)?;
+        if self.is_admin() {
+            return Ok(());
+        }
+        if !self.is_agent(agent) {
+            return Err(act_denied(agent));
+        }
+        Err(Refusal::new(
+            403,
+            "admin_required",
+            "an agent's key does not write into its instruction garden (§21.4.4: the agent itself has read-only access): put the agent's own data in a knowledge pack (PUT /v1/agents/{id}/knowledge/{pack}), or have an administrator write the unit",
+        ))
+    }
+
     /// Write instruction-typed facts for `agent`: an administrator (§21.4.4: the agent's
     /// own access to its instruction garden is read-only) whose key holds
     /// `instruction:write` (Spec-13: general write or admin authority is not enough).
@@ -452,6 +471,11 @@ mod tests {
         }
         assert_eq!(agent_writer.require_instruction_write("b").unwrap_err().code, "instruction_scope_denied");
         assert!(writer.require_instruction_write("a").is_ok() && writer.require_instruction_write("b").is_ok());
+        // content in the garden: admins only; the agent's data goes in a knowledge pack
+        assert!(admin.require_content_write("a").is_ok());
+        let e = own.require_content_write("a").unwrap_err();
+        assert!(e.code == "admin_required" && e.message.contains("knowledge pack"), "{}", e.message);
+        assert_eq!(boss.require_content_write("a").unwrap_err().code, "instruction_scope_denied");
         assert_eq!((Role::from_stored("admin"), Role::from_stored("agent"), Role::Agent.as_str()), (Role::Admin, Role::Agent, "agent"));
         // a route for an id no agent can have is refused as such, for every caller
         for bad in ["a b", "..", &"x".repeat(129)] {
