@@ -414,7 +414,9 @@ fn usage_error(e: &clap::Error) -> i32 {
         let message = e.render().to_string();
         outln!("{}", lid_shared::error_body(400, "usage_error", message.trim_end(), &Value::Null));
     } else {
-        let _ = e.print();
+        // as every other error in text mode: `error: {code}: {message}`
+        let message = e.render().to_string();
+        eprint!("{}", message.replacen("error: ", "error: usage_error: ", 1));
     }
     1
 }

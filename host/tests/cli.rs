@@ -198,7 +198,8 @@ fn bad_requests_exit_1_with_their_code() {
     }
     let text = lid(&["recall", s(&demo())]);
     assert_eq!(text.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&text.stderr).contains("<INTENT>"));
+    let stderr = String::from_utf8_lossy(&text.stderr);
+    assert!(stderr.contains("<INTENT>") && stderr.starts_with("error: usage_error: "), "the code, as every error says it: {stderr}");
     assert_eq!(lid(&["--version"]).status.code(), Some(0));
     // A command that runs the service's code path reports the service's code, status
     // and details, not a catch-all.
