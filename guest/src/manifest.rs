@@ -512,7 +512,7 @@ pub fn parse(json: &str) -> Result<Manifest, crate::error::EngineError> {
         // `lid validate` and publishing refuse it.
         crate::error::EngineError::InvalidRequest(message) => crate::error::EngineError::ManifestRejected {
             code: "manifest_invalid".into(),
-            problems: serde_json::json!({"errors": [{"code": "manifest_invalid", "entry": null, "field": null, "message": message}]}),
+            problems: serde_json::json!({"errors": [problem("manifest_invalid", None, None, message.clone())]}),
             summary: message,
         },
         other => other,

@@ -539,41 +539,24 @@ fn print_json(v: &Value) {
 }
 
 /// `lid validate AGENT_DIR`: the boot stub of every profile rendered from the directory's
-/// units (the body differs by profile); a failure (`boot_stub_too_large`, …) is added to
-/// `report`'s errors once per code, and the warnings the units cause (a body near its
-/// limit, an always-applicable unit unavailable) to its warnings, each once.
+/// units (the body differs by profile), as publishing renders them; a refusal
+/// (`boot_stub_too_large`, …) is added to `report`'s errors, once per code.
 fn stub_problems(rt: &Runtime, dir: &Path, manifest_json: &str, report: &mut Value) -> Result<()> {
     let a = agent_dir::load(dir)?;
     let st = storage_of(&a, Arc::new(NoAudit));
-    let (mut errors, mut warnings, mut seen) = (Vec::new(), Vec::new(), Vec::<String>::new());
-    for profile in ["generic", "paperclip-claude-code", "openai-assistants"] {
-        match rt.render_stub(&st, manifest_json, Some(profile))? {
-            Ok(s) => {
-                let stub: Value = serde_json::from_str(&s).context("engine returned invalid JSON")?;
-                // Only what the units make of the stub: the manifest's own fields are
-                // validated above.
-                let about_units = |w: &&str| w.starts_with("stub body is") || w.starts_with("always-applicable unit");
-                for w in stub["warnings"].as_array().into_iter().flatten().filter_map(Value::as_str).filter(about_units) {
-                    if !seen.iter().any(|s| s == w) {
-                        seen.push(w.to_string());
-                        warnings.push(json!({"code": "boot_stub_warning", "entry": null, "field": null, "message": format!("boot stub ({profile}): {w}")}));
-                    }
-                }
-            }
-            Err(e) => {
-                if !errors.iter().any(|x: &Value| x["code"] == e.code.as_str()) {
-                    errors.push(json!({"code": e.code, "entry": null, "field": null, "message": format!("boot stub ({profile}): {}", e.message)}));
-                }
+    let mut errors: Vec<Value> = Vec::new();
+    for profile in lid_shared::heartbeat::PROFILES {
+        if let Err(e) = rt.render_stub(&st, manifest_json, Some(profile))? {
+            if !errors.iter().any(|x| x["code"] == e.code.as_str()) {
+                errors.push(json!({"code": e.code, "entry": null, "field": null, "message": format!("boot stub ({profile}): {}", e.message)}));
             }
         }
     }
     if !errors.is_empty() {
         report["ok"] = json!(false);
-    }
-    for (key, found) in [("errors", errors), ("warnings", warnings)] {
-        match report.get_mut(key).and_then(Value::as_array_mut) {
-            Some(list) => list.extend(found),
-            None => report[key] = Value::Array(found),
+        match report.get_mut("errors").and_then(Value::as_array_mut) {
+            Some(list) => list.extend(errors),
+            None => report["errors"] = Value::Array(errors),
         }
     }
     Ok(())

@@ -320,6 +320,18 @@ impl Store {
     }
 
     /// One fact from KV.
+    /// [`Store::kv_fact`] of each of `uris`, in order: in parallel, but at most
+    /// [`KV_IN_FLIGHT`] at a time (a pack of thousands of files read all at once ran workerd
+    /// out of open files and stalled every request).
+    async fn kv_facts<'u>(&self, uris: impl Iterator<Item = &'u str>) -> Vec<Result<Option<Fact>, String>> {
+        let uris: Vec<&str> = uris.collect();
+        let mut got = Vec::with_capacity(uris.len());
+        for chunk in uris.chunks(KV_IN_FLIGHT) {
+            got.extend(futures_util::future::join_all(chunk.iter().map(|uri| self.kv_fact(uri))).await);
+        }
+        got
+    }
+
     pub async fn kv_fact(&self, uri: &str) -> Result<Option<Fact>, String> {
         let t = self.kv.get(uri).text().await.map_err(|e| e.to_string())?;
         match t {
@@ -409,12 +421,7 @@ impl Store {
     /// added to `bad`. Returns whether every fact was visible in KV and whether any failed.
     async fn read_checked(&self, wanted: &[(String, String)], chains: &HashMap<&str, Option<&str>>, facts: &mut WorkerFacts, bad: &mut Unattesteds) -> ApiResult<(bool, bool)> {
         let key = self.org()?;
-        // in parallel, but at most KV_IN_FLIGHT at a time: a pack of thousands of files
-        // read all at once ran workerd out of open files and stalled every request
-        let mut got = Vec::with_capacity(wanted.len());
-        for chunk in wanted.chunks(KV_IN_FLIGHT) {
-            got.extend(futures_util::future::join_all(chunk.iter().map(|(_, uri)| self.kv_fact(uri))).await);
-        }
+        let got = self.kv_facts(wanted.iter().map(|(_, uri)| uri.as_str())).await;
         let (mut complete, mut failed) = (true, false);
         for ((k, uri), f) in wanted.iter().zip(got) {
             match f.map_err(ApiError::backend)? {
@@ -636,10 +643,7 @@ impl Store {
         }
         let rows: Vec<Row> = self.all("SELECT uri FROM instruction_facts WHERE rowid <= ?1 AND attestation_chain IS NULL AND quarantine IS NULL ORDER BY rowid", args![max]).await?;
         let key = self.org()?;
-        let mut got = Vec::with_capacity(rows.len());
-        for chunk in rows.chunks(KV_IN_FLIGHT) {
-            got.extend(futures_util::future::join_all(chunk.iter().map(|r| self.kv_fact(&r.uri))).await);
-        }
+        let got = self.kv_facts(rows.iter().map(|r| r.uri.as_str())).await;
         let (mut stmts, mut missing) = (Vec::new(), 0);
         for (r, f) in rows.iter().zip(got) {
             match f.map_err(ApiError::backend)? {

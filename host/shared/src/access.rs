@@ -176,25 +176,15 @@ impl Principal {
         Err(Refusal::new(
             403,
             "admin_required",
-            "an agent's key does not write into its instruction garden (§21.4.4: the agent itself has read-only access): put the agent's own data in a knowledge pack (PUT /v1/agents/{id}/knowledge/{pack}), or have an administrator write the unit",
+            "an agent's key writes nothing into its instruction garden (§21.4.4: the agent itself has read-only access): an administrator writes its units (instructions with a key that holds `instruction:write`); the agent's own data goes in a knowledge pack (PUT /v1/agents/{id}/knowledge/{pack})",
         ))
     }
 
-    /// Write instruction-typed facts for `agent`: an administrator (§21.4.4: the agent's
-    /// own access to its instruction garden is read-only) whose key holds
-    /// `instruction:write` (Spec-13: general write or admin authority is not enough).
+    /// Write instruction-typed facts for `agent`: what [`Principal::require_content_write`]
+    /// allows (an administrator, §21.4.4), with `instruction:write` (Spec-13: general write
+    /// or admin authority is not enough).
     pub fn require_instruction_write(&self, agent: &str) -> Result<(), Refusal> {
-        crate::ids::check_agent_id(agent)?;
-        if !self.is_admin() {
-            if !self.is_agent(agent) {
-                return Err(act_denied(agent));
-            }
-            return Err(Refusal::new(
-                403,
-                "admin_required",
-                "an agent reads its instructions and never writes them (§21.4.4: the agent itself has read-only access to its instruction garden): an administrator's key with `instruction:write` writes them",
-            ));
-        }
+        self.require_content_write(agent)?;
         if !self.has(CAP_INSTRUCTION_WRITE) {
             return Err(Refusal::new(
                 403,
