@@ -94,18 +94,22 @@ async fn json_errors(req: axum::extract::Request, next: axum::middleware::Next) 
     let (parts, body) = res.into_parts();
     let text = axum::body::to_bytes(body, 4096).await.map(|b| String::from_utf8_lossy(&b).trim().to_string()).unwrap_or_default();
     let (code, message) = match status {
+        StatusCode::METHOD_NOT_ALLOWED if mcp => ("method_not_allowed", format!("/mcp does not take {method}: it takes POST (JSON-RPC messages), GET (the server's event stream) and DELETE (ends a session); it is MCP, not a REST route, so it is not in /openapi.json")),
         StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", format!("this route does not take {method}; GET /openapi.json lists each route's methods")),
         StatusCode::PAYLOAD_TOO_LARGE => ("request_too_large", lid_shared::Refusal::too_large(BODY_LIMIT).message),
-        // the MCP transport answers a body that is not JSON with 415
+        // the MCP transport answers a message it cannot read with 415; the body is JSON
+        // (`mcp::one_message` refused any that is not), so it is the wrong shape
         StatusCode::UNSUPPORTED_MEDIA_TYPE if text.starts_with("fail to deserialize") => {
-            return ApiError::invalid_json(text.trim_start_matches("fail to deserialize request body").trim()).into_response();
+            let what = text.trim_start_matches("fail to deserialize request body").trim_start_matches(':').trim();
+            return ApiError::bad_request("invalid_request", format!("not a JSON-RPC 2.0 message ({what}): send {{\"jsonrpc\": \"2.0\", \"method\": …}} with an `id` for a request")).into_response();
         }
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported_media_type", format!("{text}; send `Content-Type: application/json`")),
         StatusCode::NOT_ACCEPTABLE => ("not_acceptable", format!("{text}; accept `application/json` (and `text/event-stream` on /mcp)")),
         s if s.is_server_error() => ("internal_error", format!("the request failed and nothing was applied: {text}")),
         // the MCP transport's answer for a session it does not hold
         StatusCode::NOT_FOUND if mcp => return crate::mcp::session_not_found().into_response(),
-        _ if mcp => ("invalid_request", format!("{}: the MCP streamable HTTP transport (README \"MCP server\") wants `Mcp-Session-Id` on every request after `initialize`", if text.is_empty() { "the request could not be read" } else { &text })),
+        _ if mcp && text.to_ascii_lowercase().contains("session") => ("invalid_request", format!("{text}: the MCP streamable HTTP transport (README \"MCP server\") wants `Mcp-Session-Id` on every request after `initialize`")),
+        _ if mcp => ("invalid_request", format!("{}: see README \"MCP server\" for the streamable HTTP transport lid serves", if text.is_empty() { "the request could not be read" } else { &text })),
         _ => ("invalid_request", if text.is_empty() { "the request could not be read".to_string() } else { format!("{text}: check the query string and path against GET /openapi.json") }),
     };
     let mut out = ApiError::new(status.as_u16(), code, message).into_response();

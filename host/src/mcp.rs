@@ -29,8 +29,8 @@ use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
@@ -570,9 +570,18 @@ fn parse_uri(uri: &str) -> Result<LidResource, ApiError> {
     auth::check_agent_id(agent)?;
     let (mut profile, mut format) = (None, None);
     for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let twice = |name: &str| ApiError::bad_request("invalid_request", format!("the query parameter {name:?} is given twice in {uri:?}: give it once"));
         match pair.split_once('=') {
-            Some(("profile", v)) if !v.is_empty() => profile = Some(v.to_string()),
-            Some(("format", v)) if kind == "boot-context" => format = Some(v),
+            Some(("profile", v)) if !v.is_empty() => {
+                if profile.replace(v.to_string()).is_some() {
+                    return Err(twice("profile"));
+                }
+            }
+            Some(("format", v)) if kind == "boot-context" => {
+                if format.replace(v).is_some() {
+                    return Err(twice("format"));
+                }
+            }
             _ => {
                 return Err(ApiError::bad_request(
                     "invalid_request",
@@ -608,6 +617,50 @@ fn uri(agent: &str, kind: &str) -> String {
     format!("{URI_PREFIX}{agent}/{kind}")
 }
 
+/// lid lists everything in one page (no `nextCursor`), so any cursor is one it never gave:
+/// -32602, as the MCP pagination rules want for an invalid cursor.
+fn no_cursor(params: Option<&PaginatedRequestParams>) -> Result<(), McpError> {
+    match params.and_then(|p| p.cursor.as_deref()) {
+        None => Ok(()),
+        Some(c) => Err(McpError::invalid_params(format!("invalid cursor {c:?}: lid lists everything in one page and gives no nextCursor, so send no cursor"), None)),
+    }
+}
+
+/// The MCP requests a client sends a server (MCP 2025-11-25, with the 2026-07-28 drafts the
+/// SDK knows): one of these that reaches [`ServerHandler::on_custom_request`] came with
+/// params the SDK could not read, which is invalid params (-32602), not an unknown method.
+const MCP_METHODS: &[&str] = &[
+    "initialize", "ping", "completion/complete", "logging/setLevel", "prompts/get", "prompts/list",
+    "resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
+    "tools/call", "tools/list", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "server/discover",
+];
+
+/// What is wrong with a known method's params, in serde's words where lid can say more.
+fn params_problem(req: &CustomRequest) -> String {
+    fn problem<T: serde::de::DeserializeOwned>(v: &Value) -> Option<String> {
+        serde_json::from_value::<T>(v.clone()).err().map(|e| e.to_string())
+    }
+    let Some(params) = &req.params else {
+        return "the request has no params".to_string();
+    };
+    let said = match req.method.as_str() {
+        "tools/call" => problem::<CallToolRequestParams>(params),
+        "prompts/get" => problem::<GetPromptRequestParams>(params),
+        "resources/read" => problem::<ReadResourceRequestParams>(params),
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => problem::<PaginatedRequestParams>(params),
+        _ => None,
+    };
+    said.unwrap_or_else(|| format!("params {params} are not the shape the MCP specification gives"))
+}
+
+/// The argument names a prompt takes; any other is refused (-32602) rather than ignored.
+fn check_prompt_args(args: &JsonObject) -> Result<(), McpError> {
+    match args.keys().find(|k| !matches!(k.as_str(), "profile" | "agent_id")) {
+        None => Ok(()),
+        Some(k) => Err(McpError::invalid_params(format!("prompt {PROMPT_BOOT_STUB} has no argument {k:?}: it takes profile and agent_id"), None)),
+    }
+}
+
 impl ServerHandler for LidMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build())
@@ -619,9 +672,10 @@ impl ServerHandler for LidMcp {
 
     async fn list_tools(
         &self,
-        _: Option<PaginatedRequestParams>,
+        params: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        no_cursor(params.as_ref())?;
         Ok(ListToolsResult::with_all_items(tools()))
     }
 
@@ -677,9 +731,10 @@ impl ServerHandler for LidMcp {
 
     async fn list_prompts(
         &self,
-        _: Option<PaginatedRequestParams>,
+        params: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
+        no_cursor(params.as_ref())?;
         let args = vec![
             PromptArgument::new("profile").with_description("Adapter profile: generic, paperclip-claude-code or openai-assistants (default generic)").with_required(false),
             PromptArgument::new("agent_id").with_description(AGENT_ID_DOC).with_required(false),
@@ -706,6 +761,7 @@ impl ServerHandler for LidMcp {
             ));
         }
         let args = request.arguments.unwrap_or_default();
+        check_prompt_args(&args)?;
         let who = caller(&ctx);
         let (agent, stub) = self
             .blocking(move |b| {
@@ -724,9 +780,10 @@ impl ServerHandler for LidMcp {
 
     async fn list_resources(
         &self,
-        _: Option<PaginatedRequestParams>,
+        params: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        no_cursor(params.as_ref())?;
         // The caller's own agent; a key bound to none (an admin's) lists nothing and
         // reads any agent through the templates.
         let who = caller(&ctx);
@@ -752,9 +809,10 @@ impl ServerHandler for LidMcp {
 
     async fn list_resource_templates(
         &self,
-        _: Option<PaginatedRequestParams>,
+        params: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        no_cursor(params.as_ref())?;
         let t = vec![
             ResourceTemplate::new(
                 format!("{URI_PREFIX}{{agent_id}}/boot-stub{{?profile}}"),
@@ -808,6 +866,23 @@ impl ServerHandler for LidMcp {
                 .into(),
         )
     }
+
+    /// A request the SDK could not read: a known method with params it could not parse
+    /// (-32602, saying what is wrong), or a method MCP does not have (-32601, naming it).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if MCP_METHODS.contains(&request.method.as_str()) {
+            return Err(McpError::invalid_params(format!("invalid params for {}: {}", request.method, params_problem(&request)), None));
+        }
+        Err(McpError::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("method {:?} not found: lid serves initialize, ping, tools/list, tools/call, prompts/list, prompts/get, resources/list, resources/templates/list and resources/read", request.method),
+            None,
+        ))
+    }
 }
 
 // ---- /mcp on lid serve ----------------------------------------------------------------
@@ -836,27 +911,52 @@ pub fn router<S: Clone + Send + Sync + 'static>(svc: Arc<Service>) -> axum::Rout
         .disable_allowed_hosts()
         .with_cancellation_token(ct)
         .with_max_request_body_bytes(crate::http::BODY_LIMIT);
-    let service = StreamableHttpService::new(
-        move || Ok(LidMcp::new(backend.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let sessions: Sessions = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+    let manager = Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(move || Ok(LidMcp::new(backend.clone())), manager.clone(), config);
+    let sessions = Sessions { owners: Arc::default(), manager };
     axum::Router::new()
         .route_service("/mcp", service)
         .route_layer(axum::middleware::from_fn_with_state((svc, sessions), authenticate))
 }
 
 /// The MCP sessions `/mcp` opened, each with the id of the key that opened it: a session
-/// is used (or closed) with that key only.
-type Sessions = Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>;
+/// is used (or closed) with that key only. The SDK's session manager says which are still
+/// open (a session also ends after [`SESSION_IDLE`] without a request): `owners` forgets
+/// the others whenever a session opens, so it never outgrows the open sessions.
+#[derive(Clone)]
+struct Sessions {
+    owners: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    manager: Arc<LocalSessionManager>,
+}
+
+/// How long an MCP session lives without a request: the SDK's default, which the README
+/// and [`session_not_found`] state.
+const SESSION_IDLE: Duration = rmcp::transport::streamable_http_server::session::local::SessionConfig::DEFAULT_KEEP_ALIVE;
+
+impl Sessions {
+    fn owners(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.owners.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn is_open(&self, sid: &str) -> bool {
+        self.manager.sessions.read().await.keys().any(|k| k.as_ref() == sid)
+    }
+
+    /// Record `sid` as `key_id`'s, forgetting the sessions that have ended.
+    async fn opened(&self, sid: &str, key_id: String) {
+        let open: std::collections::HashSet<String> = self.manager.sessions.read().await.keys().map(|k| k.to_string()).collect();
+        let mut owners = self.owners();
+        owners.retain(|s, _| open.contains(s));
+        owners.insert(sid.to_string(), key_id);
+    }
+}
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The refusal for a session that is unknown, closed, or another key's (the same answer,
 /// so a session id tells a caller nothing about other callers).
 pub fn session_not_found() -> ApiError {
-    ApiError::new(404, "session_not_found", "no such MCP session for this key (sessions end when lid serve restarts, and belong to the key that opened them): start a new one with `initialize`")
+    ApiError::new(404, "session_not_found", format!("no such MCP session for this key (a session ends when it is closed with DELETE, after {} minutes without a request, or when lid serve restarts, and belongs to the key that opened it): start a new one with `initialize`", SESSION_IDLE.as_secs() / 60))
 }
 
 async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, mut req: Request, next: Next) -> Response {
@@ -872,27 +972,55 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
     };
     let key_id = p.key_id.clone();
     let asked = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let closing = req.method() == axum::http::Method::DELETE;
     if let Some(sid) = &asked {
-        let foreign = sessions.lock().unwrap_or_else(|e| e.into_inner()).get(sid).is_some_and(|owner| *owner != key_id);
-        if foreign {
+        let foreign = sessions.owners().get(sid).is_some_and(|owner| *owner != key_id);
+        // (the SDK answers a DELETE of a session it does not hold with 202; the transport
+        // wants 404 for a session that has ended, as every other request gets)
+        if foreign || (closing && !sessions.is_open(sid).await) {
             return session_not_found().into_response();
         }
     }
-    let closing = req.method() == axum::http::Method::DELETE;
+    if req.method() == axum::http::Method::POST {
+        req = match one_message(req).await {
+            Ok(r) => r,
+            Err(e) => return e.into_response(),
+        };
+    }
     req.extensions_mut().insert(p);
     let res = next.run(req).await;
-    let mut map = sessions.lock().unwrap_or_else(|e| e.into_inner());
     match (&asked, res.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
         // `initialize` opened a session: it is this key's
-        (None, Some(opened)) if res.status().is_success() => {
-            map.insert(opened.to_string(), key_id);
-        }
+        (None, Some(opened)) if res.status().is_success() => sessions.opened(opened, key_id).await,
         (Some(sid), _) if closing && res.status().is_success() => {
-            map.remove(sid);
+            sessions.owners().remove(sid);
         }
         _ => {}
     }
     res
+}
+
+/// A POST's body read as lid reads every JSON body ([`lid_shared::json::object`]): a
+/// byte-order mark skipped, a body that is not JSON `invalid_json`, a field given twice
+/// `invalid_request` (the SDK would keep the last silently), and JSON that is not one
+/// object (a batch) `invalid_request`. The SDK then reads the JSON-RPC message itself.
+async fn one_message(req: Request) -> Result<Request, ApiError> {
+    let (mut parts, body) = req.into_parts();
+    // (`body_deadline` has read the body into memory, within the body limit)
+    let bytes = axum::body::to_bytes(body, crate::http::BODY_LIMIT).await.map_err(|e| ApiError::bad_request("invalid_request", format!("the request body could not be read ({e})")))?;
+    let text = std::str::from_utf8(&bytes).map_err(ApiError::invalid_json)?;
+    if let Err(e) = lid_shared::json::object(text) {
+        let json = serde_json::from_str::<Value>(lid_shared::json::without_bom(text)).is_ok();
+        return Err(match (&*e.code, json) {
+            ("invalid_json", true) => ApiError::bad_request("invalid_request", "a JSON-RPC message is one JSON object: lid takes no batches, send each request on its own"),
+            _ => e.into(),
+        });
+    }
+    let skip = text.len() - lid_shared::json::without_bom(text).len();
+    if skip > 0 {
+        parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len() - skip));
+    }
+    Ok(Request::from_parts(parts, axum::body::Body::from(bytes.slice(skip..))))
 }
 
 // ---- lid mcp (stdio) ------------------------------------------------------------------
@@ -912,7 +1040,17 @@ pub struct McpArgs {
 }
 
 /// `lid mcp`: serve MCP on stdin/stdout until the client closes it. Logs go to stderr.
+///
+/// Each line from the client passes [`screen`] before the SDK reads it, and the SDK's
+/// lines and the screen's answers reach stdout one whole line at a time: a line that is
+/// not JSON gets a -32700 parse error (the SDK would skip it and leave the client waiting),
+/// a field given twice -32600 (as `/mcp` and the REST routes refuse it), and a
+/// notification or response before the session starts is dropped, where the SDK would
+/// stop the server.
 pub fn run_stdio(args: &McpArgs) -> anyhow::Result<i32> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
     let key = args
         .key
         .clone()
@@ -923,15 +1061,126 @@ pub fn run_stdio(args: &McpArgs) -> anyhow::Result<i32> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(async move {
-        let running = LidMcp::new(Arc::new(backend))
-            .serve(rmcp::transport::stdio())
-            .await
-            .context("starting the MCP server on stdio")?;
-        running.waiting().await.context("the MCP server stopped")?;
-        Ok::<_, anyhow::Error>(())
-    })?;
+    let result = rt.block_on(async move {
+        // client → screen → `feed` → the SDK; the SDK → `from_server` → `lines` → stdout
+        let (server_in, mut feed) = tokio::io::duplex(1 << 16);
+        let (from_server, server_out) = tokio::io::duplex(1 << 16);
+        let (lines, mut out) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let writer = tokio::spawn(async move {
+            let mut stdout = tokio::io::stdout();
+            while let Some(line) = out.recv().await {
+                stdout.write_all(line.as_bytes()).await?;
+                stdout.write_all(b"\n").await?;
+                stdout.flush().await?;
+            }
+            Ok::<_, std::io::Error>(())
+        });
+        let to_client = lines.clone();
+        let pump = tokio::spawn(async move {
+            let mut from_server = BufReader::new(from_server);
+            let mut line = Vec::new();
+            while matches!(from_server.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
+                let text = String::from_utf8_lossy(&line);
+                let _ = to_client.send(text.trim_end_matches(['\n', '\r']).to_string());
+                line.clear();
+            }
+        });
+        let started = Arc::new(AtomicBool::new(false));
+        let began = started.clone();
+        let reader = tokio::spawn(async move {
+            let mut stdin = BufReader::new(tokio::io::stdin());
+            let mut line = Vec::new();
+            while matches!(stdin.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
+                match screen(&line, began.load(Ordering::SeqCst)) {
+                    Screened::Forward { starts } => {
+                        began.fetch_or(starts, Ordering::SeqCst);
+                        if !line.ends_with(b"\n") {
+                            line.push(b'\n');
+                        }
+                        let message = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&line);
+                        if feed.write_all(message).await.is_err() {
+                            break;
+                        }
+                    }
+                    Screened::Reply(answer) => {
+                        let _ = lines.send(answer.to_string());
+                    }
+                    Screened::Drop(why) => tracing::warn!("lid mcp: dropped a message from the client: {why}"),
+                }
+                line.clear();
+            }
+            // end of input: the SDK sees it and stops
+            let _ = feed.shutdown().await;
+        });
+        let served = match LidMcp::new(Arc::new(backend)).serve((server_in, server_out)).await {
+            Ok(running) => running.waiting().await.map(drop).context("the MCP server stopped"),
+            // a client that closed its end without `initialize` asked for nothing
+            Err(_) if !started.load(Ordering::SeqCst) => Ok(()),
+            Err(e) => Err(anyhow::Error::new(e).context("starting the MCP server on stdio")),
+        };
+        // every line the SDK wrote, then the screen's last answers, reach stdout
+        let _ = pump.await;
+        reader.abort();
+        let _ = reader.await;
+        let _ = writer.await;
+        served
+    });
+    // (a stdin read still blocked on its thread must not hold up the exit)
+    rt.shutdown_background();
+    result?;
     Ok(0)
+}
+
+/// What [`run_stdio`] does with one line from the client.
+#[derive(Debug, PartialEq)]
+enum Screened {
+    /// To the SDK (`starts`: a request that starts its lifecycle, such as `initialize`).
+    Forward { starts: bool },
+    /// Answered here, with this JSON-RPC message.
+    Reply(Value),
+    /// Not answered: a notification or response before `initialize`, or a blank line.
+    Drop(&'static str),
+}
+
+/// Screen one line from a stdio client (see [`run_stdio`]); `started`: `initialize` has
+/// gone to the SDK.
+fn screen(line: &[u8], started: bool) -> Screened {
+    let rpc_error = |id: &Value, code: i32, message: String| Screened::Reply(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+    let Ok(text) = std::str::from_utf8(line) else {
+        return rpc_error(&Value::Null, -32700, "Parse error: the line is not UTF-8".to_string());
+    };
+    let text = text.trim_end_matches(['\n', '\r']);
+    if text.trim().is_empty() {
+        return Screened::Drop("a blank line");
+    }
+    let msg = match lid_shared::json::object(text) {
+        Ok(v) => v,
+        Err(e) => {
+            // a field given twice: answered with the request's id where one can be read
+            let plain = serde_json::from_str::<Value>(lid_shared::json::without_bom(text));
+            return match plain {
+                Ok(v) if v.is_object() => rpc_error(&v["id"], -32600, format!("Invalid request: {}", e.message)),
+                Ok(_) => rpc_error(&Value::Null, -32600, "Invalid request: a JSON-RPC message is one JSON object (lid takes no batches): send each request on its own line".to_string()),
+                Err(pe) => rpc_error(&Value::Null, -32700, format!("Parse error: the line is not JSON ({pe}): send one JSON-RPC message per line")),
+            };
+        }
+    };
+    let id = msg.get("id").filter(|id| id.is_string() || id.is_number()).cloned();
+    if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return rpc_error(id.as_ref().unwrap_or(&Value::Null), -32600, "Invalid request: `jsonrpc` must be \"2.0\"".to_string());
+    }
+    let method = msg.get("method").and_then(Value::as_str);
+    if started {
+        return Screened::Forward { starts: false };
+    }
+    // The SDK answers every request before the lifecycle starts itself (ping, discover,
+    // a request without the 2026-07-28 metadata), and takes `initialize` or a request
+    // with that metadata as its start; a notification or response there stops it.
+    match (method, id) {
+        (Some(m), Some(_)) => Screened::Forward { starts: !matches!(m, "ping" | "server/discover") },
+        (Some(_), None) => Screened::Drop("a notification before the session started (send `initialize` first)"),
+        (None, _) => Screened::Drop("a response before the session started"),
+    }
 }
 
 #[cfg(test)]
@@ -988,6 +1237,65 @@ mod tests {
                 .code,
             "invalid_request"
         );
+        // a parameter given twice is refused, as the REST routes refuse it, not resolved
+        for twice in ["lid://agents/a/boot-stub?profile=generic&profile=openai-assistants", "lid://agents/a/boot-context?format=json&format=markdown"] {
+            let e = parse_uri(twice).unwrap_err();
+            assert_eq!((e.status, e.code.as_str()), (400, "invalid_request"), "{twice}");
+            assert!(e.message.contains("given twice"), "{}", e.message);
+        }
+    }
+
+    /// The stdio screen (`run_stdio`): what the SDK would skip or stop on is answered.
+    #[test]
+    fn the_stdio_screen_answers_what_the_sdk_would_not() {
+        let error = |s: Screened| match s {
+            Screened::Reply(v) => (v["id"].clone(), v["error"]["code"].as_i64().unwrap_or_default(), v["error"]["message"].as_str().unwrap_or_default().to_string()),
+            other => panic!("not an error reply: {other:?}"),
+        };
+        let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+        assert_eq!(screen(init, false), Screened::Forward { starts: true });
+        assert_eq!(screen(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n", true), Screened::Forward { starts: false });
+        // before the session starts: requests go to the SDK (which answers them), ping and
+        // discover without starting it; notifications and responses are dropped
+        assert_eq!(screen(br#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#, false), Screened::Forward { starts: true });
+        assert_eq!(screen(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#, false), Screened::Forward { starts: false });
+        assert!(matches!(screen(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, false), Screened::Drop(_)));
+        assert!(matches!(screen(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#, false), Screened::Drop(_)));
+        assert!(matches!(screen(b"  \r\n", true), Screened::Drop(_)));
+        // not JSON, not UTF-8: a parse error (id null), at any time
+        for bad in [&b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"\n"[..], &b"\xff\xfe"[..]] {
+            for started in [false, true] {
+                let (id, code, _) = error(screen(bad, started));
+                assert_eq!((id, code), (Value::Null, -32700), "{bad:?}");
+            }
+        }
+        // valid JSON of the wrong shape: invalid request, with the id where it can be read
+        let (id, code, msg) = error(screen(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"arguments":{"intent":"a","intent":"b"}}}"#, true));
+        assert_eq!((id, code), (json!(6), -32600));
+        assert!(msg.contains("`intent` twice"), "{msg}");
+        assert_eq!(error(screen(br#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#, true)).0, json!(5));
+        assert_eq!(error(screen(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, true)).1, -32600);
+        // a byte-order mark is skipped, as on /mcp and the REST routes
+        assert_eq!(screen("\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}".as_bytes(), false), Screened::Forward { starts: true });
+    }
+
+    #[test]
+    fn unreadable_params_are_invalid_params_and_unknown_methods_not_found() {
+        let problem = |method: &str, params: Option<Value>| params_problem(&CustomRequest::new(method, params));
+        assert_eq!(problem("tools/call", None), "the request has no params");
+        assert!(problem("tools/call", Some(json!({}))).contains("missing field `name`"));
+        assert!(problem("prompts/get", Some(json!({"name": 5}))).contains("invalid type"));
+        assert!(problem("resources/read", Some(json!({"uri": 5}))).contains("invalid type"));
+        assert!(MCP_METHODS.contains(&"tools/call") && !MCP_METHODS.contains(&"nope/x"));
+        assert!(no_cursor(None).is_ok());
+        assert!(no_cursor(Some(&PaginatedRequestParams::default())).is_ok());
+        let e = no_cursor(Some(&PaginatedRequestParams::default().with_cursor(Some("bogus".into())))).unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+        let mut args = JsonObject::new();
+        args.insert("profile".into(), json!("generic"));
+        assert!(check_prompt_args(&args).is_ok());
+        args.insert("foo".into(), json!("x"));
+        assert_eq!(check_prompt_args(&args).unwrap_err().code, ErrorCode::INVALID_PARAMS);
     }
 
     #[test]

@@ -216,3 +216,127 @@ fn official_python_client_over_stdio_and_streamable_http() {
         );
     }
 }
+
+/// The JSON-RPC message of an `/mcp` answer: the body (JSON), or its SSE event with an id.
+fn rpc(r: &lid_tests::http::Resp) -> Value {
+    if let Ok(v) = serde_json::from_str::<Value>(&r.body) {
+        return v;
+    }
+    r.body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v.get("id").is_some())
+        .unwrap_or_else(|| panic!("no JSON-RPC message in {:?}", r.body))
+}
+
+/// What the SDK on its own answers wrongly or not at all, on both transports (the MCP
+/// specification's lifecycle, pagination, session and JSON-RPC error rules): params it
+/// cannot read are -32602, not "method not found"; a cursor lid never gave is -32602; a
+/// field given twice is refused as the REST routes refuse it; a closed session's DELETE
+/// is 404; on stdio a line that is not JSON is answered (-32700) and a notification
+/// before `initialize` does not stop the server.
+#[test]
+fn protocol_errors_are_answered_on_both_transports() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = temp_dir("mcp-errors");
+    let db = dir.join("lid.db");
+    let admin = create_key(&db, "admin", None, &["admin", "read", "instruction:write"], "admin:mcp");
+    let key = create_key(&db, "agent", Some(AGENT), &[], "agent:mcp-agent");
+    let server = Server::start(&dir, &db, SECRET, &[]);
+    let c = server.client();
+    let r = c.put(&format!("/v1/agents/{AGENT}/instruction-manifest"), Some(&admin), &demo_publish_body(AGENT, "v1"));
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // ---- streamable HTTP ----
+    let accept = ("Accept", "application/json, text/event-stream");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).to_string();
+    let r = c.req_with("POST", "/mcp", Some(&key), Some(&init), &[accept]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let sid = r.header("mcp-session-id").expect("a session id").to_string();
+    let session = [accept, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let post = |body: &str| c.req_with("POST", "/mcp", Some(&key), Some(body), &session);
+    assert_eq!(post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).status, 202);
+    let error_of = |body: &str| {
+        let r = post(body);
+        assert_eq!(r.status, 200, "{body}: {}", r.body);
+        let v = rpc(&r);
+        (v["error"]["code"].as_i64().unwrap_or_default(), v["error"]["message"].as_str().unwrap_or_default().to_string())
+    };
+    let (code, msg) = error_of(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}"#);
+    assert_eq!(code, -32602, "{msg}");
+    assert!(msg.contains("missing field `name`"), "{msg}");
+    assert_eq!(error_of(r#"{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":5}}"#).0, -32602);
+    let (code, msg) = error_of(r#"{"jsonrpc":"2.0","id":4,"method":"tools/cal"}"#);
+    assert_eq!(code, -32601);
+    assert!(msg.contains("tools/cal"), "{msg}");
+    for list in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"] {
+        let (code, msg) = error_of(&json!({"jsonrpc": "2.0", "id": 5, "method": list, "params": {"cursor": "bogus"}}).to_string());
+        assert_eq!(code, -32602, "{list}: {msg}");
+    }
+    assert_eq!(error_of(r#"{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"boot_stub","arguments":{"foo":"x"}}}"#).0, -32602);
+    // a field given twice, a batch, JSON-RPC 1.0: refused before the SDK reads them
+    for (body, code) in [
+        (r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"a","intent":"b"}}}"#, "invalid_request"),
+        (r#"[{"jsonrpc":"2.0","id":8,"method":"ping"}]"#, "invalid_request"),
+        (r#"{"jsonrpc":"1.0","id":9,"method":"ping"}"#, "invalid_request"),
+        (r#"{"jsonrpc":"2.0","id":10,"method":"ping""#, "invalid_json"),
+    ] {
+        let r = post(body);
+        assert_eq!((r.status, r.code()), (400, code.to_string()), "{body}: {}", r.body);
+    }
+    // a byte-order mark is skipped, as on the REST routes
+    let r = post("\u{feff}{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}");
+    assert_eq!((r.status, rpc(&r)["result"].clone()), (200, json!({})), "{}", r.body);
+    // a recall still works in the same session, and the session ends once
+    let (code, _) = error_of(r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"rollback the deploy","max_chunks":1}}}"#);
+    assert_eq!(code, 0, "a recall is not an error");
+    assert_eq!(c.req_with("DELETE", "/mcp", Some(&key), None, &session).status, 202);
+    let r = c.req_with("DELETE", "/mcp", Some(&key), None, &session);
+    assert_eq!((r.status, r.code()), (404, "session_not_found".to_string()), "{}", r.body);
+    assert_eq!(post(r#"{"jsonrpc":"2.0","id":13,"method":"ping"}"#).status, 404);
+
+    // ---- stdio (`lid mcp`) ----
+    let mut child = Command::new(lid_bin())
+        .args(["mcp", "--server", &server.base, "--agent", AGENT])
+        .env("LID_API_KEY", &key)
+        .env("LID_LOG", "error")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start lid mcp");
+    let lines = [
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_string(),
+        init.replace("\"id\":1", "\"id\":2"),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping""#.to_string(),
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"a","intent":"b"}}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"rollback the deploy","max_chunks":1}}}"#.to_string(),
+    ];
+    let mut stdin = child.stdin.take().expect("stdin");
+    for l in &lines {
+        writeln!(stdin, "{l}").expect("write to lid mcp");
+    }
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut answers = std::collections::BTreeMap::new();
+    for line in stdout.lines() {
+        let v: Value = serde_json::from_str(&line.expect("read lid mcp")).expect("stdout carries JSON-RPC only");
+        answers.insert(v["id"].to_string(), v);
+        // ids 1, 2, 4, 5, 6 and the parse error's null
+        if answers.len() == 6 {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait().expect("lid mcp exits");
+    assert!(status.success(), "lid mcp exited with {status}");
+    assert_eq!(answers["1"]["error"]["code"], -32602, "a request before initialize, without the 2026-07-28 metadata: {:?}", answers["1"]);
+    assert_eq!(answers["2"]["result"]["serverInfo"]["name"], "lid", "initialize after it: {:?}", answers["2"]);
+    assert_eq!(answers["null"]["error"]["code"], -32700, "a line that is not JSON: {:?}", answers["null"]);
+    assert_eq!(answers["4"]["error"]["code"], -32602);
+    assert_eq!(answers["5"]["error"]["code"], -32600);
+    assert_eq!(answers["6"]["result"]["structuredContent"]["chunks"][0]["name"], "rollback-procedure", "{:?}", answers["6"]);
+}
