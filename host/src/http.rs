@@ -132,7 +132,16 @@ async fn as_caller<T: Send + 'static>(svc: Shared, h: &HeaderMap, f: impl FnOnce
 /// The `Authorization` header's text: a header that is not visible ASCII is still a key
 /// that was sent (and is then refused as invalid, not as missing).
 pub fn bearer(h: &HeaderMap) -> Option<String> {
-    h.get(header::AUTHORIZATION).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    header_text(h, header::AUTHORIZATION.as_str())
+}
+
+/// A request header's text as the worker's Fetch API gives it, so both hosts decide
+/// alike: a header sent twice is its values joined by ", " (a key or trigger sent twice
+/// is then refused as invalid, never one copy picked), and bytes that are not ASCII
+/// still make a value (refused as invalid, not taken as absent).
+pub fn header_text(h: &HeaderMap, name: &str) -> Option<String> {
+    let values: Vec<String> = h.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect();
+    (!values.is_empty()).then(|| values.join(", "))
 }
 
 /// The body as one JSON object, each field once ([`lid_shared::json::object`]).
@@ -242,7 +251,7 @@ async fn boot_context(State(svc): State<Shared>, Path(id): Path<String>, Query(m
         Some("markdown") => true,
         Some(f) => return Err(ApiError::bad_request("invalid_request", format!("unknown format {f:?}: use json or markdown"))),
     };
-    q.trigger = h.get("x-lid-trigger").and_then(|v| v.to_str().ok()).map(str::to_string);
+    q.trigger = header_text(&h, "x-lid-trigger");
     let v = as_caller(svc, &h, move |svc, p| {
         p.require_boot(&id, q.trigger.is_some())?;
         svc.boot_context(&id, &q)
@@ -372,6 +381,7 @@ async fn post_federated(State(svc): State<Shared>, Path(id): Path<String>, h: He
 
 async fn list_federated(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
     as_caller(svc, &h, move |svc, p| {
+        auth::check_agent_id(&id)?;
         p.require_admin()?;
         svc.federated_facts(&id)
     })
@@ -395,6 +405,7 @@ struct KindQuery {
 
 async fn service_events(State(svc): State<Shared>, Path(id): Path<String>, Query(q): Query<KindQuery>, h: HeaderMap) -> Result<Json<Value>, ApiError> {
     as_caller(svc, &h, move |svc, p| {
+        auth::check_agent_id(&id)?;
         p.require_admin()?;
         svc.service_events(&id, q.kind.as_deref())
     })

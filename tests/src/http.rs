@@ -406,6 +406,12 @@ pub fn sign_trigger(secret: &str, claims: &Value) -> String {
     jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), claims, &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes())).expect("sign")
 }
 
+/// Base64url without padding (a JWT segment).
+pub fn b64url(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
 /// Unix seconds now.
 pub fn now_s() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)

@@ -173,6 +173,53 @@ fn encoded_paths_big_bodies_challenges_and_resubmissions() {
     assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
 }
 
+/// What both hosts decide alike however the request is sent: a key or trigger header sent
+/// twice (the Fetch API joins the copies, so neither host picks one), a path or query
+/// that does not parse and a body over the limit before the key is looked at (as `lid
+/// serve`'s extractors run first), an impossible agent id on the admin-only reads, and a
+/// trigger's `nbf` read as RFC 7519's NumericDate (a decimal is a time, `null` is not).
+#[test]
+fn headers_sent_twice_check_order_and_numeric_dates_match_on_both_hosts() {
+    let (agent, key) = setup_agent("twice");
+    let secret = &target().secret;
+    let path = format!("/v1/agents/{agent}/boot-stub");
+    let auth = format!("Bearer {key}");
+    let r = c().req_with("GET", &path, Some(&key), None, &[("Authorization", auth.as_str())]);
+    assert_eq!((r.status, r.code().as_str()), (401, "api_key_invalid"), "the key sent twice: {}", r.body);
+    let trigger = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_twice", "exp": now_s() + 600}));
+    let ctx = format!("/v1/agents/{agent}/boot-context");
+    assert_eq!(c().req_with("GET", &ctx, Some(&key), None, &[("X-Lid-Trigger", trigger.as_str())]).status, 200);
+    let r = c().req_with("GET", &ctx, Some(&key), None, &[("X-Lid-Trigger", trigger.as_str()), ("X-Lid-Trigger", trigger.as_str())]);
+    assert_eq!((r.status, r.code().as_str()), (401, "heartbeat_trigger_invalid"), "the trigger sent twice: {}", r.body);
+    // refused before the key is looked at: no key, still the request's own fault
+    for (method, path) in [("GET", "/v1/agents/a%FFb/instruction-manifest".to_string()), ("GET", format!("{path}?profile=generic&profile=openai-assistants")), ("GET", format!("/v1/agents/{agent}/service-events?kind=a&kind=b"))] {
+        let r = c().req(method, &path, None, None);
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{path}: {}", r.body);
+    }
+    let big = format!("{{\"intent\":\"{}\"}}", "a".repeat(9 << 20));
+    let r = c().post_oversized(&format!("/v1/agents/{agent}/recall-instruction"), None, big);
+    assert_eq!((r.status, r.code().as_str()), (413, "request_too_large"), "{}", &r.body[..r.body.len().min(300)]);
+    for read in ["service-events", "federated-facts"] {
+        let r = c().get(&format!("/v1/agents/a:b/{read}"), admin());
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{read}: {}", r.body);
+    }
+    // `nbf`: a decimal NumericDate in the past is a time like any other; `null` is no time
+    let hb = format!("/v1/agents/{agent}/heartbeat");
+    let decimal = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_nbf", "exp": now_s() + 600, "nbf": (now_s() - 60) as f64 + 0.5}));
+    let r = c().post(&hb, Some(&key), &json!({"trigger": decimal}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let no_time = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_nbf", "exp": now_s() + 600, "nbf": null}));
+    let r = c().post(&hb, Some(&key), &json!({"trigger": no_time}));
+    assert_eq!((r.status, r.code().as_str()), (401, "heartbeat_trigger_invalid"), "{}", r.body);
+    // a header field that is not a string makes the trigger invalid on both hosts
+    let head = lid_tests::http::b64url(br#"{"alg":"HS256","typ":"JWT","b64":false}"#);
+    let claims = lid_tests::http::b64url(json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_hdr", "exp": now_s() + 600}).to_string().as_bytes());
+    let signed = format!("{head}.{claims}");
+    let sig = jsonwebtoken::crypto::sign(signed.as_bytes(), &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()), jsonwebtoken::Algorithm::HS256).expect("sign");
+    let r = c().post(&hb, Some(&key), &json!({"trigger": format!("{signed}.{sig}")}));
+    assert_eq!((r.status, r.code().as_str()), (401, "heartbeat_trigger_invalid"), "{}", r.body);
+}
+
 #[test]
 fn publish_get_manifest_and_boot_stub() {
     let (agent, key) = setup_agent("pub");

@@ -21,7 +21,9 @@ pub use lid_shared::heartbeat::Trigger;
 
 /// The JOSE header (RFC 7515 §4.1) with the types its registered fields must have, as
 /// jsonwebtoken reads it in `lid serve`: a `"kid": 5` makes the token invalid there, so
-/// here too.
+/// here too, and so does any other field that is not a string (its `extras`). (One
+/// difference is left: jsonwebtoken also reads a `jwk` as a whole JWK, which a trigger
+/// verified with the configured key never needs.)
 #[derive(Deserialize)]
 #[allow(dead_code)] // the fields are read for their types only
 struct Header {
@@ -44,6 +46,18 @@ struct Header {
     x5t: Option<String>,
     #[serde(default, rename = "x5t#S256")]
     x5t_s256: Option<String>,
+    #[serde(default)]
+    crit: Option<Vec<String>>,
+    #[serde(default)]
+    enc: Option<String>,
+    #[serde(default)]
+    zip: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    nonce: Option<String>,
+    #[serde(flatten)]
+    extras: std::collections::HashMap<String, String>,
 }
 
 /// Claims as sent, before the required ones are checked.
@@ -57,8 +71,22 @@ struct RawClaims {
     #[serde(default)]
     session_start: Option<u64>,
     exp: Option<u64>,
-    #[serde(default)]
-    nbf: Option<u64>,
+    /// As sent (`null` included): see [`numeric_date`].
+    #[serde(default, deserialize_with = "as_sent")]
+    nbf: Option<serde_json::Value>,
+}
+
+/// A claim's value as sent, `null` as `Some(Null)` (absent is `None`).
+fn as_sent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
+}
+
+/// A NumericDate claim (RFC 7519 §2: seconds, "possibly non-integer") as jsonwebtoken
+/// reads `nbf` in `lid serve`: a whole number, or a finite non-negative number rounded;
+/// anything else (`null`, a string, a negative number) makes the token invalid.
+fn numeric_date(v: &serde_json::Value) -> Option<u64> {
+    let n = v.as_number()?;
+    n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && *f < u64::MAX as f64).map(|f| f.round() as u64))
 }
 
 /// How triggers are verified: a shared HS256 secret or an Ed25519 public key (as
@@ -151,11 +179,15 @@ impl TriggerKey {
         let (Some(sub), Some(exp)) = (claims.sub, claims.exp) else {
             return Err(self.invalid("MissingRequiredClaim"));
         };
+        let nbf = match &claims.nbf {
+            None => None,
+            Some(v) => Some(numeric_date(v).ok_or_else(|| self.invalid("InvalidClaimFormat(\"nbf\")"))?),
+        };
         if exp.saturating_add(5) < now_s {
             return Err(self.invalid("ExpiredSignature"));
         }
         // RFC 7519 §4.1.5: not valid before `nbf` (with the same 5 s leeway).
-        if claims.nbf.is_some_and(|nbf| nbf > now_s.saturating_add(5)) {
+        if nbf.is_some_and(|nbf| nbf > now_s.saturating_add(5)) {
             return Err(self.invalid("ImmatureSignature"));
         }
         Ok(Trigger { sub, wake_reason: claims.wake_reason, heartbeat_id: claims.heartbeat_id, session_start: claims.session_start, exp }.for_agent(agent)?)
@@ -227,6 +259,20 @@ mod tests {
         assert!(code_and_message(key.verify(&later, "a", 900)).2.contains("ImmatureSignature"));
         assert!(key.verify(&later, "a", 945).is_ok(), "5 s leeway before nbf");
         assert!(key.verify(&later, "a", 960).is_ok());
+        // `nbf` is a NumericDate as jsonwebtoken reads it: a decimal is rounded, `null`, a
+        // string or a negative number is no date
+        let decimal = sign(b"s", r#"{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":1000,"nbf":949.6}"#);
+        assert!(code_and_message(key.verify(&decimal, "a", 944)).2.contains("ImmatureSignature"), "950 after rounding");
+        assert!(key.verify(&decimal, "a", 945).is_ok());
+        for bad in ["null", "\"950\"", "-1", "true"] {
+            let t = sign(b"s", &format!(r#"{{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":1000,"nbf":{bad}}}"#));
+            assert!(code_and_message(key.verify(&t, "a", 960)).2.contains("InvalidClaimFormat"), "nbf {bad}");
+        }
+        // every header field jsonwebtoken does not know must be a string there, so here too
+        for header in [r#"{"alg":"HS256","b64":false}"#, r#"{"alg":"HS256","crit":5}"#, r#"{"alg":"HS256","nonce":7}"#, r#"{"alg":"HS256","foo":{"a":1}}"#] {
+            assert!(code_and_message(key.verify(&hs256(b"s", header, CLAIMS), "a", 900)).2.contains("InvalidToken"), "{header}");
+        }
+        assert!(key.verify(&hs256(b"s", r#"{"alg":"HS256","foo":"bar","crit":["exp"]}"#, CLAIMS), "a", 900).is_ok());
     }
 
     /// EdDSA (Ed25519) triggers: valid, tampered payload, other key, expired (5 s leeway),

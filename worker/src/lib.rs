@@ -117,8 +117,10 @@ async fn caller(svc: &Service, req: &Request) -> ApiResult<Principal> {
 /// path, and the authenticated caller.
 async fn agent_route(req: &Request, ctx: &RouteContext<()>) -> ApiResult<(Service, String, Principal)> {
     let svc = service(&ctx.env)?;
+    // the path is read before the key, as `lid serve`'s path extractor runs first
+    let id = param(ctx, "id")?;
     let p = caller(&svc, req).await?;
-    Ok((svc, param(ctx, "id")?, p))
+    Ok((svc, id, p))
 }
 
 /// The body as text (invalid UTF-8 or over the limit refused).
@@ -180,9 +182,10 @@ fn allowed_methods(path: &str) -> Vec<String> {
 
 async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
+        // (the query is read before the key, as `lid serve`'s query extractor runs first)
+        let profile = query(&req, &["profile"])?.remove("profile");
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_own_read(&id, "boot stub")?;
-        let profile = query(&req, &["profile"])?.remove("profile");
         let (body, mv, tokens, sv) = svc.boot_stub(&id, profile.as_deref()).await.map_err(|e| {
             if e.code == "manifest_not_found" {
                 ApiError::new(404, "boot_stub_not_found", format!("no boot stub for agent {id:?}: {}", e.message))
@@ -412,6 +415,7 @@ async fn post_federated(mut req: Request, ctx: RouteContext<()>) -> worker::Resu
 async fn list_federated(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
+        auth::check_agent_id(&id)?;
         p.require_admin()?;
         json_response(&svc.federated_facts(&id).await?, 200)
     }
@@ -430,9 +434,10 @@ async fn promote_fact(mut req: Request, ctx: RouteContext<()>) -> worker::Result
 
 async fn service_events(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
     reply(async {
-        let (svc, id, p) = agent_route(&req, &ctx).await?;
-        p.require_admin()?;
         let kind = query(&req, &["kind"])?.remove("kind");
+        let (svc, id, p) = agent_route(&req, &ctx).await?;
+        auth::check_agent_id(&id)?;
+        p.require_admin()?;
         json_response(&svc.service_events(&id, kind.as_deref()).await?, 200)
     }
     .await)
@@ -481,6 +486,12 @@ pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
     } else {
         req
     };
+    // A body declared over the limit is refused before anything else, as `lid serve`
+    // refuses it while reading the body, before routing and authentication.
+    let declared = req.headers().get("content-length").ok().flatten().and_then(|n| n.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return ApiError::from(lid_shared::Refusal::too_large(BODY_LIMIT)).into_response();
+    }
     let res = router().run(req, env).await?;
     if res.status_code() == 405 {
         return method_not_allowed(&method, &path);
