@@ -140,8 +140,13 @@ pub fn bearer(h: &HeaderMap) -> Option<String> {
 /// is then refused as invalid, never one copy picked), and bytes that are not ASCII
 /// still make a value (refused as invalid, not taken as absent).
 pub fn header_text(h: &HeaderMap, name: &str) -> Option<String> {
-    let values: Vec<String> = h.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect();
-    (!values.is_empty()).then(|| values.join(", "))
+    let mut values = h.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()));
+    let first = values.next()?.into_owned();
+    Some(values.fold(first, |mut all, v| {
+        all.push_str(", ");
+        all.push_str(&v);
+        all
+    }))
 }
 
 /// The body as one JSON object, each field once ([`lid_shared::json::object`]).

@@ -939,14 +939,14 @@ impl Sessions {
     }
 
     async fn is_open(&self, sid: &str) -> bool {
-        self.manager.sessions.read().await.keys().any(|k| k.as_ref() == sid)
+        self.manager.sessions.read().await.contains_key(sid)
     }
 
     /// Record `sid` as `key_id`'s, forgetting the sessions that have ended.
     async fn opened(&self, sid: &str, key_id: String) {
-        let open: std::collections::HashSet<String> = self.manager.sessions.read().await.keys().map(|k| k.to_string()).collect();
+        let open = self.manager.sessions.read().await;
         let mut owners = self.owners();
-        owners.retain(|s, _| open.contains(s));
+        owners.retain(|s, _| open.contains_key(s.as_str()));
         owners.insert(sid.to_string(), key_id);
     }
 }
@@ -1000,6 +1000,27 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
     res
 }
 
+/// Why a JSON-RPC message's text is not one message lid takes.
+enum Unread {
+    /// Not JSON (serde's reason).
+    NotJson(String),
+    /// JSON, but not one object (a batch, or a scalar).
+    NotOneObject,
+    /// An object that gives a field twice: lid's refusal, and the message's `id` (null
+    /// when it has none).
+    Twice(lid_shared::Refusal, Value),
+}
+
+/// One JSON-RPC message, read as lid reads every JSON body ([`lid_shared::json::object`]:
+/// a byte-order mark skipped, each field given once), for `/mcp` and `lid mcp` alike.
+fn read_message(text: &str) -> Result<Value, Unread> {
+    lid_shared::json::object(text).map_err(|refusal| match serde_json::from_str::<Value>(lid_shared::json::without_bom(text)) {
+        Ok(v) if v.is_object() => Unread::Twice(refusal, v["id"].clone()),
+        Ok(_) => Unread::NotOneObject,
+        Err(e) => Unread::NotJson(e.to_string()),
+    })
+}
+
 /// A POST's body read as lid reads every JSON body ([`lid_shared::json::object`]): a
 /// byte-order mark skipped, a body that is not JSON `invalid_json`, a field given twice
 /// `invalid_request` (the SDK would keep the last silently), and JSON that is not one
@@ -1009,12 +1030,11 @@ async fn one_message(req: Request) -> Result<Request, ApiError> {
     // (`body_deadline` has read the body into memory, within the body limit)
     let bytes = axum::body::to_bytes(body, crate::http::BODY_LIMIT).await.map_err(|e| ApiError::bad_request("invalid_request", format!("the request body could not be read ({e})")))?;
     let text = std::str::from_utf8(&bytes).map_err(ApiError::invalid_json)?;
-    if let Err(e) = lid_shared::json::object(text) {
-        let json = serde_json::from_str::<Value>(lid_shared::json::without_bom(text)).is_ok();
-        return Err(match (&*e.code, json) {
-            ("invalid_json", true) => ApiError::bad_request("invalid_request", "a JSON-RPC message is one JSON object: lid takes no batches, send each request on its own"),
-            _ => e.into(),
-        });
+    match read_message(text) {
+        Ok(_) => {}
+        Err(Unread::NotJson(why)) => return Err(ApiError::invalid_json(why)),
+        Err(Unread::NotOneObject) => return Err(ApiError::bad_request("invalid_request", "a JSON-RPC message is one JSON object: lid takes no batches, send each request on its own")),
+        Err(Unread::Twice(refusal, _)) => return Err(refusal.into()),
     }
     let skip = text.len() - lid_shared::json::without_bom(text).len();
     if skip > 0 {
@@ -1138,12 +1158,12 @@ enum Screened {
     Forward { starts: bool },
     /// Answered here, with this JSON-RPC message.
     Reply(Value),
-    /// Not answered: a notification or response before `initialize`, or a blank line.
+    /// Not answered: a notification or response before the session starts, or a blank line.
     Drop(&'static str),
 }
 
-/// Screen one line from a stdio client (see [`run_stdio`]); `started`: `initialize` has
-/// gone to the SDK.
+/// Screen one line from a stdio client (see [`run_stdio`]); `started`: a request that
+/// starts the session (`initialize`, or one with the 2026-07-28 metadata) has gone to the SDK.
 fn screen(line: &[u8], started: bool) -> Screened {
     let rpc_error = |id: &Value, code: i32, message: String| Screened::Reply(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
     let Ok(text) = std::str::from_utf8(line) else {
@@ -1153,17 +1173,12 @@ fn screen(line: &[u8], started: bool) -> Screened {
     if text.trim().is_empty() {
         return Screened::Drop("a blank line");
     }
-    let msg = match lid_shared::json::object(text) {
+    let msg = match read_message(text) {
         Ok(v) => v,
-        Err(e) => {
-            // a field given twice: answered with the request's id where one can be read
-            let plain = serde_json::from_str::<Value>(lid_shared::json::without_bom(text));
-            return match plain {
-                Ok(v) if v.is_object() => rpc_error(&v["id"], -32600, format!("Invalid request: {}", e.message)),
-                Ok(_) => rpc_error(&Value::Null, -32600, "Invalid request: a JSON-RPC message is one JSON object (lid takes no batches): send each request on its own line".to_string()),
-                Err(pe) => rpc_error(&Value::Null, -32700, format!("Parse error: the line is not JSON ({pe}): send one JSON-RPC message per line")),
-            };
-        }
+        Err(Unread::NotJson(why)) => return rpc_error(&Value::Null, -32700, format!("Parse error: the line is not JSON ({why}): send one JSON-RPC message per line")),
+        Err(Unread::NotOneObject) => return rpc_error(&Value::Null, -32600, "Invalid request: a JSON-RPC message is one JSON object (lid takes no batches): send each request on its own line".to_string()),
+        // answered with the request's id, which can be read
+        Err(Unread::Twice(refusal, id)) => return rpc_error(&id, -32600, format!("Invalid request: {}", refusal.message)),
     };
     let id = msg.get("id").filter(|id| id.is_string() || id.is_number()).cloned();
     if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {

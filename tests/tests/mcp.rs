@@ -289,8 +289,8 @@ fn protocol_errors_are_answered_on_both_transports() {
     let r = post("\u{feff}{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}");
     assert_eq!((r.status, rpc(&r)["result"].clone()), (200, json!({})), "{}", r.body);
     // a recall still works in the same session, and the session ends once
-    let (code, _) = error_of(r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"rollback the deploy","max_chunks":1}}}"#);
-    assert_eq!(code, 0, "a recall is not an error");
+    let r = post(r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"rollback the deploy","max_chunks":1}}}"#);
+    assert_eq!(rpc(&r)["result"]["structuredContent"]["chunks"][0]["name"], "rollback-procedure", "a recall in the same session: {}", r.body);
     assert_eq!(c.req_with("DELETE", "/mcp", Some(&key), None, &session).status, 202);
     let r = c.req_with("DELETE", "/mcp", Some(&key), None, &session);
     assert_eq!((r.status, r.code()), (404, "session_not_found".to_string()), "{}", r.body);
