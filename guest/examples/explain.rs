@@ -24,6 +24,11 @@ fn main() {
     for (surface, _stem, w, ms) in r.explain(intent) {
         println!("{surface:<14} {w:>5.2} {}", ms.iter().map(|x| format!("{x:>10.2}")).collect::<String>());
     }
+    if std::env::var_os("LID_TERMS").is_some() {
+        for (w, ts) in r.explain_terms(intent) {
+            println!("{w}: {}", ts.iter().map(|(t, f)| format!("{t}={f:.2}")).collect::<Vec<_>>().join(" "));
+        }
+    }
     for s in r.rank(intent, None, &Default::default()).iter().take(5) {
         println!("{:<28} {:.3}", s.name, s.score);
     }

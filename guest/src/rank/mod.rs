@@ -49,7 +49,7 @@ use index::{fuzzy_term, sat, trigrams, Index, Posting, K1};
 /// cache key of precomputed indexes. Bump it whenever rankings can change: the index
 /// layout, the lexicon, the tokenisation or a scorer constant (published manifests are
 /// re-certified through the coverage gate when it changes).
-pub const RANKER_VERSION: &str = "lid-rank-15 (bm25f+surface-forms+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-16 (bm25f+surface-forms+sums-of-money+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -722,6 +722,13 @@ impl Ranker {
             out.push((q.surface.clone(), q.stem.clone(), idf(n as f64, soft_df) * q.spec, m));
         }
         out
+    }
+
+    /// Diagnostics: for each intent word, the vocabulary terms it reaches with their
+    /// match strengths (before saturation by each posting's weight).
+    pub fn explain_terms(&self, intent: &str) -> Vec<(String, Vec<(String, f32)>)> {
+        let query = self.query(intent);
+        query.words.iter().zip(&query.terms).map(|(q, terms)| (q.surface.clone(), terms.iter().map(|&(t, f)| (self.index.term(t).to_string(), f)).collect())).collect()
     }
 
     /// Near-spelling matches of a query stem against the vocabulary.

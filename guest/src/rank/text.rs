@@ -38,6 +38,10 @@ pub fn each_word(text: &str, mut f: impl FnMut(&str, bool, u32)) {
     while i < b.len() {
         let (c, len) = char_at(text, i);
         if !c.is_alphanumeric() {
+            if is_sum_of_money(text, i, c, len) {
+                f(AMOUNT, false, pos);
+                pos = pos.saturating_add(1);
+            }
             i += len;
             continue;
         }
@@ -89,6 +93,24 @@ pub fn each_word(text: &str, mut f: impl FnMut(&str, bool, u32)) {
         }
         pos = pos.saturating_add(1);
     }
+}
+
+/// The word a sum of money stands for ([`is_sum_of_money`]): "$62k" reads as "amount", so
+/// an intent that names a sum meets the units that set amounts ("> $10,000", "Amount").
+pub const AMOUNT: &str = "amount";
+
+/// A currency sign (`$`, `£`, `€`, `¥`) at byte `i` starting a sum: a number of two or more
+/// digits or one with a thousands or millions suffix ("$14", "$1,200", "£80k", "€1.2M"), not a
+/// placeholder such as a regex group's `$1` or a shell's `${VAR}`.
+fn is_sum_of_money(text: &str, i: usize, c: char, len: usize) -> bool {
+    if !matches!(c, '$' | '£' | '€' | '¥') {
+        return false;
+    }
+    let rest = text.as_bytes().get(i + len..).unwrap_or_default();
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit() || matches!(b, b',' | b'.')).filter(|b| b.is_ascii_digit()).count();
+    let lead = rest.first().is_some_and(|b| b.is_ascii_digit());
+    let suffix = rest.iter().find(|b| !(b.is_ascii_digit() || matches!(b, b',' | b'.'))).is_some_and(|b| matches!(b, b'k' | b'K' | b'm' | b'M'));
+    lead && (digits >= 2 || suffix)
 }
 
 fn char_at(text: &str, i: usize) -> (char, usize) {
@@ -247,6 +269,22 @@ const STOPWORDS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sum_of_money_reads_as_the_word_amount_and_a_placeholder_does_not() {
+        let texts = |t: &str| words(t).into_iter().map(|w| w.text).collect::<Vec<_>>();
+        for t in ["a $62k gap", "over $10,000", "£80k owed", "€1.2M", "only $14 left", "¥5000"] {
+            assert!(texts(t).contains(&AMOUNT.to_string()), "{t:?}: {:?}", texts(t));
+        }
+        // a regex group, a shell variable, a lone sign and a one-digit sum are not sums
+        for t in ["replacement: $1", "${HOME}/x", "costs $ and time", "$5 fee", "$x"] {
+            assert!(!texts(t).contains(&AMOUNT.to_string()), "{t:?}: {:?}", texts(t));
+        }
+        // the implied word takes a position of its own, before the number
+        let w = words("a $62k gap");
+        let (amount, number) = (w.iter().find(|w| w.text == AMOUNT).unwrap(), w.iter().find(|w| w.text == "62k").unwrap());
+        assert!(amount.pos < number.pos, "{w:?}");
+    }
 
     #[test]
     fn characters_count_alike_from_text_and_from_its_bytes() {
