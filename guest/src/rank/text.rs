@@ -41,6 +41,9 @@ pub fn each_word(text: &str, mut f: impl FnMut(&str, bool, u32)) {
             if is_sum_of_money(text, i, c, len) {
                 f(AMOUNT, false, pos);
                 pos = pos.saturating_add(1);
+            } else if is_at_verb(text, i, c) {
+                f(MENTIONED, false, pos);
+                pos = pos.saturating_add(1);
             }
             i += len;
             continue;
@@ -111,6 +114,20 @@ fn is_sum_of_money(text: &str, i: usize, c: char, len: usize) -> bool {
     let lead = rest.first().is_some_and(|b| b.is_ascii_digit());
     let suffix = rest.iter().find(|b| !(b.is_ascii_digit() || matches!(b, b',' | b'.'))).is_some_and(|b| matches!(b, b'k' | b'K' | b'm' | b'M'));
     lead && (digits >= 2 || suffix)
+}
+
+/// The word chat's "@'d" stands for ([`is_at_verb`]).
+pub const MENTIONED: &str = "mentioned";
+
+/// "@'d" (or "@’d") at byte `i`, the chat verb for mentioning someone by handle ("someone
+/// @'d me on a ticket"), which otherwise leaves no word at all: the clitic is dropped.
+fn is_at_verb(text: &str, i: usize, c: char) -> bool {
+    if c != '@' {
+        return false;
+    }
+    let rest = text.get(i + 1..).unwrap_or_default();
+    let after = rest.strip_prefix("'d").or_else(|| rest.strip_prefix("\u{2019}d"));
+    after.is_some_and(|a| !a.chars().next().is_some_and(char::is_alphanumeric))
 }
 
 fn char_at(text: &str, i: usize) -> (char, usize) {
@@ -279,6 +296,12 @@ mod tests {
         // a regex group, a shell variable, a lone sign and a one-digit sum are not sums
         for t in ["replacement: $1", "${HOME}/x", "costs $ and time", "$5 fee", "$x"] {
             assert!(!texts(t).contains(&AMOUNT.to_string()), "{t:?}: {:?}", texts(t));
+        }
+        // chat's "@'d": the handle verb as a word; an address or a handle is not one
+        assert!(texts("someone @'d me on PAP-9").contains(&MENTIONED.to_string()));
+        assert!(texts("someone @\u{2019}d me").contains(&MENTIONED.to_string()));
+        for t in ["mail ops@example.com", "ask @dana", "@'dana"] {
+            assert!(!texts(t).contains(&MENTIONED.to_string()), "{t:?}: {:?}", texts(t));
         }
         // the implied word takes a position of its own, before the number
         let w = words("a $62k gap");
