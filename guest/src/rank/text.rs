@@ -110,10 +110,10 @@ fn is_sum_of_money(text: &str, i: usize, c: char, len: usize) -> bool {
         return false;
     }
     let rest = text.as_bytes().get(i + len..).unwrap_or_default();
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit() || matches!(b, b',' | b'.')).filter(|b| b.is_ascii_digit()).count();
-    let lead = rest.first().is_some_and(|b| b.is_ascii_digit());
-    let suffix = rest.iter().find(|b| !(b.is_ascii_digit() || matches!(b, b',' | b'.'))).is_some_and(|b| matches!(b, b'k' | b'K' | b'm' | b'M'));
-    lead && (digits >= 2 || suffix)
+    let (number, after) = rest.split_at(rest.iter().take_while(|b| b.is_ascii_digit() || matches!(b, b',' | b'.')).count());
+    let digits = number.iter().filter(|b| b.is_ascii_digit()).count();
+    let suffix = after.first().is_some_and(|b| matches!(b, b'k' | b'K' | b'm' | b'M'));
+    number.first().is_some_and(u8::is_ascii_digit) && (digits >= 2 || suffix)
 }
 
 /// The word chat's "@'d" stands for ([`is_at_verb`]).
@@ -297,16 +297,20 @@ mod tests {
         for t in ["replacement: $1", "${HOME}/x", "costs $ and time", "$5 fee", "$x"] {
             assert!(!texts(t).contains(&AMOUNT.to_string()), "{t:?}: {:?}", texts(t));
         }
-        // chat's "@'d": the handle verb as a word; an address or a handle is not one
+        // the implied word takes a position of its own, before the number
+        let w = words("a $62k gap");
+        let (amount, number) = (w.iter().find(|w| w.text == AMOUNT).unwrap(), w.iter().find(|w| w.text == "62k").unwrap());
+        assert!(amount.pos < number.pos, "{w:?}");
+    }
+
+    #[test]
+    fn chats_at_d_reads_as_mentioned_and_an_address_or_handle_does_not() {
+        let texts = |t: &str| words(t).into_iter().map(|w| w.text).collect::<Vec<_>>();
         assert!(texts("someone @'d me on PAP-9").contains(&MENTIONED.to_string()));
         assert!(texts("someone @\u{2019}d me").contains(&MENTIONED.to_string()));
         for t in ["mail ops@example.com", "ask @dana", "@'dana"] {
             assert!(!texts(t).contains(&MENTIONED.to_string()), "{t:?}: {:?}", texts(t));
         }
-        // the implied word takes a position of its own, before the number
-        let w = words("a $62k gap");
-        let (amount, number) = (w.iter().find(|w| w.text == AMOUNT).unwrap(), w.iter().find(|w| w.text == "62k").unwrap());
-        assert!(amount.pos < number.pos, "{w:?}");
     }
 
     #[test]
