@@ -1007,15 +1007,15 @@ enum Unread {
     /// JSON, but not one object (a batch, or a scalar).
     NotOneObject,
     /// An object that gives a field twice: lid's refusal, and the message's `id` (null
-    /// when it has none).
-    Twice(lid_shared::Refusal, Value),
+    /// when it has none). Boxed: the refusal is large beside the other reasons.
+    Twice(Box<lid_shared::Refusal>, Value),
 }
 
 /// One JSON-RPC message, read as lid reads every JSON body ([`lid_shared::json::object`]:
 /// a byte-order mark skipped, each field given once), for `/mcp` and `lid mcp` alike.
 fn read_message(text: &str) -> Result<Value, Unread> {
     lid_shared::json::object(text).map_err(|refusal| match serde_json::from_str::<Value>(lid_shared::json::without_bom(text)) {
-        Ok(v) if v.is_object() => Unread::Twice(refusal, v["id"].clone()),
+        Ok(v) if v.is_object() => Unread::Twice(Box::new(refusal), v["id"].clone()),
         Ok(_) => Unread::NotOneObject,
         Err(e) => Unread::NotJson(e.to_string()),
     })
@@ -1034,7 +1034,7 @@ async fn one_message(req: Request) -> Result<Request, ApiError> {
         Ok(_) => {}
         Err(Unread::NotJson(why)) => return Err(ApiError::invalid_json(why)),
         Err(Unread::NotOneObject) => return Err(ApiError::bad_request("invalid_request", "a JSON-RPC message is one JSON object: lid takes no batches, send each request on its own")),
-        Err(Unread::Twice(refusal, _)) => return Err(refusal.into()),
+        Err(Unread::Twice(refusal, _)) => return Err((*refusal).into()),
     }
     let skip = text.len() - lid_shared::json::without_bom(text).len();
     if skip > 0 {
