@@ -49,7 +49,7 @@ use index::{fuzzy_term, sat, trigrams, Index, Posting, K1};
 /// cache key of precomputed indexes. Bump it whenever rankings can change: the index
 /// layout, the lexicon, the tokenisation or a scorer constant (published manifests are
 /// re-certified through the coverage gate when it changes).
-pub const RANKER_VERSION: &str = "lid-rank-17 (bm25f+surface-forms+sums-of-money+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-18 (bm25f+surface-forms+sums-of-money+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
