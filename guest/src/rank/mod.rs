@@ -13,7 +13,9 @@
 //! Signals, each in [0, 1]:
 //! - *lexical*: BM25F over name / description / trigger intents / keywords /
 //!   body on Porter stems, divided by the score a unit matching every intent
-//!   term would get, so it reads as "how much of the intent the unit covers";
+//!   term would get, so it reads as "how much of the intent the unit covers"
+//!   (words the intent only implies, through a phrase or a relation cue, add to
+//!   the units that have them but are not counted in that whole);
 //!   plus a *phrase* share: adjacent intent words that are adjacent in the unit
 //!   too (unordered pairs, stopwords skipped), a proximity signal;
 //! - *semantic*: soft coverage of the intent's words: each word is matched to a
@@ -411,7 +413,12 @@ impl Ranker {
         for (q, &id) in qwords.iter().zip(&query.exact) {
             let df = id.map(|i| ix.df(i)).unwrap_or(0) as f64;
             let w = idf(nf, df) * (q.count as f64).sqrt() * q.spec * q.weight;
-            lex_norm += w;
+            // a word the intent implies (a phrase's plain word, a relation cue's) adds to
+            // the units that have it and never lowers anyone's coverage: the intent's
+            // whole weight counts only the words it says
+            if q.weight >= 1.0 {
+                lex_norm += w;
+            }
             if let Some(id) = id {
                 for post in ix.postings(id) {
                     if let Some(slot) = lex.get_mut(post.doc as usize) {
@@ -505,7 +512,9 @@ impl Ranker {
             self.word_matches(terms, &mut m, &mut bits, &mut touched);
             let soft_df: f64 = touched.iter().fold(0.0, |s, &d| s + m[d as usize] as f64);
             let u = idf(nf, soft_df) * (q.count as f64).sqrt() * q.spec * q.weight;
-            sem_norm += u;
+            if q.weight >= 1.0 {
+                sem_norm += u;
+            }
             for &d in &touched {
                 let x = std::mem::take(&mut m[d as usize]);
                 if let Some(v) = sem.get_mut(d as usize) {
@@ -1240,6 +1249,24 @@ mod tests {
         let implied: Vec<(&str, f64)> = q.iter().filter(|w| w.weight < 1.0).map(|w| (w.surface.as_str(), w.weight)).collect();
         assert_eq!(implied, [("blocked", 0.5), ("depends", 0.5), ("waiting", 0.5)]);
         assert!(r.query_words("start the review when it is done").iter().all(|w| w.weight == 1.0));
+    }
+
+    #[test]
+    fn implied_words_add_to_units_that_have_them_and_lower_no_one() {
+        let docs = [plain("deploy", "Deploy the service with the release script."), plain("other", "Ports map host to container.")];
+        let r = Ranker::build(&docs);
+        let w = Weights::default();
+        // "until" implies blocked / depends / waiting, which neither unit has: the scores
+        // stay exactly what the intent without the cue gets
+        let plain_intent = r.rank("deploy the service", None, &w);
+        let cued = r.rank("deploy the service until", None, &w);
+        assert!(cued.iter().any(|s| s.name == "deploy" && s.score > 0.0));
+        assert_eq!(cued, plain_intent);
+        // a unit that has an implied word gains from it
+        let docs = [plain("deploy", "Deploy the service with the release script."), plain("blockers", "Deploy the service only when the issue is not blocked.")];
+        let r = Ranker::build(&docs);
+        let blockers = |q: &str| r.rank(q, None, &w).into_iter().find(|s| s.name == "blockers").map(|s| s.score).unwrap_or(0.0);
+        assert!(blockers("deploy the service until") > blockers("deploy the service"));
     }
 
     #[test]
