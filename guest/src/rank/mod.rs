@@ -222,7 +222,13 @@ impl QWord {
     /// A word the intent says itself, in a form of its own: not a joined identifier and
     /// not a word implied by a cue (the words the surface signal reads).
     fn said(&self) -> bool {
-        !self.compound && self.weight >= 1.0
+        !self.compound && !self.implied()
+    }
+
+    /// A word the intent only implies (a phrase's plain word, a relation cue's): it adds to
+    /// the units that have it, and is not counted in the intent's whole weight.
+    fn implied(&self) -> bool {
+        self.weight < 1.0
     }
 }
 
@@ -413,10 +419,9 @@ impl Ranker {
         for (q, &id) in qwords.iter().zip(&query.exact) {
             let df = id.map(|i| ix.df(i)).unwrap_or(0) as f64;
             let w = idf(nf, df) * (q.count as f64).sqrt() * q.spec * q.weight;
-            // a word the intent implies (a phrase's plain word, a relation cue's) adds to
-            // the units that have it and never lowers anyone's coverage: the intent's
-            // whole weight counts only the words it says
-            if q.weight >= 1.0 {
+            // an implied word never lowers anyone's coverage: the intent's whole weight
+            // counts only the words it says
+            if !q.implied() {
                 lex_norm += w;
             }
             if let Some(id) = id {
@@ -512,7 +517,7 @@ impl Ranker {
             self.word_matches(terms, &mut m, &mut bits, &mut touched);
             let soft_df: f64 = touched.iter().fold(0.0, |s, &d| s + m[d as usize] as f64);
             let u = idf(nf, soft_df) * (q.count as f64).sqrt() * q.spec * q.weight;
-            if q.weight >= 1.0 {
+            if !q.implied() {
                 sem_norm += u;
             }
             for &d in &touched {

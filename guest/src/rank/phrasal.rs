@@ -158,6 +158,7 @@ const PHRASES: &[(&str, &[&str])] = &[
     ("fall|fell behind", &["delay", "overdue", "late"]),
     ("slip|slipped through the cracks", &["missed", "overlooked"]),
     ("out of date", &["stale", "outdated"]),
+    // everyday idioms of work, software and contracts, whose plain words documents use
     ("how far along", &["progress"]),
     ("left hanging", &["waiting", "overdue", "unanswered"]),
     ("jump|jumps the line|queue", &["priority", "prioritize"]),
@@ -200,6 +201,7 @@ const PHRASES: &[(&str, &[&str])] = &[
     ("run|runs|ran|running|take|takes|took|taking too long", &["timeout", "duration"]),
     ("used to work", &["regression", "broken"]),
     ("stopped working", &["regression", "broken"]),
+    // where a piece of work stands
     ("up to date", &["current", "sync"]),
     ("in|mid flight", &["progress", "pending"]),
     ("half finished|done", &["progress", "incomplete"]),
