@@ -12,6 +12,8 @@
 //! Env: `LID_PARAMS` (JSON of `rank::Params`), `LID_WEIGHTS` (JSON of `rank::Weights`),
 //! `LID_DUMP` (a file to append every probe's full ranking to, one JSON line each:
 //! `{"id", "agent", "scores": [[unit, score], ...]}`, for comparisons outside lid).
+//! `LID_EXPLAIN` (a probe id: print each intent word's best matches and the top five units'
+//! signals), with `LID_TERMS` also the vocabulary terms each word reaches and their strengths.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -185,13 +187,21 @@ fn main() {
                 let s: Vec<String> = v.iter().take(5).map(|(d, x)| format!("{}={:.2}", names.get(*d).unwrap_or(&"?"), x)).collect();
                 println!("   {w}/{st} u={u:.2}: {}", s.join(" "));
             }
+            if std::env::var_os("LID_TERMS").is_some() {
+                for (w, ts) in r.explain_terms(&p.intent) {
+                    println!("   {w} -> {}", ts.iter().map(|(t, f)| format!("{t}={f:.2}")).collect::<Vec<_>>().join(" "));
+                }
+            }
             for s in ranked.iter().take(5) {
                 println!("   {:<28} {:.3} L{:.2} S{:.2} G{:.2}", s.name, s.score, s.lexical, s.semantic, s.graph);
             }
         }
         if let Some(f) = dump.as_mut() {
             use std::io::Write;
-            let row = serde_json::json!({"id": p.id, "agent": p.agent_id, "scores": ranked.iter().map(|s| (&s.name, s.score)).collect::<Vec<_>>()});
+            let mut row = serde_json::json!({"id": p.id, "agent": p.agent_id, "scores": ranked.iter().map(|s| (&s.name, s.score)).collect::<Vec<_>>()});
+            if std::env::var_os("LID_SIGNALS").is_some() {
+                row["signals"] = serde_json::json!(ranked.iter().map(|s| (&s.name, s.lexical, s.semantic, s.graph, s.surface)).collect::<Vec<_>>());
+            }
             writeln!(f, "{row}").expect("writing LID_DUMP");
         }
         if verbose {

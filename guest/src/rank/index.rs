@@ -21,7 +21,7 @@ pub use super::column::{flat, Column, Flat};
 use super::column::{copy_records, le4};
 use super::lexicon;
 use super::stem::stem;
-use super::text::{each_word, is_stopword, words};
+use super::text::{each_plain_token, each_word, is_stopword, words};
 use super::UnitDoc;
 
 /// FNV-1a: a fast deterministic hasher for the build's lookup tables.
@@ -77,6 +77,20 @@ pub const SURFACE_MIN_UNITS: usize = 50;
 pub fn surface_term(word: &str) -> String {
     format!("={word}")
 }
+
+/// The term under which a token of the plain view is indexed (`lid-rank-19`, in every
+/// corpus): the token behind `~`, which no stem or surface term contains. Its postings
+/// hold plain BM25's term part (`tf (k1 + 1) / (tf + k1 (1 - b + b len / avg_len))`, with
+/// [`PLAIN_K1`], [`PLAIN_B`] and the unit's length in plain tokens), so the ranker's vote
+/// sums `idf × w` ([`super::text::each_plain_token`] says what a token is).
+pub fn plain_term(token: &str) -> String {
+    format!("~{token}")
+}
+
+/// BM25's textbook constants for the plain view: one field (every field of the unit, in
+/// one), so none of the ranker's own field weights.
+pub const PLAIN_K1: f32 = 1.2;
+pub const PLAIN_B: f32 = 0.75;
 
 impl Flat for (u32, f32) {
     const SIZE: usize = 8;
@@ -454,6 +468,9 @@ impl Index {
         // doc's content words; u32::MAX for a compound)
         let mut occ: Vec<Vec<Occurrence>> = Vec::with_capacity(n);
         let mut field_len: Vec<[u32; NF]> = Vec::with_capacity(n);
+        // the plain view: interim term id per token, and each doc's length in tokens
+        let mut plain_ids: FnvMap<String, u32> = FnvMap::default();
+        let mut plain_len: Vec<u32> = Vec::with_capacity(n);
         let mut joinbuf = String::new();
         for u in units {
             let mut lens = [0u32; NF];
@@ -534,9 +551,38 @@ impl Index {
                     o.push((stid, f as u8, sid, compound, at));
                 });
             }
+            // the plain view: every field's tokens as terms of their own (counted like a
+            // joined identifier's whole: no position, no field length, no concepts)
+            let mut plen = 0u32;
+            let texts = [u.name, u.description].into_iter().chain(u.intents.iter().map(String::as_str)).chain(u.keywords.iter().map(String::as_str)).chain([u.body]);
+            for text in texts {
+                each_plain_token(text, |tok| {
+                    let id = match plain_ids.get(tok) {
+                        Some(&x) => x,
+                        None => {
+                            let key = plain_term(tok);
+                            let x = match stem_ids.get(&key) {
+                                Some(&x) => x,
+                                None => {
+                                    let x = stems.len() as u32;
+                                    stem_ids.insert(key.clone(), x);
+                                    stems.push(key);
+                                    x
+                                }
+                            };
+                            plain_ids.insert(tok.to_string(), x);
+                            x
+                        }
+                    };
+                    o.push((id, F_BODY as u8, 0, true, u32::MAX));
+                    plen += 1;
+                });
+            }
             occ.push(o);
             field_len.push(lens);
+            plain_len.push(plen);
         }
+        let plain_avg = if n == 0 { 1.0 } else { (plain_len.iter().map(|&l| l as u64).sum::<u64>() as f32 / n as f32).max(1.0) };
         let mut avg_len = [0f32; NF];
         for f in 0..NF {
             let tot: u64 = field_len.iter().map(|l| l[f] as u64).sum();
@@ -584,7 +630,13 @@ impl Index {
                     k += 1;
                 }
                 at.sort_unstable();
-                let w = pseudo_tf(&counts, &field_len[d], &avg_len);
+                let w = if term_text.get(t as usize).is_some_and(|x| x.starts_with('~')) {
+                    let tf = counts[F_BODY] as f32;
+                    let len = plain_len.get(d).copied().unwrap_or(0) as f32;
+                    tf * (PLAIN_K1 + 1.0) / (tf + PLAIN_K1 * (1.0 - PLAIN_B + PLAIN_B * len / plain_avg))
+                } else {
+                    pseudo_tf(&counts, &field_len[d], &avg_len)
+                };
                 if let (Some(pl), Some(ps)) = (postings.get_mut(t as usize), positions.get_mut(t as usize)) {
                     pl.push(BuildPosting { doc: d as u32, tf: counts, w });
                     ps.push(at);

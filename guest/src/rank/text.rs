@@ -214,6 +214,53 @@ fn split_case(run: &str, cur: &mut String, emit: &mut dyn FnMut(&str)) {
     }
 }
 
+/// Call `f(token)` for every token of the *plain view* of `text` (the ranker's word-for-word
+/// vote, `lid-rank-19`): the text lowercased, cut into runs of ASCII letters, digits and
+/// `_` (so `scrape_interval` stays whole, `one-way` is `one` and `way`, and a non-ASCII
+/// letter ends a token), tokens of two characters or more, minus the short function-word
+/// list [`PLAIN_STOPWORDS`]. No stemming, no joins, no splitting of identifiers: the
+/// view the ranker's own words do not take, and so a second opinion.
+pub fn each_plain_token(text: &str, mut f: impl FnMut(&str)) {
+    let mut cur = String::new();
+    let mut emit = |cur: &mut String| {
+        if cur.len() >= 2 && PLAIN_STOPWORDS.binary_search(&cur.as_str()).is_err() {
+            f(cur);
+        }
+        cur.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii() {
+            let l = c.to_ascii_lowercase();
+            if l.is_ascii_alphanumeric() || l == '_' {
+                cur.push(l);
+            } else {
+                emit(&mut cur);
+            }
+        } else {
+            for l in c.to_lowercase() {
+                if l.is_ascii_alphanumeric() || l == '_' {
+                    cur.push(l);
+                } else {
+                    emit(&mut cur);
+                }
+            }
+        }
+    }
+    emit(&mut cur);
+}
+
+/// The plain view's function words: articles, pronouns, auxiliaries and the commonest
+/// prepositions and question words. Far shorter than [`STOPWORDS`]: words such as
+/// "before", "after", "same", "without" or "up" stay, as they tell instructions apart.
+// Sorted (checked by a test).
+pub const PLAIN_STOPWORDS: &[&str] = &[
+    "about", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "being", "but", "by", "can", "could",
+    "do", "does", "each", "for", "from", "get", "got", "has", "have", "how", "if", "in", "into", "is", "it", "its",
+    "just", "my", "no", "not", "of", "on", "only", "or", "our", "per", "should", "so", "than", "that", "the",
+    "their", "them", "then", "there", "they", "this", "to", "use", "using", "via", "vs", "was", "we", "were", "what",
+    "when", "where", "which", "why", "will", "with", "would",
+];
+
 /// English function words and intent framing words that carry no topic.
 pub fn is_stopword(w: &str) -> bool {
     STOPWORDS.binary_search(&w).is_ok()
@@ -322,6 +369,15 @@ mod tests {
     }
 
     #[test]
+    fn the_plain_view_keeps_identifiers_whole_and_most_small_words() {
+        let mut got = Vec::new();
+        each_plain_token("Don't raise scrape_interval BEFORE the one-way sync of Café v2 x", |t| got.push(t.to_string()));
+        // "don" stays (the list is short), "t" and "x" are too short, "the" and "of" are
+        // function words, a non-ASCII letter ends a token
+        assert_eq!(got, ["don", "raise", "scrape_interval", "before", "one", "way", "sync", "caf", "v2"]);
+    }
+
+    #[test]
     fn the_focus_clause_is_the_last_question_or_the_last_clause() {
         assert_eq!(focus_clause("ACME-412 wants a new banner — which of my reports picks that up?"), Some("which of my reports picks that up?"));
         assert_eq!(focus_clause("Is it safe? The deploy is at 5pm. Nobody reviewed it."), Some("Is it safe?"));
@@ -342,6 +398,7 @@ mod tests {
     #[test]
     fn framing_sorted() {
         assert!(FRAMING.windows(2).all(|w| w[0] < w[1]));
+        assert!(PLAIN_STOPWORDS.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
