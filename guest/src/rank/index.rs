@@ -502,16 +502,7 @@ impl Index {
                     let sid = match surf_ids.get(w) {
                         Some(&id) => id,
                         None => {
-                            let st = stem(w);
-                            let stid = match stem_ids.get(&st) {
-                                Some(&x) => x,
-                                None => {
-                                    let x = stems.len() as u32;
-                                    stem_ids.insert(st.clone(), x);
-                                    stems.push(st);
-                                    x
-                                }
-                            };
+                            let stid = intern(&mut stem_ids, &mut stems, stem(w));
                             let id = surfs.len() as u32;
                             surfs.push((w.to_string(), stid, is_stopword(w), u32::MAX));
                             surf_ids.insert(w.to_string(), id);
@@ -527,16 +518,7 @@ impl Index {
                     if surfaces && !compound {
                         let mut sfid = surfs[sid as usize].3;
                         if sfid == u32::MAX {
-                            let key = surface_term(w);
-                            sfid = match stem_ids.get(&key) {
-                                Some(&x) => x,
-                                None => {
-                                    let x = stems.len() as u32;
-                                    stem_ids.insert(key.clone(), x);
-                                    stems.push(key);
-                                    x
-                                }
-                            };
+                            sfid = intern(&mut stem_ids, &mut stems, surface_term(w));
                             surfs[sid as usize].3 = sfid;
                         }
                         o.push((sfid, f as u8, sid, true, u32::MAX));
@@ -560,16 +542,7 @@ impl Index {
                     let id = match plain_ids.get(tok) {
                         Some(&x) => x,
                         None => {
-                            let key = plain_term(tok);
-                            let x = match stem_ids.get(&key) {
-                                Some(&x) => x,
-                                None => {
-                                    let x = stems.len() as u32;
-                                    stem_ids.insert(key.clone(), x);
-                                    stems.push(key);
-                                    x
-                                }
-                            };
+                            let x = intern(&mut stem_ids, &mut stems, plain_term(tok));
                             plain_ids.insert(tok.to_string(), x);
                             x
                         }
@@ -956,6 +929,17 @@ fn adjacent(x: &[u32], y: &[u32], ends: &[u32; NF], counts: &mut [u16; NF]) {
             }
         }
     }
+}
+
+/// The build's interim id of a term (a stem, a surface or a plain term), added when new.
+fn intern(ids: &mut FnvMap<String, u32>, all: &mut Vec<String>, key: String) -> u32 {
+    if let Some(&x) = ids.get(&key) {
+        return x;
+    }
+    let x = all.len() as u32;
+    ids.insert(key.clone(), x);
+    all.push(key);
+    x
 }
 
 fn pseudo_tf(counts: &[u16; NF], lens: &[u32; NF], avg: &[f32; NF]) -> f32 {
