@@ -32,6 +32,24 @@ export const call = (method, path, body) =>
     req.end(data);
   });
 
+/**
+ * `GET path` without a key, on a connection of its own (as `call` makes): {status, text}. For
+ * routes that answer plain text, such as `wrangler dev --test-scheduled`'s `/__scheduled`:
+ * `fetch` would reuse a kept-alive connection that the server closed while a test ran its
+ * wrangler commands, and fail with "fetch failed" before the request was sent.
+ */
+export const getText = (path) =>
+  new Promise((resolve, reject) => {
+    const req = http.request(base + path, { method: 'GET', agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+
 const wrangler = (args) => execFileSync('npx', ['wrangler', ...args], { cwd: join(here, '..'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /** Run SQL on the local D1; with `json`, the rows of its (last) statement. */

@@ -11,12 +11,12 @@
 //   LID_WORKER_URL=… LID_ADMIN_KEY=… node --test tests/recertify.test.mjs   (cwd: worker/)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, d1, demoBody } from './helpers.mjs';
+import { call, d1, demoBody, getText } from './helpers.mjs';
 
 const { LID_WORKER_URL: base, LID_ADMIN_KEY: admin } = process.env;
 const trigger = async () => {
-  const r = await fetch(`${base}/__scheduled?cron=17+*+*+*+*`);
-  assert.equal(r.status, 200, await r.text());
+  const r = await getText('/__scheduled?cron=17+*+*+*+*');
+  assert.equal(r.status, 200, r.text);
 };
 const recertifications = async (agent) => {
   const r = await call('GET', `/v1/agents/${agent}/service-events`);
