@@ -12,43 +12,37 @@ const here = dirname(fileURLToPath(import.meta.url));
 const { LID_WORKER_URL: base, LID_ADMIN_KEY: admin } = process.env;
 
 /**
- * `method path` with the admin key: {status, body (parsed JSON or null)}. Each call on a
- * connection of its own: the tests pause for seconds between calls (the wrangler
- * commands), and a kept-alive connection the server closed meanwhile would fail the next
- * request before it was sent.
+ * `method path` on a connection of its own, with `headers` and the text `data`:
+ * {status, text}. The tests pause for seconds between calls (the wrangler commands), and
+ * `fetch` would reuse a kept-alive connection the server closed meanwhile, failing the
+ * next request before it was sent ("fetch failed").
  */
-export const call = (method, path, body) =>
+const request = (method, path, headers, data) =>
   new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const headers = { authorization: `Bearer ${admin}`, 'content-type': 'application/json' };
-    if (data !== undefined) headers['content-length'] = Buffer.byteLength(data);
     const req = http.request(base + path, { method, agent: false, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode, body: text ? JSON.parse(text) : null }));
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
-
-/**
- * `GET path` without a key, on a connection of its own (as `call` makes): {status, text}. For
- * routes that answer plain text, such as `wrangler dev --test-scheduled`'s `/__scheduled`:
- * `fetch` would reuse a kept-alive connection that the server closed while a test ran its
- * wrangler commands, and fail with "fetch failed" before the request was sent.
- */
-export const getText = (path) =>
-  new Promise((resolve, reject) => {
-    const req = http.request(base + path, { method: 'GET', agent: false }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c) => (text += c));
       res.on('end', () => resolve({ status: res.statusCode, text }));
     });
     req.on('error', reject);
-    req.end();
+    req.end(data);
   });
+
+/** `method path` with the admin key: {status, body (parsed JSON or null)}. */
+export const call = async (method, path, body) => {
+  const data = body === undefined ? undefined : JSON.stringify(body);
+  const headers = { authorization: `Bearer ${admin}`, 'content-type': 'application/json' };
+  if (data !== undefined) headers['content-length'] = Buffer.byteLength(data);
+  const { status, text } = await request(method, path, headers, data);
+  return { status, body: text ? JSON.parse(text) : null };
+};
+
+/**
+ * `GET path` without a key: {status, text}. For routes that answer plain text, such as
+ * `wrangler dev --test-scheduled`'s `/__scheduled`.
+ */
+export const getText = (path) => request('GET', path, {});
 
 const wrangler = (args) => execFileSync('npx', ['wrangler', ...args], { cwd: join(here, '..'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
