@@ -14,6 +14,8 @@
 //! `{"id", "agent", "scores": [[unit, score], ...]}`, for comparisons outside lid).
 //! `LID_EXPLAIN` (a probe id: print each intent word's best matches and the top five units'
 //! signals), with `LID_TERMS` also the vocabulary terms each word reaches and their strengths.
+//! `LID_SIGNALS` adds each unit's lexical, semantic, graph and surface signals to the
+//! `LID_DUMP` rows (`"signals": [[unit, lexical, semantic, graph, surface], ...]`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

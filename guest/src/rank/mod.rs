@@ -699,10 +699,9 @@ impl Ranker {
         }
         let (mut best, mut first, mut second) = (usize::MAX, 0f64, 0f64);
         for (d, &v) in bm.iter().enumerate() {
-            if v > first || (v == first && v > 0.0 && best != usize::MAX && ix.name_rank.get(d) < ix.name_rank.get(best)) {
-                if best != usize::MAX {
-                    second = max64(second, first);
-                }
+            // a later unit of equal score wins only by name (a score above 0 has a best)
+            if v > first || (v == first && v > 0.0 && ix.name_rank.get(d) < ix.name_rank.get(best)) {
+                second = max64(second, first);
                 best = d;
                 first = v;
             } else if v > second {
