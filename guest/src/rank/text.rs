@@ -228,22 +228,11 @@ pub fn each_plain_token(text: &str, mut f: impl FnMut(&str)) {
         }
         cur.clear();
     };
-    for c in text.chars() {
-        if c.is_ascii() {
-            let l = c.to_ascii_lowercase();
-            if l.is_ascii_alphanumeric() || l == '_' {
-                cur.push(l);
-            } else {
-                emit(&mut cur);
-            }
+    for l in text.chars().flat_map(char::to_lowercase) {
+        if l.is_ascii_alphanumeric() || l == '_' {
+            cur.push(l);
         } else {
-            for l in c.to_lowercase() {
-                if l.is_ascii_alphanumeric() || l == '_' {
-                    cur.push(l);
-                } else {
-                    emit(&mut cur);
-                }
-            }
+            emit(&mut cur);
         }
     }
     emit(&mut cur);
