@@ -40,7 +40,15 @@ pub fn classify(what: &str, input: &str, e: serde_json::Error, reread: Reread<'_
             // Well-formed JSON the typed reader refused where it peeked (an enum given a number).
             Category::Syntax => {
                 let path = locate(input, offset(input, &e).saturating_sub(1), Mode::Peeked);
-                Problem::Shape(format!("{} does not have an accepted type or value", subject(what, &path)))
+                // A string escaping half of a UTF-16 pair (`"\ud800"`) is well-formed JSON
+                // that no Rust string can hold (serde_json: "lone leading surrogate in hex
+                // escape", or "unexpected end of hex escape" when no second half follows).
+                let m = message(&e);
+                if m.contains("surrogate") || m.contains("hex escape") {
+                    Problem::Shape(format!("{} is not valid Unicode text: it escapes half of a UTF-16 surrogate pair (\\uD800 to \\uDFFF alone); send the text as UTF-8, or escape both halves of the pair", subject(what, &path)))
+                } else {
+                    Problem::Shape(format!("{} does not have an accepted type or value", subject(what, &path)))
+                }
             }
             Category::Io | Category::Eof => Problem::Syntax(e),
         },
@@ -469,6 +477,11 @@ mod tests {
         assert_eq!(shape(r#"{"max_chunks": -1}"#), "`max_chunks` in the test request must be a whole number from 0 to 4294967295, not -1");
         assert_eq!(shape(r#"{"mode": "loud"}"#), "`mode` in the test request must be \"data\" or \"persona\", not \"loud\"");
         assert_eq!(shape(r#"{"mode": 3}"#), "`mode` in the test request does not have an accepted type or value");
+        let lone = "is not valid Unicode text: it escapes half of a UTF-16 surrogate pair (\\uD800 to \\uDFFF alone); send the text as UTF-8, or escape both halves of the pair";
+        assert_eq!(shape(r#"{"intent": "a\ud800b"}"#), format!("`intent` in the test request {lone}"));
+        assert_eq!(shape(r#"{"list": [{"name": "\udc00"}]}"#), format!("`list[0].name` in the test request {lone}"));
+        // a whole pair is one character, and reads
+        assert!(serde_json::from_str::<String>(r#""\ud83d\ude00""#).is_ok());
         assert_eq!(shape(r#"{"list": [{"on": true}]}"#), "`list[0].name` in the test request is required");
         assert_eq!(shape(r#"{"inner": {}}"#), "`inner.name` in the test request is required");
         assert!(shape(r#"{"intent": "x", "max_chunk": 3}"#).starts_with("the test request has an unknown field \"max_chunk\": expected one of \"intent\", \"max_chunks\""));

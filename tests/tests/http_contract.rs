@@ -458,6 +458,10 @@ fn recall_answers_audits_and_takes_feedback_once() {
     assert_eq!((missing.status, missing.code().as_str()), (400, "intent_required"));
     let bad = c().req("POST", &path, Some(&key), Some("[1,2"));
     assert_eq!((bad.status, bad.code().as_str()), (400, "invalid_json"));
+    // well-formed JSON no string can hold: half of a UTF-16 surrogate pair, said as such
+    let lone = c().req("POST", &path, Some(&key), Some(r#"{"intent": "roll back \ud800 now"}"#));
+    assert_eq!((lone.status, lone.code().as_str()), (400, "invalid_request"), "{}", lone.body);
+    assert!(lone.json()["error"]["message"].as_str().unwrap().contains("`intent` in the recall request is not valid Unicode text"), "{}", lone.body);
     let nf = c().post("/v1/agents/nobody-here/recall-instruction", admin(), &json!({"intent": "x"}));
     assert_eq!((nf.status, nf.code().as_str()), (404, "manifest_not_found"));
 
