@@ -259,13 +259,44 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let app = crate::http::router(svc, Duration::from_secs(args.body_timeout_secs));
-        axum::serve(listener, app).with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+        axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+        tracing::info!("stopped: every request accepted before the signal was answered");
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(0)
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM (what a supervisor, systemd or a container
+/// runtime sends to stop a service): the server then stops accepting connections and
+/// answers every request it has already accepted before it exits with status 0. Each
+/// recall's audit row is committed before its answer, so a drained server has written
+/// every row it owes.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+        "SIGINT"
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            // no handler to install: only SIGINT stops the server gracefully
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await
+            }
+        }
+        "SIGTERM"
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<&str>();
+    let signal = tokio::select! {
+        s = interrupt => s,
+        s = terminate => s,
+    };
+    tracing::info!(signal, "shutting down: no new connections; answering the requests in flight");
 }
 
 /// What `--demo` set up: the agent, its two keys, a signed trigger (none with an Ed25519

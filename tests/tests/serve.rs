@@ -986,3 +986,46 @@ fn the_org_key_rotates_and_a_running_service_follows() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("once errors double"), "{}", r.body);
 }
+
+/// SIGTERM (a supervisor's stop) drains the server: a request whose body is still arriving
+/// when the signal comes is answered, new connections are refused, and the process exits
+/// with status 0, not killed by the signal.
+#[cfg(unix)]
+#[test]
+fn sigterm_answers_the_request_in_flight_and_exits_cleanly() {
+    use std::io::{Read, Write};
+    let (mut server, admin) = fresh("sigterm", &[]);
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let body = r#"{"intent": "production is broken after the deploy"}"#;
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let head = format!(
+        "POST /v1/agents/nobody-here/recall-instruction HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {admin}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).unwrap();
+    conn.write_all(&body.as_bytes()[..10]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = server.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // still running: it waits for the request it accepted
+    assert!(server.child.try_wait().unwrap().is_none(), "lid serve exited with a request in flight");
+    conn.write_all(&body.as_bytes()[10..]).unwrap();
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    assert!(answer.contains("\"code\":\"manifest_not_found\""), "{answer}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "lid serve did not exit after SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit status {status:?} (killed by the signal?)");
+    assert!(std::net::TcpStream::connect(&addr).is_err(), "still accepting connections");
+    let log = server.log_text();
+    assert!(log.contains("shutting down") && log.contains("SIGTERM"), "{log}");
+}
