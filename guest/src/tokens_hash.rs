@@ -77,8 +77,86 @@ pub fn tag(h: u32) -> u32 {
 }
 
 /// The slot for the token of rank `index` and hash `h`.
-#[allow(dead_code)] // build.rs lays the table out with it
+#[allow(dead_code)] // only `layout` uses it: build.rs, the edge builds and tests
 #[inline]
 pub fn slot(h: u32, index: u32) -> u32 {
     tag(h) | (index + 1)
+}
+
+/// The whole rank table (`cl100k.bin`, laid out as `build.rs` describes) from its compact
+/// form: `lens[r]` is the length of the token of rank `r`, and `bytes` every token's bytes
+/// in rank order. `build.rs` writes the table it ships in the component with this, and the
+/// edge builds (the worker and the browser preview, which ship only the compact form, a
+/// the bytes and lengths are less than half of the table's gzip size:
+/// see `tokens::table`) unpack it with it on first use:
+/// one layout, so both tables are byte-identical (tested). Input that is not a table's
+/// (too many ranks, short bytes) gives what it gives, never a panic.
+#[allow(dead_code)] // build.rs, the edge builds (`tokens::table`) and tests
+pub fn layout(lens: &[u8], bytes: &[u8]) -> Vec<u8> {
+    const SINGLE: usize = 1;
+    const PAIRS: usize = SINGLE + 256;
+    const SLOTS_AT: usize = PAIRS + (1 << 16);
+    const OFFSETS: usize = SLOTS_AT + SLOTS;
+    let r = lens.len().min((1 << INDEX_BITS) - 1);
+    let total = lens[..r].iter().map(|&n| n as usize).sum::<usize>().min(bytes.len());
+    let words = OFFSETS + r + 1;
+    // One zeroed buffer written in place (an empty slot or pair is 0): no second copy.
+    let mut blob = vec![0u8; words * 4 + total];
+    let put = |blob: &mut [u8], word: usize, v: u32| {
+        if let Some(w) = blob.get_mut(word * 4..word * 4 + 4) {
+            w.copy_from_slice(&v.to_le_bytes());
+        }
+    };
+    let get = |blob: &[u8], word: usize| match blob.get(word * 4..word * 4 + 4) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+        _ => 0,
+    };
+    put(&mut blob, 0, r as u32);
+    for b in 0..256 {
+        put(&mut blob, SINGLE + b, u32::MAX);
+    }
+    let mut at = 0usize;
+    for (rank, &n) in lens[..r].iter().enumerate() {
+        let end = (at + n as usize).min(total);
+        put(&mut blob, OFFSETS + rank, at as u32);
+        let t = bytes.get(at..end).unwrap_or(&[]);
+        match t {
+            [b] => put(&mut blob, SINGLE + *b as usize, rank as u32),
+            // Every two-byte token by its bytes (the first pair lookups of a merge are all
+            // of two bytes: one load each instead of a hash probe); the slots hold the
+            // longer tokens.
+            [a, b] => put(&mut blob, PAIRS + ((*a as usize) << 8 | *b as usize), rank as u32 + 1),
+            _ if t.len() > 2 => {
+                let h = hash(t);
+                let mut s = home(h);
+                // fewer tokens than slots: a free slot is always found
+                for _ in 0..SLOTS {
+                    if get(&blob, SLOTS_AT + s) == 0 {
+                        put(&mut blob, SLOTS_AT + s, slot(h, rank as u32));
+                        break;
+                    }
+                    s = (s + 1) & (SLOTS - 1);
+                }
+            }
+            _ => {}
+        }
+        at = end;
+    }
+    put(&mut blob, OFFSETS + r, at as u32);
+    if let (Some(dst), Some(src)) = (blob.get_mut(words * 4..), bytes.get(..total)) {
+        dst.copy_from_slice(src);
+    }
+    blob
+}
+
+/// Splits the compact form `[r: u32 LE][lens: r bytes][bytes]` into `(lens, bytes)`.
+#[allow(dead_code)] // the edge builds (`tokens::table`) and tests
+pub fn compact_parts(compact: &[u8]) -> (&[u8], &[u8]) {
+    let r = match compact.get(..4) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]) as usize,
+        _ => 0,
+    };
+    let lens = compact.get(4..4 + r).unwrap_or(&[]);
+    let bytes = compact.get(4 + lens.len()..).unwrap_or(&[]);
+    (lens, bytes)
 }

@@ -6,7 +6,9 @@
 // request pays for compiling the whole fetch path (request conversion, router, handler,
 // JSON, response building): ≈ 10 ms under `wrangler dev` here (README "Worker figures").
 // The warm-up sends one GET /healthz through the real Rust fetch handler with an empty env
-// (the route reads no binding: no I/O, no clock, no randomness) and drops the answer.
+// (the route reads no binding: no I/O, no clock, no randomness) and drops the answer. The
+// route also warms the engine, which in this build lays out the cl100k table from the
+// compact form the bundle ships (lid-core `tokens::table`), so no request pays for it.
 // workerd forbids constructing a `Response` at global scope, so for the duration of this
 // synchronous warm-up `Response` is a plain stand-in and is restored before any request
 // can arrive (the handler's promise settles in this module's evaluation microtasks).

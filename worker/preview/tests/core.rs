@@ -35,6 +35,19 @@ fn cl100k_counts_match_tiktoken() {
     assert_eq!(lid_preview::count_tokens("hello world"), 2);
     assert_eq!(lid_preview::count_tokens(""), 0);
     assert_eq!(lid_preview::count_tokens("Lazy Instruction Discovery"), 3);
+    // Longer text reaches the hash slots of the table this build lays out from its compact
+    // form on the first count (lid-core `tokens::table`): tiktoken's counts of the demo units.
+    for (text, want) in [
+        (include_str!("../../../examples/demo-agent/units/ground-rules.md"), 53),
+        (include_str!("../../../examples/demo-agent/units/release-checklist.md"), 128),
+        (include_str!("../../../examples/demo-agent/units/rollback-procedure.md"), 111),
+        (include_str!("../../../examples/demo-agent/units/code-review.md"), 105),
+        (include_str!("../../../examples/demo-agent/units/triage-incoming.md"), 147),
+        (include_str!("../../../examples/demo-agent/units/writing-status-updates.md"), 76),
+        (include_str!("../../../examples/demo-agent/units/dependency-upgrades.md"), 68),
+    ] {
+        assert_eq!(lid_preview::count_tokens(text), want, "{}", &text[..text.len().min(40)]);
+    }
 }
 
 #[wasm_bindgen_test]
