@@ -59,10 +59,7 @@ fn main() {
     // (`tokens::table`), with the same `tokens_hash::layout` as here.
     let lens: Vec<u8> = tokens.iter().map(|t| u8::try_from(t.len()).expect("no cl100k token is 256 bytes or longer")).collect();
     let bytes: Vec<u8> = tokens.concat();
-    let mut compact = (r as u32).to_le_bytes().to_vec();
-    compact.extend_from_slice(&lens);
-    compact.extend_from_slice(&bytes);
-    std::fs::write(out.join("cl100k-compact.bin"), &compact).expect("write cl100k-compact.bin");
+    std::fs::write(out.join("cl100k-compact.bin"), tokens_hash::compact(&lens, &bytes)).expect("write cl100k-compact.bin");
     let blob = tokens_hash::layout(&lens, &bytes);
     std::fs::write(out.join("cl100k.bin"), blob).expect("write cl100k.bin");
 

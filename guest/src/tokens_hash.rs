@@ -85,12 +85,11 @@ pub fn slot(h: u32, index: u32) -> u32 {
 
 /// The whole rank table (`cl100k.bin`, laid out as `build.rs` describes) from its compact
 /// form: `lens[r]` is the length of the token of rank `r`, and `bytes` every token's bytes
-/// in rank order. `build.rs` writes the table it ships in the component with this, and the
-/// edge builds (the worker and the browser preview, which ship only the compact form, a
-/// the bytes and lengths are less than half of the table's gzip size:
-/// see `tokens::table`) unpack it with it on first use:
-/// one layout, so both tables are byte-identical (tested). Input that is not a table's
-/// (too many ranks, short bytes) gives what it gives, never a panic.
+/// in rank order. `build.rs` lays out the table the component ships with it, and the edge
+/// builds (the worker and the browser preview), which ship only the compact form, lay out
+/// theirs with it on first use (`tokens::table`): one layout, so both tables are
+/// byte-identical (tested). Input that is not a table's (too many ranks, short bytes)
+/// gives what it gives, never a panic.
 #[allow(dead_code)] // build.rs, the edge builds (`tokens::table`) and tests
 pub fn layout(lens: &[u8], bytes: &[u8]) -> Vec<u8> {
     const SINGLE: usize = 1;
@@ -149,7 +148,18 @@ pub fn layout(lens: &[u8], bytes: &[u8]) -> Vec<u8> {
     blob
 }
 
-/// Splits the compact form `[r: u32 LE][lens: r bytes][bytes]` into `(lens, bytes)`.
+/// The compact form `[r: u32 LE][lens: r bytes][bytes]` of `r` tokens (`build.rs` writes
+/// it; [`compact_parts`] reads it).
+#[allow(dead_code)] // build.rs
+pub fn compact(lens: &[u8], bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + lens.len() + bytes.len());
+    out.extend_from_slice(&(lens.len() as u32).to_le_bytes());
+    out.extend_from_slice(lens);
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// Splits the compact form ([`compact`]) into `(lens, bytes)`.
 #[allow(dead_code)] // the edge builds (`tokens::table`) and tests
 pub fn compact_parts(compact: &[u8]) -> (&[u8], &[u8]) {
     let r = match compact.get(..4) {

@@ -140,7 +140,9 @@ async fn json_body(req: &mut Request) -> ApiResult<Value> {
 async fn healthz(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
     // The engine's lazily built state (the cl100k table, laid out from its compact form in
     // this build) is ready when the worker says it is: `entry.mjs` sends this at start-up.
-    lid_core::api::warm();
+    // Once per isolate, so later health checks do no engine work.
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(lid_core::api::warm);
     Response::from_json(&json!({"status": "ok", "engine": service::info()}))
 }
 
