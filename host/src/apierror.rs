@@ -4,53 +4,18 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::db::DbError;
 use crate::engine::EngineFailure;
 
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{code}: {message}")]
-pub struct ApiError {
-    pub status: u16,
-    pub code: String,
-    pub message: String,
-    /// Boxed: an error stays small, so every `Result` carrying one does too.
-    pub details: Box<Value>,
-}
-
-impl From<lid_shared::Refusal> for ApiError {
-    fn from(r: lid_shared::Refusal) -> Self {
-        ApiError::new(r.status, &r.code, r.message).with_details(*r.details)
-    }
-}
+lid_shared::host_error!(
+    /// An error of `lid serve` (and the CLI commands that share its paths): a
+    /// [`lid_shared::Refusal`], answered as an axum response.
+    ApiError
+);
 
 impl ApiError {
-    pub fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
-        ApiError { status, code: code.to_string(), message: message.into(), details: Box::default() }
-    }
-
-    pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Box::new(details);
-        self
-    }
-
-    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
-        Self::new(400, code, message)
-    }
-
-    pub fn invalid_json(e: impl std::fmt::Display) -> Self {
-        lid_shared::Refusal::invalid_json(e).into()
-    }
-
-    pub fn scope_denied(agent: &str) -> Self {
-        lid_shared::access::scope_denied(agent).into()
-    }
-
-    pub fn manifest_not_found(agent: &str) -> Self {
-        lid_shared::Refusal::manifest_not_found(agent).into()
-    }
-
     /// A storage failure outside the recall path.
     pub fn storage(e: DbError) -> Self {
         if let DbError::OrgKeyMismatch(m) = e {
@@ -106,14 +71,11 @@ impl ApiError {
         }
     }
 
-    pub fn body(&self) -> Value {
-        lid_shared::error_body(self.status, &self.code, &self.message, &self.details)
-    }
 }
 
 impl From<EngineFailure> for ApiError {
     fn from(f: EngineFailure) -> Self {
-        ApiError { status: f.status, code: f.code, message: f.message, details: f.details }
+        ApiError(lid_shared::Refusal { status: f.status, code: f.code.into(), message: f.message, details: f.details })
     }
 }
 

@@ -268,7 +268,7 @@ fn upstream_error(status: u16, body: &str) -> ApiError {
                 .as_u64()
                 .and_then(|s| u16::try_from(s).ok())
                 .unwrap_or(status),
-            code,
+            code.to_string(),
             message,
         )
         .with_details(e["details"].clone()),
@@ -1255,7 +1255,7 @@ mod tests {
         // a parameter given twice is refused, as the REST routes refuse it, not resolved
         for twice in ["lid://agents/a/boot-stub?profile=generic&profile=openai-assistants", "lid://agents/a/boot-context?format=json&format=markdown"] {
             let e = parse_uri(twice).unwrap_err();
-            assert_eq!((e.status, e.code.as_str()), (400, "invalid_request"), "{twice}");
+            assert_eq!((e.status, &*e.code), (400, "invalid_request"), "{twice}");
             assert!(e.message.contains("given twice"), "{}", e.message);
         }
     }
@@ -1359,13 +1359,13 @@ mod tests {
             ErrorCode::INTERNAL_ERROR
         );
         let u = upstream_error(418, "<html>teapot</html>");
-        assert_eq!((u.status, u.code.as_str()), (502, "upstream_error"));
+        assert_eq!((u.status, &*u.code), (502, "upstream_error"));
         let u = upstream_error(
             404,
             r#"{"error":{"code":"manifest_not_found","status":404,"message":"m","details":null}}"#,
         );
         assert_eq!(
-            (u.status, u.code.as_str(), u.message.as_str()),
+            (u.status, &*u.code, u.message.as_str()),
             (404, "manifest_not_found", "m")
         );
     }

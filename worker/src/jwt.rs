@@ -236,7 +236,7 @@ mod tests {
 
     fn code_and_message(r: Result<Trigger, ApiError>) -> (u16, String, String) {
         let e = r.expect_err("the trigger must be refused");
-        (e.status, e.code, e.message)
+        (e.0.status, e.0.code.into_owned(), e.0.message)
     }
 
     #[test]
@@ -384,7 +384,7 @@ mod tests {
         assert!(both.verify(&eddsa(&signer, CLAIMS), "a", 900).is_ok());
         for bad in ["not base64!", &b64(&[1u8; 31]), &b64(&[1u8; 33]), &format!("{x}=")] {
             let e = TriggerKey::from_config(Some("s"), Some(bad)).unwrap_err();
-            assert_eq!((e.status, e.code.as_str()), (503, "heartbeat_not_configured"), "{bad}");
+            assert_eq!((e.status, &*e.code), (503, "heartbeat_not_configured"), "{bad}");
             assert!(e.message.contains("LID_HEARTBEAT_PUBLIC_KEY"), "{}", e.message);
         }
         // 32 bytes that are not a point of the curve (y = 2 has no x).

@@ -115,8 +115,8 @@ impl Service {
                     r.error.as_ref().map(Value::to_string)
                 ],
             );
-            stmts.push(ins.map_err(|e| e.message)?);
-            stmts.push(meta.map_err(|e| e.message)?);
+            stmts.push(ins.map_err(|e| e.0.message)?);
+            stmts.push(meta.map_err(|e| e.0.message)?);
         }
         if stmts.is_empty() {
             return Ok(());
@@ -431,7 +431,7 @@ impl Service {
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})]).await?;
         // (the org key's refusals keep their code: they say what to fix, and nothing is unreadable)
         let keep = ["recall_backend_unavailable", lid_shared::attest::ORG_KEY_MISMATCH, lid_shared::attest::ORG_KEY_MISSING];
-        let current = self.store.writable_snapshot(agent).await.map_err(|e| if keep.contains(&&*e.code) { e } else { ApiError::backend(e.message) })?;
+        let current = self.store.writable_snapshot(agent).await.map_err(|e| if keep.contains(&&*e.code) { e } else { ApiError::backend(e.0.message) })?;
         let deployment = self.write_deployment(agent, current.as_deref().map(|s| current_of(s).0), body).await?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));

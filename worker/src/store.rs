@@ -509,7 +509,7 @@ impl Store {
             .into_iter()
             .collect();
         let chains: HashMap<&str, Option<&str>> = ledger.iter().map(|r| (r.uri.as_str(), r.attestation_chain.as_deref())).collect();
-        let packs = self.current_packs(agent).await.map_err(|e| ApiError::backend(e.message))?;
+        let packs = self.current_packs(agent).await.map_err(|e| ApiError::backend(e.0.message))?;
         let mut wanted: Vec<(String, String)> = Vec::new(); // (unit key, uri)
         let mut stored = Vec::new();
         for p in &packs {
@@ -676,7 +676,7 @@ impl Store {
 
     /// The agent's current snapshot, `None` when it has no manifest.
     pub async fn snapshot(&self, agent: &str) -> ApiResult<Option<Rc<Snapshot>>> {
-        let head = self.head(agent).await.map_err(|e| ApiError::backend(e.message))?;
+        let head = self.head(agent).await.map_err(|e| ApiError::backend(e.0.message))?;
         self.snapshot_at(agent, head).await
     }
 
@@ -699,13 +699,13 @@ impl Store {
         let row: Row = self
             .first("SELECT version, fact_uri, token_count, created_at FROM instruction_manifests WHERE id = ?1", args![manifest_id])
             .await
-            .map_err(|e| ApiError::backend(e.message))?
+            .map_err(|e| ApiError::backend(e.0.message))?
             .ok_or_else(|| ApiError::backend("the manifest row vanished while reading it"))?;
         // The store's org key checked (once per isolate), and a database from before
         // attestation: its facts are signed first (once).
         self.settle_key().await?;
         self.adopt().await?;
-        let ledger = self.ledger(agent).await.map_err(|e| ApiError::backend(e.message))?;
+        let ledger = self.ledger(agent).await.map_err(|e| ApiError::backend(e.0.message))?;
         let manifest_row = ledger.iter().find(|r| r.uri == row.fact_uri);
         if let Some(reason) = manifest_row.and_then(|r| r.quarantine_reason.as_deref()) {
             return Err(lid_shared::attest::manifest_unattested(agent, &row.fact_uri, reason).into());
@@ -734,7 +734,7 @@ impl Store {
         let lift: Vec<Unit> = self
             .all("SELECT unit FROM coverage_reports WHERE agent_id = ?1 AND manifest_version = ?2 AND hit_at_10 < 0.4 ORDER BY unit", args![agent, row.version])
             .await
-            .map_err(|e| ApiError::backend(e.message))?;
+            .map_err(|e| ApiError::backend(e.0.message))?;
         let snap = Rc::new(Snapshot {
             agent_id: agent.to_string(),
             manifest_id,

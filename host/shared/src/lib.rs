@@ -84,6 +84,73 @@ impl Refusal {
         self.details = Box::new(details);
         self
     }
+
+    /// The error body (README "Errors").
+    pub fn body(&self) -> serde_json::Value {
+        error_body(self.status, &self.code, &self.message, &self.details)
+    }
+}
+
+/// Declares a host's error type: a newtype around [`Refusal`] that dereferences to it,
+/// with the constructors both hosts share. A newtype rather than the refusal itself,
+/// because each host implements its framework's response conversion for it, which the
+/// orphan rule forbids on a type of this crate. The host adds its own constructors (its
+/// storage and engine failures) and that conversion.
+#[macro_export]
+macro_rules! host_error {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name(pub $crate::Refusal);
+
+        impl ::std::ops::Deref for $name {
+            type Target = $crate::Refusal;
+            fn deref(&self) -> &$crate::Refusal {
+                &self.0
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl ::std::error::Error for $name {}
+
+        impl ::std::convert::From<$crate::Refusal> for $name {
+            fn from(r: $crate::Refusal) -> Self {
+                $name(r)
+            }
+        }
+
+        impl $name {
+            pub fn new(status: u16, code: impl ::std::convert::Into<::std::borrow::Cow<'static, str>>, message: impl ::std::convert::Into<String>) -> Self {
+                $name($crate::Refusal::new(status, code, message))
+            }
+
+            pub fn with_details(self, details: ::serde_json::Value) -> Self {
+                $name(self.0.with_details(details))
+            }
+
+            /// A 400 with `code`.
+            pub fn bad_request(code: impl ::std::convert::Into<::std::borrow::Cow<'static, str>>, message: impl ::std::convert::Into<String>) -> Self {
+                Self::new(400, code, message)
+            }
+
+            pub fn invalid_json(e: impl ::std::fmt::Display) -> Self {
+                $name($crate::Refusal::invalid_json(e))
+            }
+
+            pub fn scope_denied(agent: &str) -> Self {
+                $name($crate::access::scope_denied(agent))
+            }
+
+            pub fn manifest_not_found(agent: &str) -> Self {
+                $name($crate::Refusal::manifest_not_found(agent))
+            }
+        }
+    };
 }
 
 /// The headers of `GET …/boot-stub` (§21.8.1): `X-Stub-Version`, `X-Manifest-Version` and
@@ -96,7 +163,7 @@ pub fn boot_stub_headers(body: &str, manifest_version: String, tokens: i64, stub
     [("x-stub-version", stub_version.to_string()), ("x-manifest-version", manifest_version), ("x-token-count", tokens.to_string()), ("etag", etag)]
 }
 
-/// The error body both hosts answer with (README "Errors").
+/// The error body both hosts answer with (README "Errors"); [`Refusal::body`].
 pub fn error_body(status: u16, code: &str, message: &str, details: &serde_json::Value) -> serde_json::Value {
     serde_json::json!({"error": {"code": code, "status": status, "message": message, "details": details}})
 }
