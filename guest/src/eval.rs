@@ -93,9 +93,16 @@ impl ProbeResult {
         self.ranked.first().map(|r| r.1).filter(|s| s.is_finite()).unwrap_or(0.0)
     }
 
-    /// 1-based rank of a unit, if ranked.
+    /// The units the intent retrieved, best first: those with a score above 0. A unit that
+    /// shares nothing with the intent scores 0 and is not retrieved, wherever the tie-break
+    /// by name puts it (so a probe whose intent matches nothing is a miss, never a hit).
+    fn retrieved(&self) -> impl Iterator<Item = &(String, f64)> {
+        self.ranked.iter().take_while(|r| r.1 > 0.0)
+    }
+
+    /// 1-based rank of a unit, if retrieved.
     fn rank_of(&self, name: &str) -> Option<usize> {
-        self.ranked.iter().position(|r| r.0 == name).map(|i| i + 1)
+        self.retrieved().position(|r| r.0 == name).map(|i| i + 1)
     }
 
     fn all_within(&self, k: usize) -> bool {
@@ -103,7 +110,7 @@ impl ProbeResult {
     }
 
     fn hit_at_1(&self) -> bool {
-        self.ranked.first().is_some_and(|t| self.required_units.contains(&t.0))
+        self.retrieved().next().is_some_and(|t| self.required_units.contains(&t.0))
     }
 
     /// The probe as a [`Miss`], when it is one.
@@ -248,7 +255,7 @@ pub fn metrics(results: &[&ProbeResult]) -> Metrics {
     let outcomes: Vec<crate::audit::ProbeOutcome> = results
         .iter()
         .filter(|r| r.is_positive())
-        .map(|r| crate::audit::ProbeOutcome { probe_id: r.id.clone(), required_units: r.required_units.clone(), ranked: r.ranked.iter().map(|u| u.0.clone()).collect(), k: r.k })
+        .map(|r| crate::audit::ProbeOutcome { probe_id: r.id.clone(), required_units: r.required_units.clone(), ranked: r.retrieved().map(|u| u.0.clone()).collect(), k: r.k })
         .collect();
     let probe_set = crate::audit::probe_metrics(&outcomes);
     m.probe_coverage_at_k = probe_set.coverage_at_k.unwrap_or(0.0);
@@ -384,6 +391,20 @@ mod tests {
         assert_eq!(t.lines().count(), 3, "{t}");
         assert!(t.lines().next().is_some_and(|l| l.starts_with("miss@1 p2") && l.contains("top x (0.800)") && l.contains("required y@2") && l.ends_with("| intent of p2")), "{t}");
         assert!(t.contains("miss@3 p3") && t.contains("required x@1 z@4") && t.contains("miss@1,3 p4") && t.contains("required q@-"), "{t}");
+    }
+
+    #[test]
+    fn units_that_score_zero_are_not_retrieved() {
+        // an intent that matches nothing: every unit at 0, in name order
+        let nothing = pr("p1", "a", &["a-unit"], false, &[("a-unit", 0.0), ("b-unit", 0.0)]);
+        // the required unit after the last unit with a score
+        let after = pr("p2", "a", &["c"], false, &[("x", 0.4), ("c", 0.0)]);
+        let r = evaluate(&[nothing, after]);
+        let o = &r.overall;
+        assert_eq!((o.hit_at_1, o.hit_at_3, o.hit_at_10, o.mrr), (0.0, 0.0, 0.0, 0.0));
+        assert_eq!((o.probe_coverage_at_k, o.probe_hit_at_k), (0.0, 0.0));
+        assert_eq!(r.misses[0].required, vec![("a-unit".to_string(), None)]);
+        assert_eq!(r.misses[1].required, vec![("c".to_string(), None)]);
     }
 
     #[test]

@@ -501,6 +501,24 @@ fn engine_ok(r: Result<String, EngineFailure>) -> Result<Value> {
     serde_json::from_str(&s).context("engine returned invalid JSON")
 }
 
+/// The engine's refusal of a list read from a file, one item a line: an item it names by
+/// its index (`` `[3].k` … ``) is named by the file and line it came from instead (`lines`
+/// holds each item's 1-based line).
+fn at_line(mut f: EngineFailure, file: &Path, lines: &[usize]) -> EngineFailure {
+    let found = f.message.find("`[").and_then(|at| {
+        let rest = &f.message[at + 2..];
+        let end = rest.find(']')?;
+        Some((at, end, rest[..end].parse::<usize>().ok()?))
+    });
+    if let Some((at, end, line)) = found.and_then(|(at, end, i)| Some((at, end, *lines.get(i)?))) {
+        // `[3].k` becomes `k`, and the message starts with where it is
+        let field = f.message[at + 2 + end + 1..].trim_start_matches('.').to_string();
+        let head = f.message[..at].trim_start_matches("invalid request: ").to_string();
+        f.message = format!("{}:{line}: {head}`{field}", file.display());
+    }
+    f
+}
+
 /// The JSON in a file the user gave (`what` names it, with a line of it if need be):
 /// `invalid_json` with the line and column when it is not JSON, as for a request body.
 pub fn json_of_file(what: &str, text: &str) -> Result<Value> {
@@ -949,7 +967,8 @@ fn run(cli: &Cli) -> Result<i32> {
         }
         Command::Audit { command: AuditCommand::Report { agent, db, file, k, days } } => {
             let since = crate::db::now_ms() - *days as i64 * 24 * 3600 * 1000;
-            let recs: Vec<Value> = match (file, agent) {
+            // the records, and for a file each one's line
+            let (recs, lines): (Vec<Value>, Vec<usize>) = match (file, agent) {
                 (Some(file), _) => {
                     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
                     let mut recs = Vec::new();
@@ -957,20 +976,25 @@ fn run(cli: &Cli) -> Result<i32> {
                         let rec = serde_json::from_str::<Value>(line).with_context(|| format!("{}:{}: not a JSON audit record", file.display(), i + 1))?;
                         // the window, as the database's rows are chosen (`created_at`, Unix ms)
                         if rec["created_at"].as_i64().is_none_or(|t| t >= since) {
-                            recs.push(rec);
+                            recs.push((rec, i + 1));
                         }
                     }
-                    recs
+                    recs.into_iter().unzip()
                 }
                 (None, Some(agent)) => {
                     lid_shared::ids::check_agent_id(agent).map_err(|r| anyhow::Error::new(crate::apierror::ApiError::from(r)))?;
                     let db = existing_db(db)?;
-                    db.audit_rows(agent, since)?.into_iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect()
+                    (db.audit_rows(agent, since)?.into_iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect(), vec![])
                 }
                 (None, None) => bail!("name an AGENT (with --db) or give --file AUDIT.jsonl"),
             };
             let rt = runtime()?;
-            let m = engine_ok(rt.audit_metrics(&empty_storage(), &Value::Array(recs).to_string(), *k)?)?;
+            let m = rt.audit_metrics(&empty_storage(), &Value::Array(recs).to_string(), *k)?;
+            let m = match file {
+                Some(file) => m.map_err(|f| at_line(f, file, &lines)),
+                None => m,
+            };
+            let m = engine_ok(m)?;
             if cli.json {
                 print_json(&m);
             } else {
@@ -1243,11 +1267,13 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: 
         // §21.5.4's `k` for the probe-set metrics: a whole number of 1 or more, else 3
         let k = match &p["k"] {
             Value::Null => 3,
-            v => v.as_u64().filter(|k| *k >= 1).ok_or_else(|| crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: probe {id:?}: `k` must be a whole number of 1 or more (§21.5.4), not {v}")))?,
+            // (beyond u32 it is every unit anyway, and the engine's index is 32-bit in wasm)
+            v => v.as_u64().filter(|k| *k >= 1).map(|k| k.min(u32::MAX.into())).ok_or_else(|| crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: probe {id:?}: `k` must be a whole number of 1 or more (§21.5.4), not {v}")))?,
         };
         results.push(json!({
             "id": id, "agent_id": agent, "intent": intent,
-            "required_units": p["required_units"], "expect_none": p["expect_none"].as_bool().unwrap_or(false),
+            // (an `expect_none` probe may leave `required_units` out)
+            "required_units": if positive { p["required_units"].clone() } else { json!([]) }, "expect_none": p["expect_none"].as_bool().unwrap_or(false),
             "ranked": ranked, "k": k,
         }));
     }

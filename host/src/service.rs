@@ -668,6 +668,8 @@ impl Service {
                     }
                     continue;
                 }
+                // new content takes a version after the unit's latest (§21.4.1)
+                lid_shared::units::check_published_version(uri, &v, self.latest_fact(&unit_key)?.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;
                 staged.push(fact);
             }
         }

@@ -567,6 +567,48 @@ fn eval_reports_the_documented_keys() {
 }
 
 #[test]
+fn eval_counts_only_the_units_an_intent_retrieved() {
+    let d = scratch("eval-retrieved");
+    demo_agents(&d);
+    let agents = d.join("agents");
+    let probes = d.join("probes.jsonl");
+    // an intent that shares nothing with any unit: every unit scores 0 and the tie-break
+    // by name puts `code-review` first, which is not a hit (§21.5.4: the units recall
+    // returns); an `expect_none` probe may leave `required_units` out; a `k` past u32
+    write_probes(
+        &probes,
+        &[
+            json!({"id": "z1", "agent_id": "release-engineer", "intent": "qwzzx", "required_units": ["code-review"], "k": 4294967296u64}),
+            json!({"id": "n1", "agent_id": "release-engineer", "intent": "bake sourdough bread", "expect_none": true}),
+        ],
+    );
+    let rankings = d.join("rankings.jsonl");
+    let out = lid(&["eval", "--agents", s(&agents), "--probes", s(&probes), "--rankings", s(&rankings), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    let first = std::fs::read_to_string(&rankings).unwrap();
+    assert!(first.lines().next().is_some_and(|l| l.contains(r#""scores":[["code-review",0.0]"#)), "the unit the tie puts first: {first}");
+    assert_eq!((v["probes"].as_u64(), v["hit_at_1"].as_f64(), v["mrr"].as_f64(), v["probe_hit_at_k"].as_f64()), (Some(2), Some(0.0), Some(0.0), Some(0.0)), "{v}");
+    assert_eq!(v["misses"][0]["required"], json!([["code-review", null]]), "{v}");
+}
+
+#[test]
+fn an_audit_file_record_the_engine_refuses_is_named_by_its_line() {
+    let d = scratch("audit-line");
+    let file = d.join("audit.jsonl");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let rec = json!({"id": "audevent_1", "agent_id": "a", "heartbeat_id": "h", "session_start": now, "intent": "x", "loaded_chunks": ["a"], "used_chunks": ["a"], "missed_chunks": [], "audit_token": "audi_1", "audit_closed": now, "created_at": now});
+    let mut bad = rec.clone();
+    bad["loaded_chunks"] = json!("a");
+    std::fs::write(&file, format!("{rec}\n\n{bad}\n")).unwrap();
+    let out = lid(&["--json", "audit", "report", "--file", s(&file)]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.starts_with(&format!("{}:3: `loaded_chunks`", file.display())), "{v}");
+}
+
+#[test]
 fn eval_packs_ranks_a_knowledge_pack_through_the_component() {
     // tests/fixtures/packs/garden: KNOWLEDGE.md, four units/ files, one compiled/ split
     // (`splits-care-harvest-timing`) and a licenses/ file that is not a context file.

@@ -150,6 +150,31 @@ fn a_first_publish_names_units_written_before_it() {
     assert_eq!(r.status, 200, "a manifest naming the written unit publishes: {}", r.body);
 }
 
+/// New content published with a manifest takes a version after the unit's latest
+/// (§21.4.1: versions increase monotonically): `v2` after `v3` is `fact_version_conflict`
+/// and the refused publish changes nothing.
+#[test]
+fn published_content_cannot_take_an_older_version() {
+    let agent = agent_id("older");
+    let entry = |v: &str| json!({"name": "rollback", "description": "Steps to roll back the payments service after a bad deploy.", "required_by_task_types": [], "guarantee_load": false,
+        "load_triggers": {"intents": ["roll back the payments service"], "keywords": ["rollback"], "task_types": []}, "fact_uri": format!("instruction:demo/{agent}/rollback/{v}"), "path": null});
+    let body = |version: &str, unit: &str, text: &str| json!({"version": version, "deployment": "demo", "skip_coverage_gate": true, "entries": [entry(unit)], "units": {"rollback": text}});
+    let path = format!("/v1/agents/{agent}/instruction-manifest");
+    let first = c().put(&path, admin(), &body("v1", "v3", "# Rollback\n\nRoll back the payments service first."));
+    assert_eq!(first.status, 200, "{}", first.body);
+    let older = c().put(&path, admin(), &body("v2", "v2", "# Rollback\n\nRoll back the ledger service first."));
+    assert_eq!((older.status, older.code().as_str()), (409, "fact_version_conflict"), "{}", older.body);
+    let msg = older.json()["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains(&format!("instruction:demo/{agent}/rollback/v2")) && msg.contains("\"v3\""), "{msg}");
+    // nothing changed: the manifest and the unit the agent recalls are the first publish's
+    assert_eq!(c().get(&path, admin()).json()["manifest_version"], "v1", "nothing was published");
+    let r = c().post(&format!("/v1/agents/{agent}/recall-instruction"), admin(), &json!({"intent": "roll back payments"})).json();
+    assert_eq!(r["chunks"][0]["fact_uri"].as_str(), Some(format!("instruction:demo/{agent}/rollback/v3").as_str()), "{r}");
+    assert!(r["chunks"][0]["content"].as_str().unwrap_or_default().contains("payments"), "{r}");
+    let later = c().put(&path, admin(), &body("v2", "v4", "# Rollback\n\nRoll back the ledger service first."));
+    assert_eq!(later.status, 200, "a later version publishes: {}", later.body);
+}
+
 /// Both hosts alike at the edges of HTTP: a percent-encoded path segment is the
 /// character it encodes (RFC 3986 §2.1); a body over 8 MiB is `request_too_large`; a 401
 /// names its scheme (RFC 9110 §11.6.1); feedback resubmitted in another order is the same

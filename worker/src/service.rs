@@ -611,6 +611,9 @@ impl Service {
                     }
                     continue;
                 }
+                // new content takes a version after the unit's latest (§21.4.1)
+                let latest = current_version(&self.store, &unit_key).await?;
+                lid_shared::units::check_published_version(uri, &v, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
                 staged.push((fact, unit_key, unit_name));
             }
         }

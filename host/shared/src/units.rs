@@ -254,6 +254,25 @@ pub fn plan_version<E: From<Refusal>>(requested: Option<&str>, latest: Option<&L
     }
 }
 
+/// New content a manifest publish brings for a unit at `uri` (the entry's `fact_uri`, of
+/// version `version`) must come after the unit's latest version (§21.4.1): else 409
+/// `fact_version_conflict`. The latest's own version is left to the same-content check, as
+/// in [`plan_version`].
+pub fn check_published_version<E: From<Refusal>>(uri: &str, version: &str, latest: Option<&Latest>, order: impl FnOnce(&str, Option<&str>) -> Result<i8, E>) -> Result<(), E> {
+    let Some(l) = latest.filter(|l| l.version != version) else {
+        return Ok(());
+    };
+    if order(version, Some(&l.version))? > 0 {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        409,
+        "fact_version_conflict",
+        format!("{uri}: the unit's latest version is {:?}, and new content takes a version after it (§21.4.1): name a later version in the entry's fact_uri", l.version),
+    )
+    .into())
+}
+
 /// A unit's latest fact, as the host's ledger holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Latest {
@@ -408,6 +427,23 @@ mod tests {
             assert!(plan_version(Some(huge), None, order).unwrap_err().message.contains("is too large"), "{huge}");
         }
         assert_eq!(plan_version(Some("v18446744073709551614"), None, |_, _| Ok::<i8, Refusal>(1)).unwrap(), "v18446744073709551614");
+    }
+
+    #[test]
+    fn published_content_takes_a_version_after_the_latest() {
+        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into() };
+        let order = |v: &str, than: Option<&str>| -> Result<i8, Refusal> {
+            let n = |s: &str| s.trim_start_matches('v').parse::<i64>().unwrap_or(0);
+            Ok(than.map_or(1, |t| (n(v) - n(t)).signum() as i8))
+        };
+        assert!(check_published_version::<Refusal>("instruction:d/a/u/v11", "v11", Some(&latest), order).is_ok());
+        assert!(check_published_version::<Refusal>("instruction:d/a/u/v10", "v10", Some(&latest), order).is_ok(), "the latest itself: the same-content check decides");
+        assert!(check_published_version::<Refusal>("instruction:d/a/u/v1", "v1", None, order).is_ok(), "a unit's first version");
+        for older in ["v9", "v2"] {
+            let e = check_published_version::<Refusal>(&format!("instruction:d/a/u/{older}"), older, Some(&latest), order).unwrap_err();
+            assert_eq!((e.status, &*e.code), (409, "fact_version_conflict"));
+            assert!(e.message.contains("\"v10\"") && e.message.contains("fact_uri"), "{}", e.message);
+        }
     }
 
     #[test]
