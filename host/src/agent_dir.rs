@@ -127,7 +127,7 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
             let file = root.join("units").join(format!("{name}.md"));
             // Never read outside the agent directory.
             let inside = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
-            let read = if inside { read_unit(&file) } else { Err(format!("{name:?} cannot name a file in {}", root.join("units").display())) };
+            let read = if inside { read_unit(&canon_root, &file) } else { Err(format!("{name:?} cannot name a file in {}", root.join("units").display())) };
             match read {
                 Ok(content) => {
                     let (key, _, version) = crate::db::split_fact_uri(uri).unwrap_or_default();
@@ -146,9 +146,7 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
             }
         }
         if let Some(p) = path {
-            let full = root.join(p);
-            let ok = full.canonicalize().map(|c| c.starts_with(&canon_root)).unwrap_or(false);
-            let read = if ok { read_unit(&full) } else { Err(format!("no file at {} inside the agent directory", full.display())) };
+            let read = read_unit(&canon_root, &root.join(p));
             match read {
                 Ok(content) => {
                     let fact = json!({"uri": format!("path:{p}"), "content": content, "interpret_as": "instruction"});
@@ -184,11 +182,24 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
-/// A unit file's text, or why it cannot be had: `no file at …` when there is none, else
-/// the read's own error (not UTF-8, a directory, a symlink loop, permission denied).
-fn read_unit(file: &Path) -> Result<String, String> {
-    std::fs::read_to_string(file).map_err(|e| match e.kind() {
+/// A unit file's text, or why it cannot be had: `no file at …` when there is none; a file
+/// that resolves (through a symlink or `..`) outside `root` (the agent directory,
+/// canonical) is never read; nor is anything but a regular file (a FIFO would block the
+/// read, a device never end it); else the read's own error (not UTF-8, a symlink loop,
+/// permission denied).
+fn read_unit(root: &Path, file: &Path) -> Result<String, String> {
+    let cannot = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => format!("no file at {}", file.display()),
         _ => format!("cannot read {}: {e}", file.display()),
-    })
+    };
+    let real = file.canonicalize().map_err(cannot)?;
+    if !real.starts_with(root) {
+        return Err(format!("{} resolves to {}, outside the agent directory {}: unit files are read only inside it", file.display(), real.display(), root.display()));
+    }
+    let kind = std::fs::metadata(&real).map_err(cannot)?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
+        return Err(format!("cannot read {}: it is {what}; a unit is a Markdown file", file.display()));
+    }
+    std::fs::read_to_string(&real).map_err(cannot)
 }

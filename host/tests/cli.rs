@@ -787,6 +787,32 @@ fn an_unreadable_unit_file_is_reported_with_the_reason() {
     assert!(err.contains("unit \"triage-incoming\": no file at"), "{err}");
 }
 
+/// Unit files are read only inside the agent directory, whatever a symlink says, and only
+/// when they are regular files: a FIFO would block the read forever.
+#[test]
+fn unit_files_outside_the_agent_directory_or_not_regular_are_not_read() {
+    let d = scratch("outside");
+    let agent = d.join("agent");
+    copy_dir(&demo(), &agent);
+    std::fs::write(d.join("outside.md"), "SECRET OUTSIDE CONTENT\n").unwrap();
+    std::fs::remove_file(agent.join("units/code-review.md")).unwrap();
+    std::os::unix::fs::symlink(d.join("outside.md"), agent.join("units/code-review.md")).unwrap();
+    // a symlink that stays inside is read as before
+    std::fs::rename(agent.join("units/rollback-procedure.md"), agent.join("rollback.md")).unwrap();
+    std::os::unix::fs::symlink("../rollback.md", agent.join("units/rollback-procedure.md")).unwrap();
+    std::fs::remove_file(agent.join("units/triage-incoming.md")).unwrap();
+    assert!(Command::new("mkfifo").arg(agent.join("units/triage-incoming.md")).status().unwrap().success());
+    let out = lid(&["--json", "recall", s(&agent), "review this pull request", "--max-chunks", "10"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert!(!v.to_string().contains("SECRET OUTSIDE CONTENT"), "{v}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unit \"code-review\":") && err.contains("outside the agent directory"), "{err}");
+    assert!(err.contains("unit \"triage-incoming\": cannot read") && err.contains("not a regular file"), "{err}");
+    let rollback = json_of(&lid(&["--json", "recall", s(&agent), "roll back the broken deploy"]));
+    assert_eq!(rollback["chunks"][0]["name"], "rollback-procedure", "{rollback}");
+}
+
 #[test]
 fn export_writes_skill_agents_md_and_cursor_rules() {
     let out = scratch("export");
