@@ -1137,6 +1137,11 @@ pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, attestor: &Attestor)
     Ok(Ok(FactWrite::Inserted))
 }
 
+/// The id of `agent`'s current `instruction_manifests` row, if it has one.
+pub fn current_manifest_id(c: &rusqlite::Connection, agent: &str) -> DbResult<Option<String>> {
+    Ok(c.query_row("SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", params![agent], |r| r.get(0)).optional()?)
+}
+
 /// A unit's latest fact (the one no later version has superseded).
 pub fn latest_in(c: &rusqlite::Connection, unit_key: &str) -> DbResult<Option<lid_shared::units::Latest>> {
     Ok(c.query_row(

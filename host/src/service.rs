@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::apierror::ApiError;
 use crate::auth::Principal;
-use crate::db::{fact_exists, insert_event, insert_fact, iso, latest_in, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
+use crate::db::{current_manifest_id, fact_exists, insert_event, insert_fact, iso, latest_in, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
 use crate::engine::{NoAudit, Runtime, Storage};
 use crate::trigger::TriggerKey;
 use lid_shared::coverage::CoverageRow;
@@ -606,6 +606,9 @@ impl Service {
         crate::auth::check_agent_id(agent)?;
         let req = PublishRequest::read(agent, body)?;
         let (obj, version, skip) = (req.obj, req.version.clone(), req.skip);
+        // The head this publish is planned against, read before the snapshot: the write
+        // below commits only if it is still the head (another publish may commit meanwhile).
+        let head = self.db.read(|c| current_manifest_id(c, agent))?;
         let snapshot = self.writable_snapshot(agent)?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
@@ -642,6 +645,8 @@ impl Service {
             None => Arc::new(self.db.unpublished_facts(agent).map_err(ApiError::backend)?),
         };
         let mut staged: Vec<NewFact> = Vec::new();
+        // each staged fact's unit's latest when it was checked, compared again at the write
+        let mut staged_after: Vec<Option<String>> = Vec::new();
         let mut admission_warnings = Vec::new();
         if let Some(units) = obj.get("units").and_then(Value::as_object) {
             if !units.is_empty() && !who.instruction_write {
@@ -669,7 +674,9 @@ impl Service {
                     continue;
                 }
                 // new content takes a version after the unit's latest (§21.4.1)
-                lid_shared::units::check_published_version(uri, &v, self.latest_fact(&unit_key)?.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;
+                let latest = self.latest_fact(&unit_key)?;
+                lid_shared::units::check_published_version(uri, &v, latest.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;
+                staged_after.push(latest.map(|l| l.uri));
                 staged.push(fact);
             }
         }
@@ -735,7 +742,13 @@ impl Service {
         let sv = self.stub_version();
         let written: Vec<String> = staged.iter().map(|f| f.uri.clone()).collect();
         self.db.write(|tx| {
-            for f in &staged {
+            if current_manifest_id(tx, agent)? != head {
+                return Err(lid_shared::publish::published_concurrently(agent).into());
+            }
+            for (f, after) in staged.iter().zip(&staged_after) {
+                if latest_in(tx, &f.unit_key)?.map(|l| l.uri) != *after {
+                    return Err(lid_shared::units::written_concurrently(&f.uri).into());
+                }
                 if let Err(h) = insert_fact(tx, f, now, self.db.attestor())? {
                     return Err(ApiError::new(409, "fact_version_conflict", format!("{} was written concurrently with other content (sha256 {h})", f.uri)));
                 }

@@ -1378,6 +1378,34 @@ fn a_field_given_twice_is_refused_not_resolved() {
     assert!(r.body.contains("the body is empty"), "{}", r.body);
 }
 
+/// Publishes of one agent racing each other (§21.4.1: versions increase monotonically):
+/// each answers 200 or 409 `manifest_version_conflict`, and the current manifest is the
+/// newest accepted, never an older one that committed over it.
+#[test]
+fn racing_publishes_never_leave_an_older_manifest_current() {
+    for round in 0..3 {
+        let (agent, key) = setup_agent(&format!("pubrace{round}"));
+        let path = format!("/v1/agents/{agent}/instruction-manifest");
+        let answers: Vec<(u32, u16, String)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (2..=6u32)
+                .map(|n| {
+                    let (path, agent) = (&path, &agent);
+                    s.spawn(move || {
+                        let r = c().put(path, admin(), &demo_publish_body(agent, &format!("v{n}")));
+                        (n, r.status, r.code())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(answers.iter().all(|(_, s, code)| *s == 200 || (*s == 409 && code == "manifest_version_conflict")), "{answers:?}");
+        let newest = answers.iter().filter(|a| a.1 == 200).map(|a| a.0).max();
+        let Some(newest) = newest else { panic!("no publish was accepted: {answers:?}") };
+        let m = c().get(&path, Some(&key)).json();
+        assert_eq!(m["manifest_version"], format!("v{newest}"), "accepted {answers:?}: {m}");
+    }
+}
+
 /// Writes racing for one unit's next version: each answers 201 (a version of its own) or
 /// 409 `fact_version_conflict`, and every version accepted stays servable, never
 /// quarantined as tampered (the worker writes a fact to KV before D1 decides which write

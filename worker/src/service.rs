@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::args;
 use crate::auth::{check_agent_id, Principal, CAP_INSTRUCTION_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{current_version, event, ledger_insert, sha_of, split_fact_uri, Snapshot, Store, WorkerFacts};
+use crate::store::{current_manifest_id, current_version, event, ledger_insert, sha_of, split_fact_uri, unless_moved, Snapshot, Store, WorkerFacts};
 use crate::util::{iso, now_ms, random_hex, sha256_hex, uuid4};
 
 pub use lid_shared::heartbeat::PROFILES;
@@ -543,6 +543,9 @@ impl Service {
         check_agent_id(agent)?;
         let req = PublishRequest::read(agent, body)?;
         let (obj, version, skip) = (req.obj, req.version.clone(), req.skip);
+        // The head this publish is planned against, read before the snapshot: the batch
+        // below commits only if it is still the head (another publish may commit meanwhile).
+        let head = current_manifest_id(&self.store, agent).await?;
         let snapshot = self.store.writable_snapshot(agent).await?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
@@ -584,6 +587,8 @@ impl Service {
             None => self.store.ledger(agent).await?,
         };
         let mut staged: Vec<(Fact, String, String)> = Vec::new(); // (fact, unit key, unit name)
+        // each staged fact's unit's latest when it was checked, compared again in the batch
+        let mut staged_after: Vec<Option<String>> = Vec::new();
         let mut admission_warnings = Vec::new();
         if let Some(units) = obj.get("units").and_then(Value::as_object) {
             if !units.is_empty() && !who.has(CAP_INSTRUCTION_WRITE) {
@@ -614,6 +619,7 @@ impl Service {
                 // new content takes a version after the unit's latest (§21.4.1)
                 let latest = current_version(&self.store, &unit_key).await?;
                 lid_shared::units::check_published_version(uri, &v, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
+                staged_after.push(latest.map(|l| l.0.uri));
                 staged.push((fact, unit_key, unit_name));
             }
         }
@@ -666,7 +672,11 @@ impl Service {
         let manifest_key = format!("instruction:{deployment}/{agent}/manifest");
         self.store.put_facts(staged.iter().map(|(f, _, _)| f)).await?;
         self.store.put_fact(&mfact).await?;
-        let mut stmts = Vec::new();
+        let mut stmts = vec![unless_moved(&self.store, "SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", agent, head.as_deref())?];
+        for ((_, key, _), after) in staged.iter().zip(&staged_after) {
+            let latest = "SELECT uri FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1";
+            stmts.push(unless_moved(&self.store, latest, key, after.as_deref())?);
+        }
         let mut prev_by_key: BTreeMap<&str, Option<&str>> = BTreeMap::new();
         for r in ledger.iter().filter(|r| r.valid_until.is_none()) {
             prev_by_key.insert(r.unit_key.as_str(), Some(r.sha256.as_str()));
@@ -703,6 +713,9 @@ impl Service {
             let uris: Vec<&str> = staged.iter().map(|(f, _, _)| f.uri.as_str()).chain([mfact.uri.as_str()]).collect();
             self.store.restore_committed(&uris).await?;
             let msg = e.to_string();
+            if msg.contains(crate::store::MOVED) {
+                return Err(lid_shared::publish::published_concurrently(agent).into());
+            }
             if msg.contains("UNIQUE") || msg.contains("constraint") {
                 return Err(ApiError::new(409, "manifest_version_conflict", format!("version {version:?} (or one of its facts) was published concurrently; versions are immutable")));
             }

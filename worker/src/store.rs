@@ -806,6 +806,30 @@ pub async fn current_version(store: &Store, unit_key: &str) -> ApiResult<Option<
     Ok(r.map(|r| (lid_shared::units::Latest { uri: r.uri, version: r.version, interpret_as: r.interpret_as }, r.sha256)))
 }
 
+/// The id of `agent`'s current `instruction_manifests` row, if it has one.
+pub async fn current_manifest_id(store: &Store, agent: &str) -> ApiResult<Option<String>> {
+    #[derive(Deserialize)]
+    struct R {
+        id: String,
+    }
+    let r: Option<R> = store.first("SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", args![agent]).await?;
+    Ok(r.map(|r| r.id))
+}
+
+/// What the failure of an [`unless_moved`] statement says.
+pub const MOVED: &str = "NOT NULL constraint failed: instruction_manifests.agent_id";
+
+/// A D1 batch's compare-and-set (a batch is one transaction, but has no `IF`): this
+/// statement fails the batch, with a NOT NULL constraint error, unless `current` (a
+/// one-value query over `?1`) still gives `expected` (`?2`, NULL for none); it writes
+/// nothing when it holds. So a write planned against a head fails if the head moved.
+pub fn unless_moved(store: &Store, current: &str, key: &str, expected: Option<&str>) -> ApiResult<D1PreparedStatement> {
+    store.stmt(
+        &format!("INSERT INTO instruction_manifests (id, agent_id, version, fact_uri, token_count, body, created_at) SELECT 'lid-head-moved', NULL, '', '', 0, '', 0 WHERE ({current}) IS NOT ?2"),
+        args![key, expected],
+    )
+}
+
 /// The sha256 of the fact at exactly `uri`, if the ledger has it.
 pub async fn sha_of(store: &Store, uri: &str) -> ApiResult<Option<String>> {
     #[derive(Deserialize)]

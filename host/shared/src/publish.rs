@@ -169,6 +169,14 @@ pub fn version_conflict(agent: &str, version: &str) -> Refusal {
     Refusal::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version"))
 }
 
+/// 409 `manifest_version_conflict` (retryable): another publish of `agent` committed while
+/// this one was checked, so it was planned against a manifest that is no longer current;
+/// nothing was written (§21.4.1: versions increase monotonically).
+pub fn published_concurrently(agent: &str) -> Refusal {
+    Refusal::new(409, "manifest_version_conflict", format!("another manifest of agent {agent:?} was published while this one was being checked; nothing was written: read the current version and publish one after it"))
+        .with_details(serde_json::json!({"retryable": true}))
+}
+
 /// The refusal for an engine validation report (§21.2, §21.9) that is not `ok`: every
 /// problem at once, the first one's code (409 for a version conflict, else 400).
 pub fn validation_refusal(report: &Value) -> Option<Refusal> {
