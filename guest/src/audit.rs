@@ -168,7 +168,14 @@ pub fn parse_submission(body: &str) -> Result<Submission, crate::error::EngineEr
             Some(_) => Err(EngineError::InvalidRequest(format!("`{k}` must be an array of at most {MAX_FEEDBACK_UNITS} unit names"))),
         }
     };
-    let (used_chunks, missed_chunks) = (list("used_chunks")?, list("missed_chunks")?);
+    // sets of unit names (§21.5.3 counts units): a name given twice is kept once, where it
+    // first stands, so a repeat never weighs a unit twice in recall@k or the miss rate
+    let once = |mut names: Vec<String>| {
+        let mut seen = std::collections::BTreeSet::new();
+        names.retain(|n| seen.insert(n.clone()));
+        names
+    };
+    let (used_chunks, missed_chunks) = (once(list("used_chunks")?), once(list("missed_chunks")?));
     for (k, names) in [("used_chunks", &used_chunks), ("missed_chunks", &missed_chunks)] {
         if let Some(bad) = names.iter().find(|n| !crate::manifest::is_kebab(n)) {
             let shown: String = bad.chars().take(80).collect();
@@ -346,6 +353,9 @@ mod tests {
             assert_eq!(code(&format!(r#"{{"audit_token":"{token}"{lists}}}"#)).as_deref(), Some("invalid_request"), "{lists}");
         }
         assert!(parse_submission(&format!(r#"{{"audit_token":"{token}","missed_chunks":[]}}"#)).is_ok());
+        // a name given twice counts once (sets of units, §21.5.3), in first-seen order
+        let twice = parse_submission(&format!(r#"{{"audit_token":"{token}","used_chunks":["b","a","b","b"],"missed_chunks":["c","c"]}}"#)).expect("valid");
+        assert_eq!((twice.used_chunks, twice.missed_chunks), (vec!["b".to_string(), "a".into()], vec!["c".to_string()]));
         let e = parse_submission(r#"{"audit_token":5}"#).unwrap_err();
         assert!(e.to_string().contains("must be the token string"), "{e}");
     }

@@ -25,6 +25,11 @@ pub const DEFAULT_TOKEN_BUDGET: u32 = 2000;
 /// Upper bound on `max_chunks` and `max_content`, as the stub's `recall_tool_schema`
 /// states it (a request beyond it is refused).
 pub const MAX_CHUNKS_LIMIT: u32 = 50;
+/// The most names a recall's `manifest_hint` may list, and the longest name it may hold
+/// (bytes): what any manifest or knowledge pack's names need, while the audit keeps each
+/// request whole.
+pub const MAX_HINTS: usize = 256;
+pub const MAX_HINT_BYTES: usize = 256;
 /// §21.5.5 soft lift for coverage-critical units: `score += ln(1 + λ)`, λ = 0.15.
 pub fn soft_lift() -> f64 {
     (1.0f64 + 0.15).ln()
@@ -97,11 +102,7 @@ impl<'de> serde::de::Visitor<'de> for Count {
     type Value = Option<u32>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        if self.max == u32::MAX {
-            write!(f, "a whole number of {} or more", self.min)
-        } else {
-            write!(f, "a whole number from {} to {}", self.min, self.max)
-        }
+        write!(f, "a whole number from {} to {}", self.min, self.max)
     }
     fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
@@ -936,6 +937,13 @@ pub fn check_request(req: &RecallRequest) -> Result<(), EngineError> {
     if req.token_budget == Some(0) {
         return Err(EngineError::InvalidRequest("`token_budget` must be at least 1 (guaranteed units are served whole whatever the budget)".into()));
     }
+    // every recall's request is kept in the audit: a hint list stays the size of names
+    if req.manifest_hint.len() > MAX_HINTS {
+        return Err(EngineError::InvalidRequest(format!("`manifest_hint` lists {} names; at most {MAX_HINTS} (unit names from the manifest to load first)", req.manifest_hint.len())));
+    }
+    if let Some(h) = req.manifest_hint.iter().find(|h| h.len() > MAX_HINT_BYTES) {
+        return Err(EngineError::InvalidRequest(format!("`manifest_hint` holds a name of {} bytes; a unit name is at most {MAX_HINT_BYTES}", h.len())));
+    }
     for (field, v) in [("min_score", req.min_score), ("content_min_score", req.content_min_score)] {
         if let Some(s) = v {
             if !(0.0..=1.0).contains(&s) {
@@ -1168,8 +1176,18 @@ mod tests {
             assert!(super::check_request(&req(ok.clone())).is_ok(), "{ok}");
         }
         // a count of the wrong sign says the schema's range, as 0 does
-        let e = serde_json::from_value::<super::RecallRequest>(serde_json::json!({"intent": "x", "token_budget": -1})).unwrap_err();
-        assert!(e.to_string().contains("a whole number of 1 or more"), "{e}");
+        // and one past the type's range says the range (not "1 or more", which it is)
+        for bad in [-1i64, 4294967296] {
+            let e = serde_json::from_value::<super::RecallRequest>(serde_json::json!({"intent": "x", "token_budget": bad})).unwrap_err();
+            assert!(e.to_string().contains("a whole number from 1 to 4294967295"), "{e}");
+        }
+        // a hint list stays the size of unit names (every request is kept in the audit)
+        let many: Vec<String> = (0..=super::MAX_HINTS).map(|i| format!("unit-{i}")).collect();
+        for bad in [serde_json::json!({"intent": "x", "manifest_hint": many}), serde_json::json!({"intent": "x", "manifest_hint": ["h".repeat(super::MAX_HINT_BYTES + 1)]})] {
+            let e = super::check_request(&req(bad)).unwrap_err();
+            assert!(e.code() == "invalid_request" && e.to_string().contains("manifest_hint"), "{e}");
+        }
+        assert!(super::check_request(&req(serde_json::json!({"intent": "x", "manifest_hint": many[..super::MAX_HINTS].to_vec()}))).is_ok());
         // §21.8.4: an absent or empty intent is `intent_required`; null is absent
         assert_eq!(req(serde_json::json!({"intent": null})).intent, "");
     }

@@ -285,9 +285,8 @@ impl Service {
         let Some(key) = &self.trigger_key else {
             return Err(ApiError::new(503, "heartbeat_not_configured", "this server has no heartbeat signing key: set LID_HEARTBEAT_SECRET (the HS256 secret the control plane signs triggers with; another variable with --heartbeat-secret-env) or start it with --heartbeat-public-key FILE (Ed25519)"));
         };
-        let token = lid_shared::heartbeat::trigger_token(body)?;
+        let (token, profile) = lid_shared::heartbeat::heartbeat_request(body)?;
         let t = key.verify(token, agent)?;
-        let profile = body.get("profile").and_then(Value::as_str);
         let s = self.snapshot(agent)?;
         let (stub, version, stub_tokens, _) = self.stub_of(&s, profile)?;
         let ctx = self.context(&t.heartbeat_id, t.session_start, &s);
@@ -572,6 +571,11 @@ impl Service {
     pub fn cosign(&self, agent: &str, body: &Value, who: &Principal) -> Result<Value, ApiError> {
         who.require_admin()?;
         let (version, digest) = lid_shared::publish::cosignature_request(agent, body)?;
+        // a version a publish could take: a real one (no floating alias), not yet published
+        engine(self.rt.version_order(version, None))?;
+        if self.db.read(|c| Ok(c.query_row("SELECT 1 FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, version], |_| Ok(())).optional()?))?.is_some() {
+            return Err(lid_shared::publish::version_conflict(agent, version).into());
+        }
         self.db.write(|tx| {
             tx.execute(
                 "INSERT OR IGNORE INTO publish_cosignatures (agent_id, version, manifest_sha256, entity_uri, key_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

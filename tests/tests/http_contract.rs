@@ -109,6 +109,13 @@ fn a_repeated_query_parameter_or_an_unknown_recall_field_is_refused() {
     let r = c().post(&path, Some(&key), &json!({"intent": "review this pull request", "max_chunk": 1}));
     assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
     assert!(r.body.contains("max_chunk") && r.body.contains("max_chunks"), "names the field and the ones there are: {}", r.body);
+    // a hint list stays the size of unit names (each request is kept in the audit)
+    let hints: Vec<String> = (0..300).map(|i| format!("unit-{i}")).collect();
+    for bad in [json!({"intent": "review this pull request", "manifest_hint": hints}), json!({"intent": "review this pull request", "manifest_hint": ["h".repeat(300)]})] {
+        let r = c().post(&path, Some(&key), &bad);
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", &r.body[..r.body.len().min(300)]);
+        assert!(r.body.contains("manifest_hint"), "{}", &r.body[..r.body.len().min(300)]);
+    }
     let r = c().post(&path, Some(&key), &json!({"intent": "review this pull request", "max_chunks": 1, "heartbeat_id": "run-7"}));
     assert_eq!(r.status, 200, "{}", r.body);
     let ranked = r.json()["chunks"].as_array().map(|c| c.iter().filter(|c| c["selected_by"] == "ranked").count());
@@ -464,6 +471,19 @@ fn bypass_with_guaranteed_units_needs_two_admins() {
     assert_eq!(r.status, 200, "{}", r.body);
     let signers = r.json()["provenance"]["coverage_gate"]["cosigned_by"].as_array().unwrap().len();
     assert_eq!(signers, 2);
+    // a co-signature no publish could use is refused, never stored: a floating alias, a
+    // version already published
+    let cosign = |v: &str| c().post(&format!("/v1/agents/{agent}/instruction-manifest/cosignatures"), Some(&target().admin2), &json!({"version": v, "manifest_sha256": digest}));
+    let r = cosign("latest");
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
+    let r = cosign("v1");
+    assert_eq!((r.status, r.code().as_str()), (409, "manifest_version_conflict"), "{}", r.body);
+    // and an approval the publish does not know is said, not recorded as granted
+    let mut typo = weak_publish_body(&agent, "v2", true);
+    typo["approvals"]["force_positon"] = json!(["ground-rules"]);
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &typo);
+    assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{}", r.body);
+    assert!(r.body.contains("force_positon"), "{}", r.body);
 }
 
 #[test]
@@ -507,6 +527,10 @@ fn recall_answers_audits_and_takes_feedback_once() {
         let e = c().post("/v1/instruction/audit", Some(&key), &wrong);
         assert_eq!((e.status, e.code().as_str()), (400, "invalid_request"), "{wrong}: {}", e.body);
     }
+    // a unit named twice counts once (the lists are sets of units, §21.5.3): the coverage
+    // report below counts one use; the same feedback named once is then identical
+    let twice = json!({"audit_token": token, "used_chunks": ["rollback-procedure", "rollback-procedure"], "missed_chunks": []});
+    assert_eq!(c().post("/v1/instruction/audit", Some(&key), &twice).status, 204);
     let fb = json!({"audit_token": token, "used_chunks": ["rollback-procedure"], "missed_chunks": []});
     assert_eq!(c().post("/v1/instruction/audit", Some(&key), &fb).status, 204);
     assert_eq!(c().post("/v1/instruction/audit", Some(&key), &fb).status, 204);
@@ -548,6 +572,12 @@ fn heartbeat_needs_a_signed_trigger_and_preloads_its_wake_reason() {
     assert_eq!(r.status, 200, "{}", r.body);
     let v = r.json();
     assert_eq!(v["wake_reason"], "issue_assigned");
+    // a profile of the wrong type, or a field a heartbeat does not have, is said, never
+    // served as the generic stub
+    for bad in [json!({"trigger": trigger, "profile": 5}), json!({"trigger": trigger, "profil": "openai-assistants"})] {
+        let r = c().post(&path, Some(&key), &bad);
+        assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{bad}: {}", r.body);
+    }
     assert_eq!(v["heartbeat_id"], "run_1");
     let units: Vec<&str> = v["preloads"]["units"].as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
     assert!(units.contains(&"triage-incoming"), "{units:?}");
@@ -974,7 +1004,7 @@ fn access_matrix_every_route_every_caller() {
         ("PUT", format!("/v1/agents/{a}/units/release-checklist"), Some(json!({"content": "## Release\n\nTag, build, publish, announce."})), [201, 403, 403, 403]),
         ("POST", "/v1/instruction/audit".to_string(), Some(json!({"audit_token": token, "used_chunks": []})), [204, 204, 403, 403]),
         ("GET", "/v1/keys".to_string(), None, [200, 403, 403, 403]),
-        ("POST", format!("/v1/agents/{a}/instruction-manifest/cosignatures"), Some(json!({"version": "v9", "manifest_sha256": "0".repeat(64)})), [201, 403, 403, 403]),
+        ("POST", format!("/v1/agents/{a}/instruction-manifest/cosignatures"), Some(json!({"version": "v10", "manifest_sha256": "0".repeat(64)})), [201, 403, 403, 403]),
     ];
     // Order: peer and supervisor first (no side effects), then own, then admin.
     for (method, path, body, expect) in &rows {

@@ -214,9 +214,8 @@ impl Service {
         let Some(key) = self.trigger_key()? else {
             return Err(ApiError::new(503, "heartbeat_not_configured", format!("this worker has no heartbeat signing key: {KEY_HOWTO}")));
         };
-        let token = lid_shared::heartbeat::trigger_token(body)?;
+        let (token, profile) = lid_shared::heartbeat::heartbeat_request(body)?;
         let t = key.verify(token, agent, (now_ms() / 1000) as u64)?;
-        let profile = body.get("profile").and_then(Value::as_str);
         let s = self.snapshot(agent).await?;
         let (stub, version, stub_tokens, _) = self.stub_of(&s, profile).await?;
         let ctx = context(&t.heartbeat_id, t.session_start, &s.lift_units);
@@ -524,6 +523,13 @@ impl Service {
     pub async fn cosign(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
         who.require_admin()?;
         let (version, digest) = lid_shared::publish::cosignature_request(agent, body)?;
+        // a version a publish could take: a real one (no floating alias), not yet published
+        lid_core::api::version_order(version, None)?;
+        #[derive(Deserialize)]
+        struct One {}
+        if self.store.first::<One>("SELECT 1 AS one FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", args![agent, version]).await?.is_some() {
+            return Err(lid_shared::publish::version_conflict(agent, version).into());
+        }
         self.store
             .run(
                 "INSERT OR IGNORE INTO publish_cosignatures (agent_id, version, manifest_sha256, entity_uri, key_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

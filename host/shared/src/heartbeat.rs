@@ -95,6 +95,24 @@ pub fn trigger_token(body: &Value) -> Result<&str, Refusal> {
         .ok_or_else(|| Refusal::new(401, "heartbeat_trigger_invalid", "send the control plane's signed trigger as {\"trigger\": \"<JWT>\"}; unsigned wake reasons are not accepted (S1)"))
 }
 
+/// A heartbeat body's signed trigger ([`trigger_token`]) and the profile its stub is
+/// rendered for. `profile`, when given, is a string (one of [`PROFILES`], or any other
+/// name, served as `generic`, as for `GET …/boot-stub`); a `wake_reason` is allowed and
+/// ignored (the trigger's is the one taken, S1); any other field is `invalid_request`, so
+/// a mistyped `profile` is said, not served as `generic`.
+pub fn heartbeat_request(body: &Value) -> Result<(&str, Option<&str>), Refusal> {
+    if let Some(k) = body.as_object().and_then(|o| o.keys().find(|k| !matches!(k.as_str(), "trigger" | "profile" | "wake_reason"))) {
+        let shown: String = k.chars().take(80).collect();
+        return Err(Refusal::invalid_request(format!("unknown field {shown:?}: a heartbeat body has `trigger` (the signed JWT) and optionally `profile`")));
+    }
+    let profile = match body.get("profile") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) => Some(p.as_str()),
+        Some(other) => return Err(Refusal::invalid_request(format!("`profile` must be a string (an adapter profile such as {:?}), not {other}", PROFILES[0]))),
+    };
+    Ok((trigger_token(body)?, profile))
+}
+
 /// What a verified heartbeat produced.
 pub struct Heartbeat<'a> {
     pub agent: &'a str,
@@ -202,6 +220,13 @@ mod tests {
     #[test]
     fn triggers_and_handoffs() {
         assert_eq!(trigger_token(&json!({"trigger": "a.b.c"})).unwrap(), "a.b.c");
+        assert_eq!(heartbeat_request(&json!({"trigger": "a.b.c", "profile": "openai-assistants", "wake_reason": "manual"})).unwrap(), ("a.b.c", Some("openai-assistants")));
+        assert_eq!(heartbeat_request(&json!({"trigger": "a.b.c", "profile": null})).unwrap(), ("a.b.c", None));
+        for bad in [json!({"trigger": "a.b.c", "profile": 5}), json!({"trigger": "a.b.c", "profile": ["generic"]}), json!({"trigger": "a.b.c", "bogus": 1})] {
+            let e = heartbeat_request(&bad).unwrap_err();
+            assert_eq!((e.status, &*e.code), (400, "invalid_request"), "{bad}");
+        }
+        assert_eq!(heartbeat_request(&json!({"profile": "generic"})).unwrap_err().code, "heartbeat_trigger_invalid");
         let e = trigger_token(&json!({"wake_reason": "incident"})).unwrap_err();
         assert_eq!((e.status, e.code.as_ref()), (401, "heartbeat_trigger_invalid"));
         let h = json!({"to_agent": "b", "from_agent": "a"});

@@ -13,6 +13,8 @@ const MANIFEST_FIELDS: [&str; 8] = ["agent_id", "deployment", "agent_role", "man
 
 /// What a publish request adds to the manifest document.
 const REQUEST_FIELDS: [&str; 3] = ["units", "approvals", "skip_coverage_gate"];
+/// The approvals a publish may carry (the engine's `Approvals`).
+const APPROVALS: [&str; 3] = ["guarantee_load", "task_types", "force_position"];
 
 /// A `PUT .../instruction-manifest` body (or `lid publish`'s), read: the JSON object, the
 /// version, the approvals and whether the coverage gate is skipped; then
@@ -62,6 +64,11 @@ impl<'a> PublishRequest<'a> {
             return Err(Refusal::invalid_request("the manifest needs a `manifest_version` (e.g. \"v2\")"));
         }
         let approvals = obj.get("approvals").cloned().unwrap_or(json!({}));
+        // a misspelt approval would approve nothing, yet be recorded as granted
+        if let Some(k) = approvals.as_object().and_then(|a| a.keys().find(|k| !APPROVALS.contains(&k.as_str()))) {
+            let shown: String = k.chars().take(80).collect();
+            return Err(Refusal::invalid_request(format!("unknown approval {shown:?}: `approvals` has {} (§21.3.3, §21.1.5)", APPROVALS.join(", "))));
+        }
         let skip = obj.get("skip_coverage_gate").and_then(Value::as_bool).unwrap_or(false);
         Ok(PublishRequest { obj, version, approvals, skip })
     }
@@ -377,6 +384,7 @@ mod tests {
             (json!({"manifest_version": 5}), "invalid_request", "`manifest_version` must be a string"),
             (json!({"manifest_version": "v1", "skip_coverage_gate": "yes"}), "invalid_request", "`skip_coverage_gate` must be true or false"),
             (json!({"manifest_version": "v1", "approvals": "all"}), "invalid_request", "`approvals` must be an object"),
+            (json!({"manifest_version": "v1", "approvals": {"guarantee_load": true, "force_positon": ["a"]}}), "invalid_request", "unknown approval \"force_positon\""),
             (json!({"manifest_version": "v1", "deployment": 5}), "invalid_request", "`deployment` must be a string"),
             (json!({"manifest_version": "v1", "units": []}), "invalid_request", "`units` must be an object"),
         ] {
