@@ -510,11 +510,12 @@ pub fn parse(json: &str) -> Result<Manifest, crate::error::EngineError> {
     serde_json::from_str(json).map_err(|e| match crate::error::EngineError::json::<Manifest>("manifest", json, e) {
         // A manifest of the wrong shape (a field missing or of the wrong type) is refused as
         // `lid validate` and publishing refuse it.
-        crate::error::EngineError::InvalidRequest(message) => crate::error::EngineError::ManifestRejected {
-            code: "manifest_invalid".into(),
-            problems: serde_json::json!({"errors": [problem("manifest_invalid", None, None, message.clone())]}),
-            summary: message,
-        },
+        // (a field of an entry is the entry's problem, `manifest_entry_invalid`, as `lid
+        // validate` says it)
+        crate::error::EngineError::InvalidRequest(message) => {
+            let code = if message.starts_with("`entries[") { "manifest_entry_invalid" } else { "manifest_invalid" };
+            crate::error::EngineError::ManifestRejected { code: code.into(), problems: serde_json::json!({"errors": [problem(code, None, None, message.clone())]}), summary: message }
+        }
         other => other,
     })
 }
@@ -805,7 +806,8 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
                     if scope_known && (u.deployment != deployment || u.agent != agent_id) {
                         errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), format!("fact_uri {uri:?} is outside this agent's instruction scope instruction:{deployment}/{agent_id}/ (§21.4.4)")));
                     }
-                    if u.unit != name {
+                    // (a misread name is already said: no second problem for it)
+                    if u.unit != name && !name_misread {
                         errors.push(problem("manifest_entry_invalid", en, Some("fact_uri"), format!("fact_uri unit segment {:?} must equal the entry name {name:?} (§21.4.1)", u.unit)));
                     }
                 }
@@ -1112,6 +1114,15 @@ mod tests {
             assert!(fields.contains(&("manifest_entry_invalid", Some(f))), "{f}: {:#?}", r.errors);
         }
         assert!(r.errors.iter().all(|p| p.entry.as_deref() == Some("Bad_Name")));
+        // A name of the wrong type is one problem, not also a fact_uri naming another unit.
+        let mut numbered = entry("ok-name");
+        numbered["name"] = 5.into();
+        let r = validate(&manifest(vec![numbered.clone()]), &ValidateOptions::default());
+        let fields: Vec<(&str, Option<&str>)> = r.errors.iter().map(|p| (p.code.as_str(), p.field.as_deref())).collect();
+        assert_eq!(fields, [("manifest_entry_invalid", Some("name"))], "{:#?}", r.errors);
+        // and loading it (recall, stub, preload) says the same code
+        let loaded = parse(&manifest(vec![numbered])).err().map(|e| e.code().to_string());
+        assert_eq!(loaded.as_deref(), Some("manifest_entry_invalid"));
         // Entries with a misread field still count toward the token cap...
         let long = |i: usize| {
             let mut e = entry(&format!("unit-{i}"));

@@ -562,11 +562,22 @@ fn print_json(v: &Value) {
 fn stub_problems(rt: &Runtime, dir: &Path, manifest_json: &str, report: &mut Value) -> Result<()> {
     let a = agent_dir::load(dir)?;
     let st = storage_of(&a, Arc::new(NoAudit));
-    let mut errors: Vec<Value> = Vec::new();
+    // a unit whose file cannot be read would be refused by `lid publish` (as an entry
+    // naming a unit that is not stored), and dropped from every stub and recall
+    let m: Value = serde_json::from_str(manifest_json).unwrap_or_default();
+    let field = |name: &str| {
+        let e = m["entries"].as_array().into_iter().flatten().find(|e| e["name"] == name);
+        if e.is_some_and(|e| e["fact_uri"].as_str().is_some_and(|u| !u.is_empty())) { "fact_uri" } else { "path" }
+    };
+    let mut errors: Vec<Value> = a.missing.iter().map(|(name, why)| json!({"code": "manifest_entry_invalid", "entry": name, "field": field(name), "message": format!("the unit's file cannot be read: {why}")})).collect();
+    // one error a code, naming every profile that has it (their frontmatter differs in
+    // length, so one profile's stub may fit where another's does not)
     for profile in lid_shared::heartbeat::PROFILES {
         if let Err(e) = rt.render_stub(&st, manifest_json, Some(profile))? {
-            if !errors.iter().any(|x| x["code"] == e.code.as_str()) {
-                errors.push(json!({"code": e.code, "entry": null, "field": null, "message": format!("boot stub ({profile}): {}", e.message)}));
+            let said = format!("boot stub ({profile}): {}", e.message);
+            match errors.iter_mut().find(|x| x["code"] == e.code.as_str() && x["entry"].is_null()) {
+                Some(x) => x["message"] = json!(format!("{}; {said}", x["message"].as_str().unwrap_or_default())),
+                None => errors.push(json!({"code": e.code, "entry": null, "field": null, "message": said})),
             }
         }
     }
@@ -756,7 +767,11 @@ fn run(cli: &Cli) -> Result<i32> {
             let md = agent_dir::read_text(file)?;
             let opts = json!({"deployment": deployment, "agent": agent, "agent_role": role.clone().unwrap_or_default(), "split_regex": split_regex});
             let rt = runtime()?;
-            let m = engine_ok(rt.migrate(&empty_storage(), &md, &opts.to_string())?)?;
+            let mut m = engine_ok(rt.migrate(&empty_storage(), &md, &opts.to_string())?)?;
+            // what `lid validate` would say of the draft as written (hidden characters from
+            // the headings, a role over several lines, …): said now, for the review
+            let draft: Value = serde_json::from_str(&rt.validate_manifest(&empty_storage(), &m["manifest"].to_string(), "{}")?)?;
+            m["draft_problems"] = draft["errors"].clone();
             let units_dir = out.join("units");
             // The units and the draft manifest, written together or not at all, in a
             // directory of their own: unit files this migration would not write (an
@@ -775,6 +790,10 @@ fn run(cli: &Cli) -> Result<i32> {
                 }
                 for w in m["warnings"].as_array().into_iter().flatten() {
                     outln!("warning: {}", w.as_str().unwrap_or(""));
+                }
+                for p in m["draft_problems"].as_array().into_iter().flatten() {
+                    let at = p["entry"].as_str().map(|e| format!(" [{e}]")).unwrap_or_default();
+                    outln!("warning: the draft does not validate yet: {}{at}: {}", p["code"].as_str().unwrap_or(""), p["message"].as_str().unwrap_or(""));
                 }
                 outln!("draft manifest: {} (review it, rename to manifest.json, then validate; nothing was published)", manifest_path.display());
             }

@@ -129,6 +129,8 @@ fn stub_is_reproducible_bounded_and_profiled() {
     let v = json_of(&out);
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(v["errors"].as_array().map(|e| e.iter().filter(|e| e["code"] == "boot_stub_too_large").count()), Some(1), "once, not per profile: {v}");
+    let said = v["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(lid_shared::heartbeat::PROFILES.iter().all(|p| said.contains(&format!("boot stub ({p})"))), "every profile over the limit named: {said}");
     assert_eq!(lid(&["validate", s(&copy.join("manifest.json"))]).status.code(), Some(0));
     assert_eq!(lid(&["validate", s(&demo())]).status.code(), Some(0), "the demo's stub fits");
 }
@@ -369,6 +371,17 @@ fn migrate_writes_units_and_a_draft_that_validates() {
     assert_eq!(left, ["testing.md"], "only the directory that was in the way");
     assert!(!fresh.join("manifest.draft.json").exists());
     assert!(std::fs::read_dir(&d).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("staging")), "no staging directory is left");
+    // What `lid validate` would refuse in the draft is said at once: a zero-width character
+    // from a heading, a role over two lines; a clean draft has no such problem.
+    let clean = json_of(&lid(&["--json", "migrate-instructions", s(&md), "--deployment", "acme", "--agent", "builder", "--out", s(&d.join("clean"))]));
+    assert_eq!(clean["draft_problems"], json!([]), "{clean}");
+    let hidden = d.join("HIDDEN.md");
+    std::fs::write(&hidden, "## Deploy\u{200B}ing\n\nRun the deploy script.\n").unwrap();
+    let v = json_of(&lid(&["--json", "migrate-instructions", s(&hidden), "--deployment", "acme", "--agent", "builder", "--role", "Release\nEngineer", "--out", s(&d.join("hidden"))]));
+    let problems = v["draft_problems"].as_array().cloned().unwrap_or_default();
+    assert!(problems.len() >= 2, "{v}");
+    let text = String::from_utf8_lossy(&lid(&["migrate-instructions", s(&hidden), "--deployment", "acme", "--agent", "builder", "--role", "Release\nEngineer", "--out", s(&d.join("hidden2"))]).stdout).to_string();
+    assert!(text.contains("warning: the draft does not validate yet:"), "{text}");
 }
 
 #[test]
