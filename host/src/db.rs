@@ -120,7 +120,7 @@ pub struct Db {
     readers: Mutex<Vec<Connection>>,
     /// Per agent: the snapshot and the [`Stamp`] at which its head was last checked.
     snapshots: RwLock<HashMap<String, Checked>>,
-    derived: RwLock<HashMap<String, Arc<Vec<u8>>>>,
+    derived: RwLock<DerivedCache>,
     /// Writes committed through [`Db::write`] (bumped after each commit).
     local_writes: AtomicU64,
     /// API keys (by secret hash) as last read, with the [`Stamp`] they were read at.
@@ -468,7 +468,7 @@ impl Db {
             writer: Mutex::new(w),
             readers: Mutex::new(Vec::new()),
             snapshots: RwLock::new(HashMap::new()),
-            derived: RwLock::new(HashMap::new()),
+            derived: RwLock::new(DerivedCache::new(derived_cache_budget())),
             local_writes: AtomicU64::new(0),
             principals: RwLock::new(HashMap::new()),
             audit_queue: OnceLock::new(),
@@ -804,26 +804,72 @@ impl Db {
     /// from SQLite once, then shared with the in-memory cache).
     fn derived_get(&self, key: &str) -> Result<Option<crate::engine::Blob>, String> {
         if let Some(v) = self.derived.read().map_err(|e| e.to_string())?.get(key) {
-            return Ok(Some(v.clone()));
+            return Ok(Some(v));
         }
         let v = self
             .read(|c| Ok(c.query_row("SELECT value FROM derived_blobs WHERE key = ?1", params![key], |r| r.get::<_, Vec<u8>>(0)).optional()?))
             .map_err(|e| e.to_string())?
             .map(Arc::new);
         if let Some(v) = &v {
-            self.derived.write().map_err(|e| e.to_string())?.insert(key.to_string(), v.clone());
+            self.derived.write().map_err(|e| e.to_string())?.insert(key, v.clone());
         }
         Ok(v)
     }
 
     fn derived_set(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
         let v = Arc::new(value);
-        self.derived.write().map_err(|e| e.to_string())?.insert(key.to_string(), v.clone());
+        self.derived.write().map_err(|e| e.to_string())?.insert(key, v.clone());
         self.write(|tx| {
             tx.execute("INSERT OR IGNORE INTO derived_blobs (key, value, created_at) VALUES (?1, ?2, ?3)", params![key, v.as_slice(), now_ms()])?;
             Ok::<_, DbError>(())
         })
         .map_err(|e| e.to_string())
+    }
+}
+
+/// The bytes of derived blobs kept in memory: `LID_DERIVED_CACHE_MB` (MiB), else 256.
+fn derived_cache_budget() -> usize {
+    std::env::var("LID_DERIVED_CACHE_MB").ok().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(256) << 20
+}
+
+/// The in-memory side of the `derived_blobs` table (the ranker indexes recalls read),
+/// held to a budget of bytes: every publish, failed ones too, derives blobs for the units
+/// it was given, so a long-running service would otherwise keep every one it ever built.
+/// The least recently used goes first; the table keeps them all, and an evicted blob is
+/// read from it again when asked for. A blob in use stays alive through its `Arc`.
+struct DerivedCache {
+    map: HashMap<String, (Arc<Vec<u8>>, AtomicU64)>,
+    bytes: usize,
+    budget: usize,
+    tick: AtomicU64,
+}
+
+impl DerivedCache {
+    fn new(budget: usize) -> Self {
+        DerivedCache { map: HashMap::new(), bytes: 0, budget, tick: AtomicU64::new(0) }
+    }
+
+    /// The blob, marked used now (under the read lock: the mark is atomic).
+    fn get(&self, key: &str) -> Option<Arc<Vec<u8>>> {
+        let (v, used) = self.map.get(key)?;
+        used.store(self.tick.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        Some(v.clone())
+    }
+
+    /// Keep `v` under `key`, then evict the least recently used others while over budget
+    /// (the newest always stays, however large).
+    fn insert(&mut self, key: &str, v: Arc<Vec<u8>>) {
+        let now = self.tick.fetch_add(1, Ordering::Relaxed);
+        let len = v.len();
+        if let Some((old, _)) = self.map.insert(key.to_string(), (v, AtomicU64::new(now))) {
+            self.bytes -= old.len();
+        }
+        self.bytes += len;
+        while self.bytes > self.budget && self.map.len() > 1 {
+            let oldest = self.map.iter().filter(|(k, _)| k.as_str() != key).min_by_key(|(_, (_, used))| used.load(Ordering::Relaxed)).map(|(k, _)| k.clone());
+            let Some((gone, _)) = oldest.and_then(|k| self.map.remove(&k)) else { break };
+            self.bytes -= gone.len();
+        }
     }
 }
 
@@ -1404,5 +1450,30 @@ impl crate::engine::AuditLog for DeferredAudit {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_derived_cache_keeps_to_its_budget_dropping_the_least_recently_used() {
+        let blob = |n: usize| Arc::new(vec![0u8; n]);
+        let mut c = DerivedCache::new(100);
+        c.insert("a", blob(40));
+        c.insert("b", blob(40));
+        assert!(c.get("a").is_some(), "a is used after b was put");
+        c.insert("c", blob(40));
+        // 120 bytes over a budget of 100: b, the least recently used, goes
+        assert_eq!((c.get("a").map(|v| v.len()), c.get("b"), c.get("c").map(|v| v.len())), (Some(40), None, Some(40)));
+        assert_eq!(c.bytes, 80);
+        // the same key again replaces its bytes, not adds them
+        c.insert("a", blob(10));
+        assert_eq!(c.bytes, 50);
+        // a blob larger than the whole budget is kept (the newest always stays), alone
+        c.insert("huge", blob(500));
+        assert_eq!((c.map.len(), c.bytes), (1, 500));
+        assert!(c.get("huge").is_some());
     }
 }
