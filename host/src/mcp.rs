@@ -1033,7 +1033,7 @@ async fn one_message(req: Request) -> Result<Request, ApiError> {
     match read_message(text) {
         Ok(_) => {}
         Err(Unread::NotJson(why)) => return Err(ApiError::invalid_json(why)),
-        Err(Unread::NotOneObject) => return Err(ApiError::bad_request("invalid_request", "a JSON-RPC message is one JSON object: lid takes no batches, send each request on its own")),
+        Err(Unread::NotOneObject) => return Err(ApiError::bad_request("invalid_request", not_one_object(text))),
         Err(Unread::Twice(refusal, _)) => return Err((*refusal).into()),
     }
     let skip = text.len() - lid_shared::json::without_bom(text).len();
@@ -1151,6 +1151,15 @@ pub fn run_stdio(args: &McpArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Why `text` (JSON, but not one object) is not a JSON-RPC message.
+fn not_one_object(text: &str) -> String {
+    if lid_shared::json::without_bom(text).trim_start().starts_with('[') {
+        "a JSON-RPC message is one JSON object: lid takes no batches, send each request on its own".into()
+    } else {
+        "a JSON-RPC message is one JSON object, not a number, a string or null".into()
+    }
+}
+
 /// What [`run_stdio`] does with one line from the client.
 #[derive(Debug, PartialEq)]
 enum Screened {
@@ -1176,15 +1185,36 @@ fn screen(line: &[u8], started: bool) -> Screened {
     let msg = match read_message(text) {
         Ok(v) => v,
         Err(Unread::NotJson(why)) => return rpc_error(&Value::Null, -32700, format!("Parse error: the line is not JSON ({why}): send one JSON-RPC message per line")),
-        Err(Unread::NotOneObject) => return rpc_error(&Value::Null, -32600, "Invalid request: a JSON-RPC message is one JSON object (lid takes no batches): send each request on its own line".to_string()),
+        Err(Unread::NotOneObject) => return rpc_error(&Value::Null, -32600, format!("Invalid request: {}", not_one_object(text))),
         // answered with the request's id, which can be read
         Err(Unread::Twice(refusal, id)) => return rpc_error(&id, -32600, format!("Invalid request: {}", refusal.message)),
     };
-    let id = msg.get("id").filter(|id| id.is_string() || id.is_number()).cloned();
+    // The SDK answers a message it cannot read with no `id` at all, which leaves the client
+    // waiting on its request: such messages are answered here, with the id when MCP can
+    // carry it (a string or an integer) and null when it cannot.
+    let raw_id = msg.get("id");
+    let id = raw_id.filter(|id| id.is_string() || id.is_i64() || id.is_u64()).cloned();
+    let answer = |code: i32, message: &str| rpc_error(id.as_ref().unwrap_or(&Value::Null), code, message.to_string());
     if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return rpc_error(id.as_ref().unwrap_or(&Value::Null), -32600, "Invalid request: `jsonrpc` must be \"2.0\"".to_string());
+        return answer(-32600, "Invalid request: `jsonrpc` must be \"2.0\"");
     }
-    let method = msg.get("method").and_then(Value::as_str);
+    if raw_id.is_some() && id.is_none() {
+        return answer(-32600, "Invalid request: `id` must be a string or an integer (MCP)");
+    }
+    let method = match msg.get("method") {
+        None => None,
+        Some(Value::String(m)) => Some(m.as_str()),
+        Some(_) => return answer(-32600, "Invalid request: `method` must be a string"),
+    };
+    if method.is_none() && !(msg.get("result").is_some() || msg.get("error").is_some()) {
+        return answer(-32600, "Invalid request: a message has a `method` (a request or notification), or a `result` or `error` (a response)");
+    }
+    if method.is_some() && msg.get("params").is_some_and(|p| !p.is_object() && !p.is_null()) {
+        return match id {
+            Some(_) => answer(-32602, "Invalid params: `params` must be an object (MCP)"),
+            None => Screened::Drop("a notification whose params are not an object"),
+        };
+    }
     if started {
         return Screened::Forward { starts: false };
     }
@@ -1290,6 +1320,30 @@ mod tests {
         assert!(msg.contains("`intent` twice"), "{msg}");
         assert_eq!(error(screen(br#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#, true)).0, json!(5));
         assert_eq!(error(screen(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, true)).1, -32600);
+        assert!(error(screen(b"5", true)).2.contains("not a number, a string or null"));
+        // what the SDK would answer with no id at all is answered here: with the id when
+        // MCP can carry it, else with null
+        for (line, id, code) in [
+            (&br#"{"jsonrpc":"2.0","id":8,"method":"ping","params":[]}"#[..], json!(8), -32602),
+            (br#"{"jsonrpc":"2.0","id":"x","method":5}"#, json!("x"), -32600),
+            (br#"{"jsonrpc":"2.0","id":9}"#, json!(9), -32600),
+            (br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, Value::Null, -32600),
+            (br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, Value::Null, -32600),
+            (br#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#, Value::Null, -32600),
+            (br#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#, Value::Null, -32600),
+        ] {
+            for started in [false, true] {
+                match screen(line, started) {
+                    Screened::Reply(v) => {
+                        assert!(v.as_object().is_some_and(|o| o.contains_key("id")), "the id member is always there: {v}");
+                        assert_eq!((v["id"].clone(), v["error"]["code"].as_i64()), (id.clone(), Some(code.into())), "{}", String::from_utf8_lossy(line));
+                    }
+                    other => panic!("{}: {other:?}", String::from_utf8_lossy(line)),
+                }
+            }
+        }
+        assert!(matches!(screen(br#"{"jsonrpc":"2.0","method":"notifications/initialized","params":[]}"#, true), Screened::Drop(_)));
+        assert_eq!(screen(br#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"}}"#, true), Screened::Forward { starts: false });
         // a byte-order mark is skipped, as on /mcp and the REST routes
         assert_eq!(screen("\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}".as_bytes(), false), Screened::Forward { starts: true });
     }

@@ -62,10 +62,28 @@ fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, PathBuf)>)
     Ok(())
 }
 
+/// The text of `dir`'s `KNOWLEDGE.md`: `None` when it has none; an error saying why when
+/// it cannot be read, or is not a regular file of the pack's own: a symlink is never
+/// followed (it could lead out of the pack), as no other file of a pack is.
+fn knowledge_md(dir: &Path) -> Option<Result<String, String>> {
+    let path = dir.join("KNOWLEDGE.md");
+    let kind = std::fs::symlink_metadata(&path).ok()?.file_type();
+    Some(if kind.is_symlink() {
+        Err(format!("{} is a symlink, which is never followed: a pack's files are its own", path.display()))
+    } else if !kind.is_file() {
+        Err(format!("{} is not a regular file", path.display()))
+    } else {
+        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    })
+}
+
 /// Load the pack at `dir`.
 pub fn load(dir: &Path) -> Result<PackDir> {
-    let kmd_path = dir.join("KNOWLEDGE.md");
-    let knowledge_md = std::fs::read_to_string(&kmd_path).with_context(|| format!("cannot read {} (a knowledge pack needs one)", kmd_path.display()))?;
+    let knowledge_md = match knowledge_md(dir) {
+        Some(Ok(text)) => text,
+        Some(Err(why)) => bail!("{why} (a knowledge pack needs one)"),
+        None => bail!("cannot read {} (a knowledge pack needs one)", dir.join("KNOWLEDGE.md").display()),
+    };
     let Some(id) = dir.file_name().and_then(|s| s.to_str()).map(str::to_string) else {
         bail!("{} has no directory name to use as the pack id", dir.display());
     };
@@ -109,7 +127,7 @@ pub fn discover(dir: &Path) -> Result<Vec<PathBuf>> {
         .with_context(|| format!("cannot list packs in {}", dir.display()))?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.join("KNOWLEDGE.md").is_file())
+        .filter(|p| p.is_dir() && knowledge_md(p).is_some())
         .collect();
     out.sort();
     Ok(out)
@@ -139,11 +157,10 @@ pub struct Found {
 /// skipping hidden, build, dependency and VCS folders and symlinks.
 pub fn scan(roots: &[PathBuf], max_depth: usize) -> Result<Vec<Found>> {
     fn visit(dir: &Path, depth: usize, max_depth: usize, out: &mut Vec<Found>) -> Result<()> {
-        let kmd = dir.join("KNOWLEDGE.md");
-        if kmd.is_file() {
-            let (knowledge_md, unreadable) = match std::fs::read_to_string(&kmd) {
+        if let Some(read) = knowledge_md(dir) {
+            let (knowledge_md, unreadable) = match read {
                 Ok(text) => (text, None),
-                Err(e) => (String::new(), Some(format!("cannot read {}: {e}", kmd.display()))),
+                Err(why) => (String::new(), Some(why)),
             };
             out.push(Found { dir: dir.to_path_buf(), knowledge_md, unreadable });
             return Ok(());

@@ -259,11 +259,54 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let app = crate::http::router(svc, Duration::from_secs(args.body_timeout_secs));
-        axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+        serve_http(listener, app, HEADER_TIMEOUT.min(Duration::from_secs(args.body_timeout_secs)), shutdown_signal()).await;
         tracing::info!("stopped: every request accepted before the signal was answered");
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(0)
+}
+
+/// How long a client has to send a request's head (its request line and headers) once
+/// it has started one, or a next one on a kept-alive connection: past it the connection
+/// is closed. Shorter when `--body-timeout-secs` is (a body has that long, then 408
+/// `request_timeout`).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serve `app` on `listener` over HTTP/1 until `shutdown` resolves, then stop accepting and
+/// answer every request already accepted (hyper's graceful shutdown of each connection).
+/// As `axum::serve`, with a timer, so that a request head that never finishes is closed
+/// after `head_timeout` instead of holding its connection for ever.
+async fn serve_http(listener: tokio::net::TcpListener, app: axum::Router, head_timeout: Duration, shutdown: impl std::future::Future<Output = ()>) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(head_timeout);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // a connection that went away before it was accepted is nothing; out
+                    // of file descriptors and the like, wait a moment (as axum::serve does)
+                    if !matches!(e.kind(), std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionRefused) {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let conn = http.serve_connection(TokioIo::new(stream), hyper_util::service::TowerToHyperService::new(app.clone()));
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            // a client that goes away mid-request, or a head that timed out: nothing to do
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM (what a supervisor, systemd or a container

@@ -76,6 +76,20 @@ fn scan_builds_a_compact_catalog_skips_what_it_must_and_reports_collisions() {
     assert_eq!(v["packs"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect::<Vec<_>>(), ["good"]);
     assert_eq!(v["diagnostics"][0]["code"], "knowledge_front_matter_invalid", "{v}");
     assert!(v["diagnostics"][0]["message"].as_str().unwrap().contains("UTF-8"), "{v}");
+    // A KNOWLEDGE.md that is a symlink (here to a file outside the root) is never followed,
+    // as no other file of a pack is: a diagnostic, its text neither listed nor served.
+    let d = tmp.join("d");
+    write(&tmp.join("outside/KNOWLEDGE.md"), &kmd("outsider", "SECRET-OUTSIDE-GUIDE", "ready", ""));
+    write(&d.join("linked/units/a.md"), "# A\n\na unit");
+    std::os::unix::fs::symlink(tmp.join("outside/KNOWLEDGE.md"), d.join("linked/KNOWLEDGE.md")).unwrap();
+    let (code, out, err) = lid(&["--json", "knowledge", "scan", d.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["packs"].as_array().unwrap().is_empty() && !out.contains("SECRET-OUTSIDE-GUIDE"), "{v}");
+    assert!(v["diagnostics"][0]["message"].as_str().unwrap().contains("is a symlink"), "{v}");
+    let (code, out, _) = lid(&["knowledge", "resolve", d.to_str().unwrap(), "--pack", "outsider"]);
+    assert_ne!(code, 0);
+    assert!(!out.contains("SECRET-OUTSIDE-GUIDE"), "{out}");
     let (code, _, err) = lid(&["knowledge", "scan", "/nonexistent-root"]);
     assert_ne!(code, 0);
     assert!(err.contains("not a directory"), "{err}");

@@ -614,6 +614,26 @@ fn a_stalled_request_body_times_out_with_408() {
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
+/// A client that starts a request's head and never finishes it is closed within the
+/// head timeout (30 s, or `--body-timeout-secs` when shorter), where it used to hold its
+/// connection for ever; the server goes on serving others.
+#[test]
+fn an_unfinished_request_head_is_closed() {
+    use std::io::{Read, Write};
+    let (server, admin) = fresh("head", &["--body-timeout-secs", "1"]);
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let started = std::time::Instant::now();
+    s.write_all(b"GET /v1/keys HTTP/1.1\r\nHost: x\r\nX-Slow: ").unwrap();
+    let mut answer = Vec::new();
+    // closed (end of stream, or reset) before the read timeout
+    let _ = s.read_to_end(&mut answer);
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "still open after {:?}", started.elapsed());
+    let r = server.client().get("/v1/keys", Some(&admin));
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
 /// An MCP session on `/mcp` is used and closed with the key that opened it only: another
 /// key gets the answer an unknown session gets (404 `session_not_found`, lid's error body),
 /// so a session id tells it nothing, and the session goes on for its owner.
