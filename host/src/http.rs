@@ -94,7 +94,12 @@ async fn json_errors(req: axum::extract::Request, next: axum::middleware::Next) 
     let (parts, body) = res.into_parts();
     let text = axum::body::to_bytes(body, 4096).await.map(|b| String::from_utf8_lossy(&b).trim().to_string()).unwrap_or_default();
     let (code, message) = match status {
-        StatusCode::METHOD_NOT_ALLOWED if mcp => ("method_not_allowed", format!("/mcp does not take {method}: it takes POST (JSON-RPC messages), GET (the server's event stream) and DELETE (ends a session); it is MCP, not a REST route, so it is not in /openapi.json")),
+        // (which methods depends on the protocol version the request names: the `Allow`
+        // header the transport sent says it)
+        StatusCode::METHOD_NOT_ALLOWED if mcp => {
+            let allow = parts.headers.get(header::ALLOW).and_then(|v| v.to_str().ok()).filter(|a| !a.is_empty()).unwrap_or("POST, GET, DELETE");
+            ("method_not_allowed", format!("/mcp does not take {method} here: it takes {allow} (POST carries the JSON-RPC messages); it is MCP, not a REST route, so it is not in /openapi.json"))
+        }
         StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", format!("this route does not take {method}; GET /openapi.json lists each route's methods")),
         StatusCode::PAYLOAD_TOO_LARGE => ("request_too_large", lid_shared::Refusal::too_large(BODY_LIMIT).message),
         // the MCP transport answers a message it cannot read with 415; the body is JSON

@@ -525,6 +525,11 @@ fn refusals_are_json_errors_with_codes() {
     let r = c.req("DELETE", &format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), None);
     assert_eq!(code(&r), (405, "method_not_allowed".to_string()), "{}", r.body);
     assert!(r.header("allow").is_some_and(|v| v.contains("PUT")), "{:?}", r.headers);
+    // on /mcp the message names the methods its `Allow` names (they depend on the
+    // protocol version): with 2026-07-28, POST only
+    let r = c.req_with("GET", "/mcp", Some(&admin), None, &[("Accept", "text/event-stream"), ("MCP-Protocol-Version", "2026-07-28")]);
+    assert_eq!((r.status, r.header("allow")), (405, Some("POST")), "{}", r.body);
+    assert!(r.body.contains("does not take GET here: it takes POST "), "{}", r.body);
     let big = format!("{{\"intent\":\"{}\"}}", "a".repeat(9 << 20));
     let r = c.post_oversized(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), big);
     assert_eq!(code(&r), (413, "request_too_large".to_string()), "{}", r.body);
