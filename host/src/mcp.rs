@@ -1372,6 +1372,10 @@ mod tests {
         let t = tools();
         let recall = &t[0].input_schema;
         assert_eq!(recall["required"], json!(["intent"]));
+        // the limits the service enforces are the schema's, so a client validates them
+        let p = &recall["properties"];
+        assert_eq!((p["token_budget"]["maximum"].as_u64(), p["intent"]["maxLength"].as_u64(), p["heartbeat_id"]["maxLength"].as_u64()), (Some(u32::MAX.into()), Some(8192), Some(256)));
+        assert_eq!((p["manifest_hint"]["maxItems"].as_u64(), p["manifest_hint"]["items"]["maxLength"].as_u64()), (Some(256), Some(256)));
         for f in [
             "intent",
             "max_chunks",
