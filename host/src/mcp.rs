@@ -228,12 +228,16 @@ impl HttpBackend {
                 }
                 r.call()
             }
-            (_, b) => self
-                .http
-                .post(&url)
-                .header("Authorization", &auth)
-                .header("Content-Type", "application/json")
-                .send(b.map(Value::to_string).unwrap_or_default()),
+            (_, b) => {
+                let body = b.map(Value::to_string).unwrap_or_default();
+                // Both hosts refuse a body over the limit (`request_too_large`), and may close
+                // the connection before it is all sent, which would read here as the service
+                // being unreachable: refused before it is sent instead.
+                if body.len() > crate::http::BODY_LIMIT {
+                    return Err(lid_shared::Refusal::too_large(crate::http::BODY_LIMIT).into());
+                }
+                self.http.post(&url).header("Authorization", &auth).header("Content-Type", "application/json").send(body)
+            }
         };
         let mut r = res.map_err(|e| {
             ApiError::new(503, "upstream_unavailable", format!("cannot reach the lid service at {}: {e}; check --server and that the service is running", self.base)).with_details(json!({"retryable": true}))

@@ -870,3 +870,30 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `lid mcp` refuses a call whose body is over the services' 8 MiB limit before sending
+/// it (`request_too_large`, not retryable): sent, the service may close the connection
+/// before reading it all, which read as "cannot reach the service", retryable. No service
+/// runs here, so any other answer would be that one.
+#[test]
+fn lid_mcp_refuses_an_oversized_call_before_sending_it() {
+    use std::io::{Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lid"))
+        .args(["mcp", "--server", "http://127.0.0.1:9", "--agent", "release-engineer", "--key", "lid_x"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run lid mcp");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let big = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recall_instruction", "arguments": {"intent": "deploy", "manifest_hint": vec!["x".repeat(100); 100_000]}}});
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{init}\n{}\n{big}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let _ = child.wait();
+    let answer: Value = out.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|v| v["id"] == 3).unwrap_or_else(|| panic!("no answer to the call: {out}"));
+    let text = answer.to_string();
+    assert!(text.contains("request_too_large") && !text.contains("upstream_unavailable"), "{}", &text[..text.len().min(600)]);
+}
