@@ -525,6 +525,15 @@ pub fn json_of_file(what: &str, text: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|e| crate::apierror::ApiError::new(400, "invalid_json", format!("{what} is not JSON: {e}")).into())
 }
 
+/// A JSON document from a file with no object giving a field twice, refused as the
+/// service refuses such a body (`invalid_request`, never resolved to the last copy).
+fn no_field_twice(what: &str, text: &str) -> Result<()> {
+    match lid_shared::json::object(text) {
+        Err(r) if r.code == "invalid_request" => Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{what}: {}", r.message)).into()),
+        _ => Ok(()),
+    }
+}
+
 /// A file's text, or stdin's for `-`.
 fn read_input(file: &Path) -> Result<String> {
     let mut text = String::new();
@@ -815,7 +824,9 @@ fn run(cli: &Cli) -> Result<i32> {
                 anyhow::bail!("the boot context request must be a JSON object");
             }
             if let Some(h) = handoff {
-                req["handoff"] = json_of_file(&h.display().to_string(), &read_input(h)?)?;
+                let text = read_input(h)?;
+                req["handoff"] = json_of_file(&h.display().to_string(), &text)?;
+                no_field_twice(&format!("handoff {}", h.display()), &text)?;
             }
             if let Some(w) = wake_reason {
                 req["wake_reason"] = json!(w);
@@ -888,6 +899,7 @@ fn run(cli: &Cli) -> Result<i32> {
             } else {
                 // not JSON: said with the file, line and column, as `lid context --handoff` does
                 json_of_file(&format!("handoff {}", file.display()), &text)?;
+                no_field_twice(&format!("handoff {}", file.display()), &text)?;
                 let v = engine_ok(rt.compose_handoff(&text)?)?;
                 if cli.json {
                     serde_json::to_string_pretty(&v)? + "\n"

@@ -692,6 +692,11 @@ fn compose_handoff_round_trips_through_the_component() {
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("`to_agent`: is required") && err.contains("`status`: \"done\" is not one of"), "{err}");
+    // a field given twice is refused, as `POST …/handoff` refuses it, never the last kept
+    std::fs::write(&input, r#"{"task_id":"t1","task_id":"t2","from_agent":"a","to_agent":"b","task":"x","status":"pending","created_at":"2026-02-01T10:00:00Z","context":{},"metadata":{}}"#).unwrap();
+    let twice = json_of(&lid(&["--json", "compose-handoff", s(&input)]));
+    assert_eq!(twice["error"]["code"], "invalid_request", "{twice}");
+    assert!(twice["error"]["message"].as_str().is_some_and(|m| m.contains("`task_id` twice")), "{twice}");
 }
 
 #[test]
