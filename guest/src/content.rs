@@ -209,6 +209,8 @@ impl Candidate {
             version: self.fact.version.clone(),
             status: self.status.clone(),
             trust: self.trust.clone(),
+            grounding: String::new(),
+            profile: String::new(),
             mode: self.mode.clone(),
             authored_at: self.fact.authored_at.clone(),
             uri: self.fact.uri.clone(),

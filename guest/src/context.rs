@@ -73,6 +73,12 @@ pub struct KnowledgeItem {
     pub status: String,
     #[serde(default)]
     pub trust: String,
+    /// The pack's `grounding` policy and `profile` (front matter; the runtime standard's
+    /// Step 5: the wrapper SHOULD preserve them), empty when it has none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub grounding: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub profile: String,
     /// `data` (default) or `persona`.
     #[serde(default)]
     pub mode: String,
@@ -243,8 +249,10 @@ fn defang_fence_tags(text: &str) -> String {
 pub fn fence(k: &KnowledgeItem) -> String {
     let persona = k.mode == "persona";
     let mut head = format!("<knowledge_pack name=\"{}\" status=\"{}\"", attr(&k.pack), attr(&k.status));
-    if !k.trust.is_empty() {
-        head.push_str(&format!(" trust=\"{}\"", attr(&k.trust)));
+    for (name, value) in [("trust", &k.trust), ("grounding", &k.grounding), ("profile", &k.profile)] {
+        if !value.is_empty() {
+            head.push_str(&format!(" {name}=\"{}\"", attr(value)));
+        }
     }
     if !k.path.is_empty() {
         head.push_str(&format!(" path=\"{}\"", attr(&k.path)));
@@ -280,6 +288,8 @@ fn stored_knowledge(m: &Manifest, facts: &dyn Facts, query: &str) -> Result<(Vec
             version: c.version,
             status: c.status,
             trust: c.trust,
+            grounding: String::new(),
+            profile: String::new(),
             mode: c.mode,
             authored_at: f.authored_at.clone(),
             uri: c.uri,
