@@ -4,7 +4,7 @@
 //! record are the engine's (`knowledge-catalog`, `knowledge-select`, core module
 //! `resolve`), so every host resolves packs the same way.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
@@ -87,7 +87,19 @@ pub struct ResolveArgs<'a> {
 /// Scan, activate, read the activated packs and select: `{"catalog","activated","items",
 /// "fenced","record"}`.
 pub fn resolve(rt: &Runtime, a: &ResolveArgs<'_>) -> Result<Value> {
-    let activate = json!({"query": a.query, "explicit": a.packs, "disabled": a.disabled, "implicit": a.implicit});
+    // A `--pack PATH` names a folder however it is spelt (`pack/`, `./pack`, through `..`):
+    // it is matched as the path the scan lists for the same folder.
+    let paths = a.packs.iter().any(|p| p.contains(['/', '\\']) || p.starts_with('.'));
+    let found_dirs: Vec<(PathBuf, String)> = if paths { pack_dir::scan(a.roots, a.max_depth)? } else { vec![] }.into_iter().filter_map(|f| Some((f.dir.canonicalize().ok()?, f.dir.display().to_string()))).collect();
+    let explicit: Vec<String> = a
+        .packs
+        .iter()
+        .map(|p| {
+            let same = Path::new(p).canonicalize().ok().and_then(|c| found_dirs.iter().find(|(d, _)| *d == c).map(|(_, shown)| shown.clone()));
+            same.unwrap_or_else(|| p.clone())
+        })
+        .collect();
+    let activate = json!({"query": a.query, "explicit": explicit, "disabled": a.disabled, "implicit": a.implicit});
     let (found, v) = catalog(rt, a.roots, a.max_depth, Some(activate))?;
     let mut loaded = Vec::new();
     for p in v["activated"]["packs"].as_array().into_iter().flatten() {

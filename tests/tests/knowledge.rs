@@ -133,6 +133,13 @@ fn resolve_activates_selects_fences_and_writes_a_deterministic_record() {
     assert_eq!(e["error"]["code"], "knowledge_pack_not_found", "{e}");
     assert!(e["error"]["message"].as_str().unwrap().contains("billing, legacy-billing, house-voice"), "{e}");
     assert!(!typo_runs.exists(), "no record is written");
+    // A pack named by its folder is that folder however the path is spelt.
+    for spelt in [format!("{b}/voice/"), format!("{b}/./voice"), format!("{b}/../b/voice")] {
+        let (code, out, err) = lid(&["--json", "knowledge", "resolve", &a, &b, "--pack", &spelt, "--no-implicit"]);
+        assert_eq!(code, 0, "{spelt}: {err}{out}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["record"]["activated_packs"][0]["name"], "house-voice", "{spelt}: {v}");
+    }
 }
 
 #[test]
