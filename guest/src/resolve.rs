@@ -313,15 +313,19 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
             uri: String::new(),
             text: text.to_string(),
         };
+        // What an item costs is what the model reads: its text fenced (the wrapper and the
+        // data preamble count against the budget too).
+        let fenced_tokens = |k: &KnowledgeItem| crate::tokens::count(&crate::context::fence(k)) as u32;
         let guide = guide.trim();
         if !guide.is_empty() {
-            let t = crate::tokens::count(guide) as u32;
-            if t <= GUIDE_MAX_TOKENS && t <= left {
+            let k = item("KNOWLEDGE.md", guide);
+            let t = fenced_tokens(&k);
+            if crate::tokens::count(guide) as u32 <= GUIDE_MAX_TOKENS && t <= left {
                 left -= t;
                 selected_files.push("KNOWLEDGE.md".to_string());
-                items.push(item("KNOWLEDGE.md", guide));
+                items.push(k);
             } else {
-                warnings.push(format!("guide not loaded ({t} tokens)"));
+                warnings.push(format!("guide not loaded ({t} tokens fenced)"));
             }
         }
         // Context files, ranked for the query by the pack ranker (resolver-driven).
@@ -339,18 +343,23 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
                 for s in relevant {
                     let Some(e) = opened.entry(s.index) else { continue };
                     let Some(path) = e.path.as_deref() else { continue };
-                    let t = opened.tokens.get(s.index).copied().unwrap_or(0);
+                    // (the text alone over what is left: the fenced text is more still)
+                    let bare = opened.tokens.get(s.index).copied().unwrap_or(0);
+                    let Some(text) = l.files.get(path) else { continue };
+                    let k = item(path, text);
+                    let t = if bare > left { bare } else { fenced_tokens(&k) };
                     if t > left {
+                        // a relevant file the budget has no room for is said, never silent
+                        warnings.push(format!("{path} not loaded: {t} tokens fenced, {left} left in the budget"));
                         continue;
                     }
-                    let Some(text) = l.files.get(path) else { continue };
                     left -= t;
                     if path.starts_with("documents/") {
                         selected_documents.push(path.to_string());
                     } else {
                         selected_files.push(path.to_string());
                     }
-                    items.push(item(path, text));
+                    items.push(k);
                     if left == 0 {
                         break;
                     }
@@ -466,7 +475,8 @@ mod tests {
         let r = &s.record;
         assert!(r.run_id.starts_with("context-"));
         assert_eq!(r.activated_packs.iter().map(|p| (p.name.as_str(), p.wrapper_order)).collect::<Vec<_>>(), [("voice", 1), ("prometheus", 2)]);
-        assert_eq!(r.token_estimate, s.items.iter().map(|i| crate::tokens::count(&i.text) as u32).sum::<u32>());
+        // the estimate is what the model reads: every item fenced
+        assert_eq!(r.token_estimate, s.fenced.iter().map(|f| crate::tokens::count(f) as u32).sum::<u32>());
         assert_eq!(select(&req).unwrap(), s, "same inputs, same selection and record");
         // A small budget loads less and says so.
         let tight = select(&Select { budget: Some(12), ..req.clone() }).unwrap();

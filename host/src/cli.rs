@@ -840,8 +840,10 @@ fn run(cli: &Cli) -> Result<i32> {
             let rt = runtime()?;
             if !pack_roots.is_empty() {
                 let query = query.clone().unwrap_or_else(|| req["handoff"]["task"].as_str().unwrap_or_default().to_string());
-                let budget = req["budgets"]["knowledge"].as_u64().unwrap_or(2000) as u32;
-                let args = crate::knowledge_cli::ResolveArgs { roots: pack_roots, query: &query, packs, disabled: &[], implicit: true, budget, max_depth: crate::pack_dir::SCAN_MAX_DEPTH };
+                // Every relevant file is selected; the knowledge section's budget then keeps
+                // what fits, as the resolver would, and lists the rest in its `dropped`
+                // (`section_budget`) instead of leaving it unsaid.
+                let args = crate::knowledge_cli::ResolveArgs { roots: pack_roots, query: &query, packs, disabled: &[], implicit: true, budget: u32::MAX, max_depth: crate::pack_dir::SCAN_MAX_DEPTH };
                 let sel = crate::knowledge_cli::resolve(&rt, &args)?;
                 // What the scan or the activation could not use (a pack that is not there,
                 // does not parse, or is not ready) is a source the bundle lacks: named in

@@ -157,6 +157,16 @@ fn boot_context_takes_its_knowledge_section_from_resolved_packs() {
     assert!(texts.iter().any(|t| t.contains("<knowledge_pack name=\"billing\"") && t.contains("second approver")), "{k}");
     assert_eq!(lid(&args).1, out, "byte-identical bundles");
     assert_eq!((b["degraded"].as_bool(), b["warnings"].as_array().map(Vec::len)), (Some(false), Some(0)), "{b}");
+    // A knowledge budget too small for the pack's files keeps what fits and lists the rest
+    // in `dropped` (`section_budget`), each counted as the model reads it: fenced.
+    let mut tight = args.to_vec();
+    tight.extend(["--budget", "knowledge=60"]);
+    let (code, out, err) = lid(&tight);
+    assert_eq!(code, 0, "{err}");
+    let k = serde_json::from_str::<Value>(&out).unwrap()["sections"][3].clone();
+    let dropped = k["dropped"].as_array().cloned().unwrap_or_default();
+    assert!(!dropped.is_empty() && dropped.iter().all(|d| d["reason"] == "section_budget"), "{k}");
+    assert!(k["tokens"].as_u64().unwrap() <= 60, "{k}");
     // A --pack that is not there, or a pack that is not ready, is a source the bundle
     // lacks: named in its warnings, and the bundle degraded.
     let (_, b_root) = fixture(&tmp);
