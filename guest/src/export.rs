@@ -61,6 +61,33 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// An Agent Skills `name` for an agent id: at most 64 characters of lowercase letters,
+/// digits and single hyphens, not starting or ending with one (agent ids also allow
+/// capitals, `.` and `_`, and 128 characters).
+fn skill_name(agent_id: &str) -> String {
+    let mut name = String::new();
+    for c in agent_id.chars().map(|c| c.to_ascii_lowercase()) {
+        let c = if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '-' };
+        if !(c == '-' && (name.is_empty() || name.ends_with('-'))) {
+            name.push(c);
+        }
+    }
+    name.truncate(64);
+    let name = name.trim_end_matches('-');
+    if name.is_empty() { "agent".into() } else { name.to_string() }
+}
+
+/// An Agent Skills `description`: at most 1024 characters (a long unit list is cut, and
+/// says so).
+fn skill_description(d: &str) -> String {
+    const MAX: usize = 1024;
+    if d.chars().count() <= MAX {
+        return d.to_string();
+    }
+    let cut: String = d.chars().take(MAX - 1).collect();
+    format!("{}…", cut.trim_end_matches([',', ' ']))
+}
+
 /// Export `m` in `format` (one of [`FORMATS`]).
 pub fn export(m: &Manifest, facts: &dyn Facts, format: &str) -> Result<Export, EngineError> {
     if !FORMATS.contains(&format) {
@@ -79,8 +106,8 @@ pub fn export(m: &Manifest, facts: &dyn Facts, format: &str) -> Result<Export, E
     let mut files = Vec::new();
     match format {
         "skill" => {
-            let description = format!("Instructions of the {title} agent: {}", units.iter().map(|(e, _)| e.name.as_str()).collect::<Vec<_>>().join(", "));
-            let mut md = format!("---\nname: {}\ndescription: {}\n---\n\n# {title}\n\n<!-- {source} -->\n", m.agent_id, yaml_str(&description));
+            let description = skill_description(&format!("Instructions of the {title} agent: {}", units.iter().map(|(e, _)| e.name.as_str()).collect::<Vec<_>>().join(", ")));
+            let mut md = format!("---\nname: {}\ndescription: {}\n---\n\n# {title}\n\n<!-- {source} -->\n", skill_name(&m.agent_id), yaml_str(&description));
             let (inline, lazy): (Vec<_>, Vec<_>) = units.iter().partition(|(e, _)| always(e));
             if !inline.is_empty() {
                 md.push_str("\n## Always applicable\n");
@@ -137,6 +164,20 @@ mod tests {
         facts.insert(Fact { uri: "instruction:acme/eng/rules/v1".into(), content: "Never push to main.".into(), version: "v1".into(), ..Fact::default() });
         facts.insert(Fact { uri: "instruction:acme/eng/secret/v1".into(), content: "data, not an instruction".into(), version: "v1".into(), interpret_as: InterpretAs::Content, ..Fact::default() });
         (crate::manifest::parse(&m.to_string()).unwrap(), facts)
+    }
+
+    #[test]
+    fn skill_names_and_descriptions_are_what_agent_skills_allows() {
+        assert_eq!(skill_name("Release.Eng_2"), "release-eng-2");
+        assert_eq!(skill_name("--A..b--"), "a-b");
+        assert_eq!(skill_name("..."), "agent");
+        assert_eq!(skill_name(&"x".repeat(128)).len(), 64);
+        assert!(skill_name(&format!("{}-{}", "a".repeat(63), "b")).len() <= 64);
+        assert!(!skill_name(&format!("{}-b", "a".repeat(63))).ends_with('-'));
+        let long = skill_description(&format!("Instructions: {}", vec!["unit-name"; 200].join(", ")));
+        assert!(long.chars().count() <= 1024 && long.chars().count() > 1000, "{}", long.len());
+        assert!(long.ends_with('…'));
+        assert_eq!(skill_description("short"), "short");
     }
 
     #[test]
