@@ -598,43 +598,32 @@ fn a_second_admin_cosigns_a_bypass_from_the_cli() {
     assert!(signers.len() == 2 && signers.contains(&"admin:second") && signers.iter().any(|s| s.starts_with("cli:")), "{signers:?}");
 }
 
-/// A client that announces a body and then stalls is answered 408 `request_timeout` within
-/// `--body-timeout-secs` and its connection closed, and the server goes on serving others.
+/// A client that stalls is cut off, and the server goes on serving others: one that
+/// announces a body and stops is answered 408 `request_timeout` within
+/// `--body-timeout-secs`; one that starts a request's head and never finishes it is closed
+/// within the head timeout (30 s, or `--body-timeout-secs` when shorter), where it used to
+/// hold its connection for ever.
 #[test]
-fn a_stalled_request_body_times_out_with_408() {
+fn stalled_requests_time_out_and_the_server_goes_on() {
     use std::io::{Read, Write};
     let (server, admin) = fresh("stall", &["--body-timeout-secs", "1"]);
     let addr = server.base.trim_start_matches("http://").to_string();
-    let mut s = std::net::TcpStream::connect(&addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
-    let started = std::time::Instant::now();
-    s.write_all(b"POST /v1/instruction/audit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"audit_tok").unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    assert!(started.elapsed() < std::time::Duration::from_secs(15), "{:?}", started.elapsed());
-    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert!(answer.contains("\"code\":\"request_timeout\""), "{answer}");
-    // the server still answers
-    let r = server.client().get("/v1/keys", Some(&admin));
-    assert_eq!(r.status, 200, "{}", r.body);
-}
-
-/// A client that starts a request's head and never finishes it is closed within the
-/// head timeout (30 s, or `--body-timeout-secs` when shorter), where it used to hold its
-/// connection for ever; the server goes on serving others.
-#[test]
-fn an_unfinished_request_head_is_closed() {
-    use std::io::{Read, Write};
-    let (server, admin) = fresh("head", &["--body-timeout-secs", "1"]);
-    let addr = server.base.trim_start_matches("http://").to_string();
-    let mut s = std::net::TcpStream::connect(&addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
-    let started = std::time::Instant::now();
-    s.write_all(b"GET /v1/keys HTTP/1.1\r\nHost: x\r\nX-Slow: ").unwrap();
-    let mut answer = Vec::new();
-    // closed (end of stream, or reset) before the read timeout
-    let _ = s.read_to_end(&mut answer);
-    assert!(started.elapsed() < std::time::Duration::from_secs(15), "still open after {:?}", started.elapsed());
+    // what the server answers to `sent` before it closes, and how long it took
+    let stall = |sent: &[u8]| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+        let started = std::time::Instant::now();
+        s.write_all(sent).unwrap();
+        let mut answer = Vec::new();
+        // closed (end of stream, or reset) before the read timeout
+        let _ = s.read_to_end(&mut answer);
+        (String::from_utf8_lossy(&answer).into_owned(), started.elapsed())
+    };
+    let (answer, took) = stall(b"POST /v1/instruction/audit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"audit_tok");
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}");
+    assert!(answer.starts_with("HTTP/1.1 408") && answer.contains("\"code\":\"request_timeout\""), "{answer}");
+    let (_, took) = stall(b"GET /v1/keys HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    assert!(took < std::time::Duration::from_secs(15), "a request head still open after {took:?}");
     let r = server.client().get("/v1/keys", Some(&admin));
     assert_eq!(r.status, 200, "{}", r.body);
 }
