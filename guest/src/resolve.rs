@@ -314,18 +314,25 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
             text: text.to_string(),
         };
         // What an item costs is what the model reads: its text fenced (the wrapper and the
-        // data preamble count against the budget too).
-        let fenced_tokens = |k: &KnowledgeItem| crate::tokens::count(&crate::context::fence(k)) as u32;
+        // data preamble count against the budget too). The fenced text is kept for the
+        // selection's `fenced`.
+        let fenced = |path: &str, text: &str| {
+            let k = item(path, text);
+            let f = crate::context::fence(&k);
+            let t = crate::tokens::count(&f) as u32;
+            (k, f, t)
+        };
         let guide = guide.trim();
         if !guide.is_empty() {
-            let k = item("KNOWLEDGE.md", guide);
-            let t = fenced_tokens(&k);
-            if crate::tokens::count(guide) as u32 <= GUIDE_MAX_TOKENS && t <= left {
-                left -= t;
-                selected_files.push("KNOWLEDGE.md".to_string());
-                items.push(k);
-            } else {
-                warnings.push(format!("guide not loaded ({t} tokens fenced)"));
+            let bare = crate::tokens::count(guide) as u32;
+            let candidate = (bare <= GUIDE_MAX_TOKENS && bare <= left).then(|| fenced("KNOWLEDGE.md", guide));
+            match candidate.filter(|c| c.2 <= left) {
+                Some((k, f, t)) => {
+                    left -= t;
+                    selected_files.push("KNOWLEDGE.md".to_string());
+                    items.push((k, f));
+                }
+                None => warnings.push(format!("guide not loaded ({bare} tokens)")),
             }
         }
         // Context files, ranked for the query by the pack ranker (resolver-driven).
@@ -343,23 +350,22 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
                 for s in relevant {
                     let Some(e) = opened.entry(s.index) else { continue };
                     let Some(path) = e.path.as_deref() else { continue };
-                    // (the text alone over what is left: the fenced text is more still)
-                    let bare = opened.tokens.get(s.index).copied().unwrap_or(0);
                     let Some(text) = l.files.get(path) else { continue };
-                    let k = item(path, text);
-                    let t = if bare > left { bare } else { fenced_tokens(&k) };
-                    if t > left {
+                    // (fenced only when the text alone fits: fenced, it is more still)
+                    let bare = opened.tokens.get(s.index).copied().unwrap_or(0);
+                    let candidate = (bare <= left).then(|| fenced(path, text));
+                    let Some((k, f, t)) = candidate.filter(|c| c.2 <= left) else {
                         // a relevant file the budget has no room for is said, never silent
-                        warnings.push(format!("{path} not loaded: {t} tokens fenced, {left} left in the budget"));
+                        warnings.push(format!("{path} not loaded: more than the {left} tokens left in the budget"));
                         continue;
-                    }
+                    };
                     left -= t;
                     if path.starts_with("documents/") {
                         selected_documents.push(path.to_string());
                     } else {
                         selected_files.push(path.to_string());
                     }
-                    items.push(k);
+                    items.push((k, f));
                     if left == 0 {
                         break;
                     }
@@ -381,7 +387,7 @@ pub fn select(req: &Select) -> Result<Selection, EngineError> {
             warnings,
         });
     }
-    let fenced: Vec<String> = items.iter().map(crate::context::fence).collect();
+    let (items, fenced): (Vec<KnowledgeItem>, Vec<String>) = items.into_iter().unzip();
     let token_estimate = budget - left;
     let status = if record_packs.iter().any(|p| !p.warnings.is_empty()) { "warning" } else { "passed" };
     let mut record = Record { run_id: String::new(), query: req.query.clone(), status: status.into(), activated_packs: record_packs, token_estimate };

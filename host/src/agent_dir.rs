@@ -98,7 +98,8 @@ pub struct AgentDir {
     /// Units whose file could not be read, each with why (`no file at …`, or the read's
     /// error: not UTF-8, a directory, permission denied): reported, then left to the
     /// engine to handle.
-    pub missing: Vec<(String, String)>,
+    /// Each with its entry's field that names the file (`fact_uri` or `path`).
+    pub missing: Vec<(String, &'static str, String)>,
 }
 
 /// Load `dir` (or a `manifest.json` path inside it).
@@ -142,7 +143,7 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
                         versions.entry(key).or_default().push(version);
                     }
                 }
-                Err(why) => missing.push((name.to_string(), why)),
+                Err(why) => missing.push((name.to_string(), "fact_uri", why)),
             }
         }
         if let Some(p) = path {
@@ -154,7 +155,7 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
                 }
                 Err(why) => {
                     if fact_uri.is_none() {
-                        missing.push((name.to_string(), why));
+                        missing.push((name.to_string(), "path", why));
                     }
                 }
             }

@@ -573,12 +573,7 @@ fn stub_problems(rt: &Runtime, dir: &Path, manifest_json: &str, report: &mut Val
     let st = storage_of(&a, Arc::new(NoAudit));
     // a unit whose file cannot be read would be refused by `lid publish` (as an entry
     // naming a unit that is not stored), and dropped from every stub and recall
-    let m: Value = serde_json::from_str(manifest_json).unwrap_or_default();
-    let field = |name: &str| {
-        let e = m["entries"].as_array().into_iter().flatten().find(|e| e["name"] == name);
-        if e.is_some_and(|e| e["fact_uri"].as_str().is_some_and(|u| !u.is_empty())) { "fact_uri" } else { "path" }
-    };
-    let mut errors: Vec<Value> = a.missing.iter().map(|(name, why)| json!({"code": "manifest_entry_invalid", "entry": name, "field": field(name), "message": format!("the unit's file cannot be read: {why}")})).collect();
+    let mut errors: Vec<Value> = a.missing.iter().map(|(name, field, why)| json!({"code": "manifest_entry_invalid", "entry": name, "field": field, "message": format!("the unit's file cannot be read: {why}")})).collect();
     // one error a code, naming every profile that has it (their frontmatter differs in
     // length, so one profile's stub may fit where another's does not)
     for profile in lid_shared::heartbeat::PROFILES {
@@ -602,7 +597,7 @@ fn stub_problems(rt: &Runtime, dir: &Path, manifest_json: &str, report: &mut Val
 
 fn load_agent(p: &Path) -> Result<AgentDir> {
     let a = agent_dir::load(p)?;
-    for (name, why) in &a.missing {
+    for (name, _, why) in &a.missing {
         eprintln!("warning: unit {name:?}: {why}");
     }
     Ok(a)

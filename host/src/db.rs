@@ -1185,7 +1185,7 @@ pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, attestor: &Attestor)
 
 /// The id of `agent`'s current `instruction_manifests` row, if it has one.
 pub fn current_manifest_id(c: &rusqlite::Connection, agent: &str) -> DbResult<Option<String>> {
-    Ok(c.query_row("SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", params![agent], |r| r.get(0)).optional()?)
+    Ok(c.query_row(lid_shared::publish::CURRENT_MANIFEST_ID_SQL, params![agent], |r| r.get(0)).optional()?)
 }
 
 /// A unit's latest fact (the one no later version has superseded).

@@ -57,20 +57,19 @@ fn call(r: Result<Result<String, crate::engine::EngineFailure>>) -> Result<Value
 }
 
 /// The catalog (and, with `activate`, the activation) of the packs under `roots`.
-fn catalog(rt: &Runtime, roots: &[PathBuf], max_depth: usize, activate: Option<Value>) -> Result<(Vec<pack_dir::Found>, Value)> {
-    let found = pack_dir::scan(roots, max_depth)?;
+fn catalog(rt: &Runtime, found: &[pack_dir::Found], activate: Option<Value>) -> Result<Value> {
     let packs: Vec<Value> = found.iter().filter(|f| f.unreadable.is_none()).map(|f| json!({"path": f.dir.display().to_string(), "knowledge_md": f.knowledge_md})).collect();
     let mut v = call(rt.knowledge_catalog(&json!({"packs": packs, "activate": activate}).to_string()))?;
     // A KNOWLEDGE.md that cannot be read is a pack that does not parse: a diagnostic, and
     // the other packs are still listed.
     if let Some(diags) = v["catalog"]["diagnostics"].as_array_mut() {
-        for f in &found {
+        for f in found {
             if let Some(why) = &f.unreadable {
-                diags.push(json!({"code": "knowledge_front_matter_invalid", "path": f.dir.display().to_string(), "message": format!("{why}: save it as UTF-8 text")}));
+                diags.push(json!({"code": "knowledge_front_matter_invalid", "path": f.dir.display().to_string(), "message": why}));
             }
         }
     }
-    Ok((found, v))
+    Ok(v)
 }
 
 /// Options of a resolution.
@@ -89,18 +88,18 @@ pub struct ResolveArgs<'a> {
 pub fn resolve(rt: &Runtime, a: &ResolveArgs<'_>) -> Result<Value> {
     // A `--pack PATH` names a folder however it is spelt (`pack/`, `./pack`, through `..`):
     // it is matched as the path the scan lists for the same folder.
-    let paths = a.packs.iter().any(|p| p.contains(['/', '\\']) || p.starts_with('.'));
-    let found_dirs: Vec<(PathBuf, String)> = if paths { pack_dir::scan(a.roots, a.max_depth)? } else { vec![] }.into_iter().filter_map(|f| Some((f.dir.canonicalize().ok()?, f.dir.display().to_string()))).collect();
+    let found = pack_dir::scan(a.roots, a.max_depth)?;
     let explicit: Vec<String> = a
         .packs
         .iter()
         .map(|p| {
-            let same = Path::new(p).canonicalize().ok().and_then(|c| found_dirs.iter().find(|(d, _)| *d == c).map(|(_, shown)| shown.clone()));
-            same.unwrap_or_else(|| p.clone())
+            let real = Path::new(p).canonicalize().ok();
+            let same = real.and_then(|c| found.iter().find(|f| f.dir.canonicalize().is_ok_and(|d| d == c)));
+            same.map_or_else(|| p.clone(), |f| f.dir.display().to_string())
         })
         .collect();
     let activate = json!({"query": a.query, "explicit": explicit, "disabled": a.disabled, "implicit": a.implicit});
-    let (found, v) = catalog(rt, a.roots, a.max_depth, Some(activate))?;
+    let v = catalog(rt, &found, Some(activate))?;
     let mut loaded = Vec::new();
     for p in v["activated"]["packs"].as_array().into_iter().flatten() {
         let path = p["path"].as_str().unwrap_or_default();
@@ -122,7 +121,7 @@ pub fn resolve(rt: &Runtime, a: &ResolveArgs<'_>) -> Result<Value> {
 pub fn run(rt: &Runtime, json_out: bool, cmd: &KnowledgeCommand) -> Result<i32> {
     match cmd {
         KnowledgeCommand::Scan { roots, max_depth } => {
-            let (_, v) = catalog(rt, roots, *max_depth, None)?;
+            let v = catalog(rt, &pack_dir::scan(roots, *max_depth)?, None)?;
             if json_out {
                 outln!("{}", serde_json::to_string_pretty(&v["catalog"])?);
             } else {

@@ -73,7 +73,10 @@ fn knowledge_md(dir: &Path) -> Option<Result<String, String>> {
     } else if !kind.is_file() {
         Err(format!("{} is not a regular file", path.display()))
     } else {
-        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => format!("cannot read {}: {e}: save it as UTF-8 text", path.display()),
+            _ => format!("cannot read {}: {e}", path.display()),
+        })
     })
 }
 
@@ -127,7 +130,8 @@ pub fn discover(dir: &Path) -> Result<Vec<PathBuf>> {
         .with_context(|| format!("cannot list packs in {}", dir.display()))?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && knowledge_md(p).is_some())
+        // (any KNOWLEDGE.md entry, a symlink too: `load` then says why it is not read)
+        .filter(|p| p.is_dir() && std::fs::symlink_metadata(p.join("KNOWLEDGE.md")).is_ok())
         .collect();
     out.sort();
     Ok(out)

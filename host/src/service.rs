@@ -573,9 +573,7 @@ impl Service {
         let (version, digest) = lid_shared::publish::cosignature_request(agent, body)?;
         // a version a publish could take: a real one (no floating alias), not yet published
         engine(self.rt.version_order(version, None))?;
-        if self.db.read(|c| Ok(c.query_row("SELECT 1 FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, version], |_| Ok(())).optional()?))?.is_some() {
-            return Err(lid_shared::publish::version_conflict(agent, version).into());
-        }
+        self.version_unpublished(agent, version)?;
         self.db.write(|tx| {
             tx.execute(
                 "INSERT OR IGNORE INTO publish_cosignatures (agent_id, version, manifest_sha256, entity_uri, key_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -584,6 +582,15 @@ impl Service {
             Ok::<_, DbError>(())
         })?;
         Ok(json!({"agent_id": agent, "version": version, "manifest_sha256": digest, "cosigned_by": who.entity_uri}))
+    }
+
+    /// 409 `manifest_version_conflict` when `version` of `agent` is already published.
+    fn version_unpublished(&self, agent: &str, version: &str) -> Result<(), ApiError> {
+        let published = self.db.read(|c| Ok(c.query_row("SELECT 1 FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, version], |_| Ok(())).optional()?))?;
+        match published {
+            Some(()) => Err(lid_shared::publish::version_conflict(agent, version).into()),
+            None => Ok(()),
+        }
     }
 
     /// A manifest document as written (`lid publish`'s `manifest.json`), validated as
@@ -632,10 +639,7 @@ impl Service {
             return Err(refusal.into());
         }
         // a version taken before, once the manifest's own problems are all said
-        let exists = self.db.read(|c| Ok(c.query_row("SELECT 1 FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, version], |_| Ok(())).optional()?))?;
-        if exists.is_some() {
-            return Err(lid_shared::publish::version_conflict(agent, &version).into());
-        }
+        self.version_unpublished(agent, &version)?;
         let token_count = report["token_count"].as_i64().unwrap_or(0);
         let entries = manifest["entries"].as_array().cloned().unwrap_or_default();
         if let Some(refusal) = lid_shared::publish::path_only_entries(&entries, &deployment, agent) {

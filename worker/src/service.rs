@@ -520,16 +520,22 @@ impl Service {
 
     /// `POST …/instruction-manifest/cosignatures`: a second admin co-signs a coverage-gate
     /// bypass of one exact manifest (S7).
+    /// 409 `manifest_version_conflict` when `version` of `agent` is already published.
+    async fn version_unpublished(&self, agent: &str, version: &str) -> ApiResult<()> {
+        #[derive(Deserialize)]
+        struct One {}
+        match self.store.first::<One>("SELECT 1 AS one FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", args![agent, version]).await? {
+            Some(_) => Err(lid_shared::publish::version_conflict(agent, version).into()),
+            None => Ok(()),
+        }
+    }
+
     pub async fn cosign(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
         who.require_admin()?;
         let (version, digest) = lid_shared::publish::cosignature_request(agent, body)?;
         // a version a publish could take: a real one (no floating alias), not yet published
         lid_core::api::version_order(version, None)?;
-        #[derive(Deserialize)]
-        struct One {}
-        if self.store.first::<One>("SELECT 1 AS one FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", args![agent, version]).await?.is_some() {
-            return Err(lid_shared::publish::version_conflict(agent, version).into());
-        }
+        self.version_unpublished(agent, version).await?;
         self.store
             .run(
                 "INSERT OR IGNORE INTO publish_cosignatures (agent_id, version, manifest_sha256, entity_uri, key_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -555,11 +561,6 @@ impl Service {
         let snapshot = self.store.writable_snapshot(agent).await?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
-        #[derive(Deserialize)]
-        struct One {
-            #[allow(dead_code)]
-            one: i64,
-        }
         let now = now_ms();
         let manifest = req.manifest(agent, &deployment, snapshot.as_deref().map(|s| s.manifest_json.as_str()), now);
         if let Some(doc) = req.as_sent(&manifest) {
@@ -578,9 +579,7 @@ impl Service {
             return Err(refusal.into());
         }
         // a version taken before, once the manifest's own problems are all said
-        if self.store.first::<One>("SELECT 1 AS one FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", args![agent, version]).await?.is_some() {
-            return Err(lid_shared::publish::version_conflict(agent, &version).into());
-        }
+        self.version_unpublished(agent, &version).await?;
         let token_count = report["token_count"].as_i64().unwrap_or(0);
         let entries = manifest["entries"].as_array().cloned().unwrap_or_default();
         if let Some(refusal) = lid_shared::publish::path_only_entries(&entries, &deployment, agent) {
@@ -678,10 +677,9 @@ impl Service {
         let manifest_key = format!("instruction:{deployment}/{agent}/manifest");
         self.store.put_facts(staged.iter().map(|(f, _, _)| f)).await?;
         self.store.put_fact(&mfact).await?;
-        let mut stmts = vec![unless_moved(&self.store, "SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", agent, head.as_deref())?];
+        let mut stmts = vec![unless_moved(&self.store, lid_shared::publish::CURRENT_MANIFEST_ID_SQL, agent, head.as_deref())?];
         for ((_, key, _), after) in staged.iter().zip(&staged_after) {
-            let latest = "SELECT uri FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1";
-            stmts.push(unless_moved(&self.store, latest, key, after.as_deref())?);
+            stmts.push(unless_moved(&self.store, crate::store::LATEST_URI_SQL, key, after.as_deref())?);
         }
         let mut prev_by_key: BTreeMap<&str, Option<&str>> = BTreeMap::new();
         for r in ledger.iter().filter(|r| r.valid_until.is_none()) {

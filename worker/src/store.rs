@@ -791,6 +791,10 @@ pub fn ledger_insert(store: &Store, f: &Fact, unit_key: &str, agent: &str, unit_
     ])
 }
 
+/// The uri of a unit's (`?1`, its unit key) live version: what a publish's staged fact was
+/// checked against, checked again in its batch ([`unless_moved`]).
+pub const LATEST_URI_SQL: &str = "SELECT uri FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1";
+
 /// The live version of a unit in the ledger: (uri, version, sha256).
 pub async fn current_version(store: &Store, unit_key: &str) -> ApiResult<Option<(lid_shared::units::Latest, String)>> {
     #[derive(Deserialize)]
@@ -812,7 +816,7 @@ pub async fn current_manifest_id(store: &Store, agent: &str) -> ApiResult<Option
     struct R {
         id: String,
     }
-    let r: Option<R> = store.first("SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", args![agent]).await?;
+    let r: Option<R> = store.first(lid_shared::publish::CURRENT_MANIFEST_ID_SQL, args![agent]).await?;
     Ok(r.map(|r| r.id))
 }
 

@@ -176,6 +176,10 @@ pub fn version_conflict(agent: &str, version: &str) -> Refusal {
     Refusal::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version"))
 }
 
+/// The id of an agent's (`?1`) current `instruction_manifests` row: the head a publish is
+/// planned against and checked against again when it commits.
+pub const CURRENT_MANIFEST_ID_SQL: &str = "SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1";
+
 /// 409 `manifest_version_conflict` (retryable): another publish of `agent` committed while
 /// this one was checked, so it was planned against a manifest that is no longer current;
 /// nothing was written (§21.4.1: versions increase monotonically).
