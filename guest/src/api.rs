@@ -269,7 +269,8 @@ pub fn session_to_handoff(markdown: &str) -> Result<String, EngineError> {
     Ok(to_json(&crate::handoff::parse_session(markdown).map_err(EngineError::Handoff)?))
 }
 
-/// The composed boot context (`crate::context`): `{"bundle": {..}, "markdown": ".."}`.
+/// The composed boot context (`crate::context`): `{"bundle": {..}, "markdown": "..",
+/// "audit_token": ".."}` (the preloads' audit record; empty when none was stored).
 /// `context` is as for `recall`; the task-type preloads are audited through `audit`.
 pub fn compose_context(manifest: &str, request: &str, context: &str, facts: &dyn Facts, audit: &dyn AuditSink) -> Result<String, EngineError> {
     let m = load_manifest(manifest)?;
@@ -277,7 +278,7 @@ pub fn compose_context(manifest: &str, request: &str, context: &str, facts: &dyn
     let ctx: RecallContext = parse_or_default("boot context host context", context)?;
     let bundle = crate::context::compose(&m, facts, audit, &req, &ctx)?;
     let markdown = crate::context::render_markdown(&bundle);
-    Ok(to_json(&serde_json::json!({ "bundle": bundle, "markdown": markdown })))
+    Ok(to_json(&serde_json::json!({ "bundle": bundle, "markdown": markdown, "audit_token": bundle.audit_token })))
 }
 
 /// Export a manifest and its units as a SKILL.md tree, one AGENTS.md or Cursor rules

@@ -94,7 +94,10 @@ pub fn run(m: &Manifest, facts: &dyn Facts, opts: &CoverageOptions) -> Result<Co
         for seed in &seeds {
             for p in paraphrases(seed, PARAPHRASES_PER_INTENT) {
                 total += 1;
-                let ranked = corpus.rank(&p, None, &weights, &[]);
+                // Only units with a score are retrieved (as in `lid eval`): one the
+                // paraphrase reaches not at all scores 0 and passes on no tie-break by name.
+                let mut ranked = corpus.rank(&p, None, &weights, &[]);
+                ranked.retain(|s| s.score > 0.0);
                 let pos = ranked.iter().position(|s| s.index == i);
                 if pos.map(|p| p < 10).unwrap_or(false) {
                     hits10 += 1;
@@ -346,6 +349,33 @@ pub fn paraphrases(seed: &str, n: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// §21.8.3: a unit passes when recall puts it in the top k, so one its own paraphrases
+    /// reach not at all (every unit scores 0) fails, whatever its name: the tie-break by
+    /// name used to pass `aardvark` and fail `zz-aardvark`.
+    #[test]
+    fn a_unit_nothing_reaches_fails_whatever_its_name() {
+        use crate::store::{Fact, MemoryFacts};
+        for name in ["aardvark", "zz-aardvark"] {
+            let e = |n: &str, intent: &str, kw: &str| {
+                serde_json::json!({"name": n, "description": format!("The {n} unit."), "required_by_task_types": [], "guarantee_load": false,
+                    "load_triggers": {"intents": [intent], "keywords": [kw], "task_types": []},
+                    "fact_uri": format!("instruction:acme/eng/{n}/v1"), "path": null, "token_estimate": 20})
+            };
+            let m = serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v1",
+                "entries": [e(name, "what should I do about it", "zq"), e("deploys", "roll back a failed deploy", "rollback")]});
+            let mut facts = MemoryFacts::new();
+            for (n, text) in [(name, "Qzx vwk."), ("deploys", "Roll back a failed deploy with the release tool.")] {
+                facts.insert(Fact { uri: format!("instruction:acme/eng/{n}/v1"), content: text.into(), version: "v1".into(), ..Fact::default() });
+            }
+            let m = crate::manifest::parse(&m.to_string()).unwrap();
+            let r = run(&m, &facts, &CoverageOptions::default()).unwrap();
+            let u = r.units.iter().find(|u| u.unit == name).unwrap();
+            assert_eq!((u.coverage_pct, u.passed), (0.0, false), "{name}: {u:?}");
+            assert!(u.failed.iter().all(|f| f.rank == 0), "{name}: never retrieved: {u:?}");
+            assert!(r.units.iter().find(|u| u.unit == "deploys").unwrap().passed);
+        }
+    }
 
     #[test]
     fn five_distinct_deterministic_paraphrases() {

@@ -52,34 +52,8 @@ fn problem(field: &str, message: impl Into<String>) -> HandoffProblem {
     HandoffProblem { field: field.to_string(), message: message.into() }
 }
 
-/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (RFC 3339).
-pub fn is_rfc3339(s: &str) -> bool {
-    let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| r.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
-    if b.len() < 20 || !(digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10) && matches!(b[10], b'T' | b't') && digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19)) {
-        return false;
-    }
-    let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(99);
-    if !(1..=12).contains(&num(5..7)) || !(1..=31).contains(&num(8..10)) || num(11..13) > 23 || num(14..16) > 59 || num(17..19) > 60 {
-        return false;
-    }
-    let mut i = 19;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == start {
-            return false;
-        }
-    }
-    match &b[i..] {
-        [b'Z' | b'z'] => true,
-        [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()),
-        _ => false,
-    }
-}
+/// RFC 3339, a real date and offset: the manifest's check (`2026-02-31` and `+99:99` are not).
+pub use crate::manifest::is_rfc3339;
 
 /// The largest handoff message taken, in bytes of JSON: the Session layer it becomes has a
 /// 1000-token budget (`crate::context::SECTIONS`), so far larger messages carry nothing
@@ -419,7 +393,7 @@ mod tests {
         for ok in ["2026-02-01T10:00:00Z", "2026-02-01T10:00:00.123+02:00", "2026-12-31t23:59:60z"] {
             assert!(is_rfc3339(ok), "{ok}");
         }
-        for bad in ["2026-02-01", "2026-13-01T10:00:00Z", "2026-02-01T10:00:00", "2026-02-01T10:00:00.Z", "2026-02-01T10:00:00+0200", "2026-02-01T10:00:00Zjunk"] {
+        for bad in ["2026-02-01", "2026-13-01T10:00:00Z", "2026-02-01T10:00:00", "2026-02-01T10:00:00.Z", "2026-02-01T10:00:00+0200", "2026-02-01T10:00:00Zjunk", "2026-02-31T10:00:00Z", "2026-01-01T10:00:00+99:99"] {
             assert!(!is_rfc3339(bad), "{bad}");
         }
     }

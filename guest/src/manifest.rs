@@ -461,7 +461,25 @@ fn is_https_url(u: &str) -> bool {
     let Some(rest) = u.strip_prefix("https://") else { return false };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c);
-    !authority.is_empty() && !authority.starts_with(':') && !authority.contains('@') && rest.chars().all(allowed)
+    let is_v6 = |a: &str| !a.is_empty() && a.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.');
+    // every `%` starts an escape of two hex digits
+    let escapes = rest.split('%').skip(1).all(|p| p.len() >= 2 && p.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit));
+    // the host: a name of letters, digits, `-` and `.`, or a bracketed IPv6 address; then
+    // an optional port of 1 to 5 digits up to 65535
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((addr, "")) if is_v6(addr) => (addr, None),
+            Some((addr, after)) if is_v6(addr) && after.starts_with(':') => (addr, Some(&after[1..])),
+            _ => return false,
+        },
+        None => match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        },
+    };
+    let host_ok = authority.starts_with('[') || (!host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.') && !host.split('.').any(|l| l.starts_with('-') || l.ends_with('-')));
+    let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u32>().is_ok_and(|n| n <= 65535));
+    host_ok && port_ok && escapes && rest.chars().all(allowed)
 }
 
 /// Whether `s` is kebab-case: lowercase ASCII letters and digits in `-`-separated words.
@@ -1201,7 +1219,10 @@ mod tests {
         assert!(with("heartbeat_contract", "instruction:acme/cto/heartbeat/v2".into()).ok);
         assert!(with("heartbeat_contract", "units/heartbeat.md".into()).ok);
         assert!(with("heartbeat_contract", "https://example.com/ops/heartbeat.md?v=2".into()).ok, "§21.1.1: any URI");
-        for bad in ["not a uri at all\n", "instruction:acme/cto/heartbeat/latest", "../heartbeat.md", "http://example.com/hb", "https://", "https://user@example.com/hb", "https://example.com/a b", "https://example.com/\"x", "ftp://example.com/hb"] {
+        for ok in ["https://example.com:8443/hb%20v2.md", "https://[2001:db8::1]:443/hb", "https://10.0.0.7/hb"] {
+            assert!(with("heartbeat_contract", ok.into()).ok, "{ok}");
+        }
+        for bad in ["not a uri at all\n", "instruction:acme/cto/heartbeat/latest", "../heartbeat.md", "http://example.com/hb", "https://", "https://user@example.com/hb", "https://example.com/a b", "https://example.com/\"x", "ftp://example.com/hb", "https://example.com:abc/x", "https://example.com:99999/x", "https://exa%mple.com/x", "https://example.com/%zz", "https://example.com:/x", "https://[::1/x", "https://-bad.example/x"] {
             let r = with("heartbeat_contract", bad.into());
             assert_eq!((codes(&r), r.errors[0].field.as_deref()), (vec!["manifest_invalid"], Some("heartbeat_contract")), "{bad:?}");
         }

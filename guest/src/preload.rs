@@ -78,14 +78,23 @@ pub fn preload(m: &Manifest, facts: &dyn Facts, wake_reason: &str, stub_tokens: 
         }
     }
     let total_tokens: u32 = units.iter().map(|u| u.tokens).sum();
-    if (stub_tokens + total_tokens) as usize > PRELOAD_BUDGET {
-        warnings.push(PreloadWarning {
-            code: "preload_budget_warning".into(),
-            unit: None,
-            message: format!("boot stub ({stub_tokens}) + preloads ({total_tokens}) = {} tokens, over the {PRELOAD_BUDGET}-token target (§21.1.5 rule 5); nothing was dropped", stub_tokens + total_tokens),
-        });
-    }
+    warnings.extend(budget_warning(stub_tokens, total_tokens, ""));
     Ok(Preload { wake_reason: wake_reason.to_string(), units, total_tokens, stub_tokens, warnings, audit_token: String::new() })
+}
+
+/// §21.1.5 rule 5: `preload_budget_warning` when the stub and the preloads delivered come
+/// to more than [`PRELOAD_BUDGET`] tokens. `dropped` says what was not delivered (a boot
+/// context's task section budget); empty, the warning says nothing was dropped.
+pub fn budget_warning(stub_tokens: u32, total_tokens: u32, dropped: &str) -> Option<PreloadWarning> {
+    let sum = stub_tokens.saturating_add(total_tokens);
+    (sum as usize > PRELOAD_BUDGET).then(|| PreloadWarning {
+        code: "preload_budget_warning".into(),
+        unit: None,
+        message: format!(
+            "boot stub ({stub_tokens}) + preloads ({total_tokens}) = {sum} tokens, over the {PRELOAD_BUDGET}-token target (§21.1.5 rule 5); {}",
+            if dropped.is_empty() { "nothing was dropped" } else { dropped }
+        ),
+    })
 }
 
 /// [`preload`], then one audit record with `source: task_type_preload` (§21.1.5 rule 3):
@@ -96,6 +105,16 @@ pub fn preload(m: &Manifest, facts: &dyn Facts, wake_reason: &str, stub_tokens: 
 /// the audit too, in a record that loads nothing (rule 4: "in all cases the warning or
 /// error MUST be written").
 pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, wake_reason: &str, stub_tokens: u32, ctx: &RecallContext) -> Result<Preload, EngineError> {
+    let (mut p, ids) = preload_checked(m, facts, audit, wake_reason, stub_tokens, ctx)?;
+    record_delivered(m, &mut p, &ids, ctx, audit);
+    Ok(p)
+}
+
+/// [`preload`] for a heartbeat or a boot context, before anything is delivered: the
+/// `wake_reason_unregistered` warning added, and an aborted preload (a `guarantee_load`
+/// unit unavailable) written to the audit as [`preload_audited`] says. The preloads that
+/// are then delivered are recorded with [`record_delivered`], under these ids.
+pub fn preload_checked(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, wake_reason: &str, stub_tokens: u32, ctx: &RecallContext) -> Result<(Preload, crate::audit::Ids), EngineError> {
     let ids = crate::audit::Ids::new(ctx.now_ms, &ctx.entropy);
     let mut p = match preload(m, facts, wake_reason, stub_tokens) {
         Ok(p) => p,
@@ -115,11 +134,17 @@ pub fn preload_audited(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, w
     if let Some(w) = unregistered(wake_reason, ctx.wake_reasons.as_deref()).filter(|_| !named) {
         p.warnings.insert(0, w);
     }
-    match append(&record(m, &p, &ids, ctx, None), audit) {
-        Ok(()) => p.audit_token = ids.audit_token,
+    Ok((p, ids))
+}
+
+/// The audit record of the preloads `p` delivers (its `units`: §21.5.1, `loaded_chunks`
+/// is what was returned), with `source: task_type_preload`; sets `p.audit_token`, or adds
+/// an `audit_write_failed` warning when the append fails (the preloads are still served).
+pub fn record_delivered(m: &Manifest, p: &mut Preload, ids: &crate::audit::Ids, ctx: &RecallContext, audit: &dyn AuditSink) {
+    match append(&record(m, p, ids, ctx, None), audit) {
+        Ok(()) => p.audit_token = ids.audit_token.clone(),
         Err(e) => p.warnings.push(PreloadWarning { code: "audit_write_failed".into(), unit: None, message: format!("the preload audit record could not be written: {e}") }),
     }
-    Ok(p)
 }
 
 /// A `wake_reason_unregistered` warning when `wake_reason` is not one of the deployment's

@@ -126,10 +126,7 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
         let path = e.get("path").and_then(Value::as_str).filter(|s| !s.is_empty());
         if let Some(uri) = fact_uri {
             let file = root.join("units").join(format!("{name}.md"));
-            // Never read outside the agent directory.
-            let inside = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
-            let read = if inside { read_unit(&canon_root, &file) } else { Err(format!("{name:?} cannot name a file in {}", root.join("units").display())) };
-            match read {
+            match unit_file(&root, &canon_root, name) {
                 Ok(content) => {
                     let (key, _, version) = crate::db::split_fact_uri(uri).unwrap_or_default();
                     let fact = json!({
@@ -181,6 +178,16 @@ pub fn read_text(path: &Path) -> Result<String> {
         Some(rest) => rest.to_string(),
         None => text,
     })
+}
+
+/// The text of the unit `name` of the agent directory `root` (canonical: `canon_root`),
+/// `units/<name>.md`, read as [`read_unit`] reads it: never outside the directory.
+pub fn unit_file(root: &Path, canon_root: &Path, name: &str) -> Result<String, String> {
+    let inside = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
+    if !inside {
+        return Err(format!("{name:?} cannot name a file in {}", root.join("units").display()));
+    }
+    read_unit(canon_root, &root.join("units").join(format!("{name}.md")))
 }
 
 /// A unit file's text, or why it cannot be had: `no file at …` when there is none; a file

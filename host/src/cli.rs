@@ -568,12 +568,37 @@ fn print_json(v: &Value) {
 /// `lid validate AGENT_DIR`: the boot stub of every profile rendered from the directory's
 /// units (the body differs by profile), as publishing renders them; a refusal
 /// (`boot_stub_too_large`, …) is added to `report`'s errors, once per code.
-fn stub_problems(rt: &Runtime, dir: &Path, manifest_json: &str, report: &mut Value) -> Result<()> {
+fn stub_problems(rt: &Runtime, dir: &Path, manifest_json: &str, report: &mut Value, publish: bool) -> Result<()> {
     let a = agent_dir::load(dir)?;
     let st = storage_of(&a, Arc::new(NoAudit));
+    // `--publish`: the admission lint every publish runs on the units' text (README
+    // "Admission lint"), its findings as the publish's `unit_admission_rejected`
+    let mut lint_errors = Vec::new();
+    if publish {
+        let m: Value = serde_json::from_str(manifest_json)?;
+        let canon = a.root.canonicalize().unwrap_or_else(|_| a.root.clone());
+        let units: Vec<Value> = m["entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["fact_uri"].as_str().is_some_and(|u| !u.is_empty()))
+            .filter_map(|e| e["name"].as_str())
+            .filter_map(|n| agent_dir::unit_file(&a.root, &canon, n).ok().map(|c| json!({"name": n, "content": c, "interpret_as": "instruction"})))
+            .collect();
+        let lint = engine_ok(rt.lint_units(&Value::Array(units).to_string())?)?;
+        for f in lint["errors"].as_array().into_iter().flatten() {
+            lint_errors.push(json!({"code": "unit_admission_rejected", "entry": f["unit"], "field": "content", "message": format!("{} at line {}: {}", f["code"].as_str().unwrap_or_default(), f["line"], f["message"].as_str().unwrap_or_default())}));
+        }
+        for w in lint["warnings"].as_array().into_iter().flatten() {
+            if let Some(list) = report.get_mut("warnings").and_then(Value::as_array_mut) {
+                list.push(json!({"code": w["code"], "entry": w["unit"], "field": "content", "message": w["message"]}));
+            }
+        }
+    }
     // a unit whose file cannot be read would be refused by `lid publish` (as an entry
     // naming a unit that is not stored), and dropped from every stub and recall
     let mut errors: Vec<Value> = a.missing.iter().map(|(name, field, why)| json!({"code": "manifest_entry_invalid", "entry": name, "field": field, "message": format!("the unit's file cannot be read: {why}")})).collect();
+    errors.extend(lint_errors);
     // one error a code, naming every profile that has it (their frontmatter differs in
     // length, so one profile's stub may fit where another's does not)
     for profile in lid_shared::heartbeat::PROFILES {
@@ -656,7 +681,7 @@ fn run(cli: &Cli) -> Result<i32> {
                 // An agent directory has its units, so its boot stub can be rendered: one
                 // over the §21.1.2 body limit would be refused by `stub`, `preload` and
                 // `publish`, so it is refused here too.
-                stub_problems(&rt, manifest, &json, &mut report)?;
+                stub_problems(&rt, manifest, &json, &mut report, *publish)?;
             }
             let ok = report["ok"].as_bool().unwrap_or(false);
             if cli.json {
@@ -829,8 +854,17 @@ fn run(cli: &Cli) -> Result<i32> {
             if let Some(p) = profile {
                 req["profile"] = json!(p);
             }
-            for (section, n) in budgets {
-                req["budgets"][section] = json!(n);
+            if !budgets.is_empty() {
+                if !(req["budgets"].is_object() || req["budgets"].is_null()) {
+                    anyhow::bail!("the request's `budgets` is not an object: with --budget, give it as one (`\"budgets\": {{\"task\": 1500}}`) or leave it out");
+                }
+                let mut seen = std::collections::BTreeSet::new();
+                for (section, n) in budgets {
+                    if !seen.insert(section.clone()) {
+                        anyhow::bail!("--budget {section}=… given twice: give each section once");
+                    }
+                    req["budgets"][section] = json!(n);
+                }
             }
             let rt = runtime()?;
             if !pack_roots.is_empty() {
@@ -911,7 +945,9 @@ fn run(cli: &Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Tokens { file } => {
-            let text = read_input(file)?;
+            // every byte counted, a byte-order mark too, as tiktoken counts it (other
+            // commands read past one: their JSON and Markdown begin after it)
+            let text = if file.as_os_str() == "-" { read_input(file)? } else { std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))? };
             let rt = runtime()?;
             let n = rt.count_tokens(&empty_storage(), &text)?;
             if cli.json {

@@ -254,7 +254,7 @@ async fn recall(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap,
 
 /// The composed boot context: JSON by default; `?format=markdown` (or `Accept:
 /// text/markdown`) for the Markdown rendering of the same bundle.
-async fn boot_context(State(svc): State<Shared>, Path(id): Path<String>, Query(mut q): Query<ContextQuery>, h: HeaderMap) -> Result<Response, ApiError> {
+async fn boot_context(State(svc): State<Shared>, method: axum::http::Method, Path(id): Path<String>, Query(mut q): Query<ContextQuery>, h: HeaderMap) -> Result<Response, ApiError> {
     let markdown = match q.format.as_deref() {
         None => h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.starts_with("text/markdown")),
         Some("json") => false,
@@ -262,6 +262,8 @@ async fn boot_context(State(svc): State<Shared>, Path(id): Path<String>, Query(m
         Some(f) => return Err(ApiError::bad_request("invalid_request", format!("unknown format {f:?}: use json or markdown"))),
     };
     q.trigger = header_text(&h, "x-lid-trigger");
+    let head = method == axum::http::Method::HEAD;
+    q.head = head;
     let v = as_caller(svc, &h, move |svc, p| {
         p.require_boot(&id, q.trigger.is_some())?;
         svc.boot_context(&id, &q)
@@ -275,6 +277,10 @@ async fn boot_context(State(svc): State<Shared>, Path(id): Path<String>, Query(m
     };
     if let Some(sha) = sha {
         r.headers_mut().insert("x-bundle-sha256", sha);
+    }
+    // the task-type preloads' audit record (§21.5.2), in both formats, as the heartbeat's
+    if let Some(token) = v["audit_token"].as_str().filter(|_| !head).and_then(|t| HeaderValue::from_str(t).ok()) {
+        r.headers_mut().insert("x-audit-token", token);
     }
     Ok(r)
 }

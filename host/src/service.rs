@@ -51,6 +51,10 @@ pub struct ContextQuery {
     pub query: Option<String>,
     #[serde(skip)]
     pub trigger: Option<String>,
+    /// A HEAD request: composed as the GET is, but nothing is audited (a HEAD is safe,
+    /// RFC 9110 §9.2.1) and no audit token is answered.
+    #[serde(skip)]
+    pub head: bool,
 }
 
 /// Who performs a publish or a write, as recorded in provenance.
@@ -187,22 +191,17 @@ impl Service {
     /// §21.8.2: the current manifest, with the ranker ("embedding model") version.
     pub fn get_manifest(&self, agent: &str, admin: bool) -> Result<Value, ApiError> {
         let s = self.snapshot(agent)?;
-        let m: Value = serde_json::from_str(&s.manifest_json).map_err(|e| ApiError::backend(DbError::Corrupt(e.to_string())))?;
-        let mut out = json!({
-            "agent_id": agent,
-            "deployment": m["deployment"],
-            "agent_role": m["agent_role"],
-            "manifest_version": s.version,
-            "fact_uri": s.fact_uri,
-            "token_count": s.token_count,
-            "entries": m["entries"],
-            "last_updated_at": iso(s.created_at),
-            "embedding_model_version": self.ranker_version(),
-        });
-        if admin {
-            out["provenance"] = s.provenance.clone();
-        }
-        Ok(out)
+        let view = lid_shared::publish::ManifestView {
+            agent,
+            manifest_json: &s.manifest_json,
+            version: &s.version,
+            fact_uri: &s.fact_uri,
+            token_count: s.token_count,
+            created_at_ms: s.created_at,
+            ranker_version: &self.ranker_version(),
+            provenance: admin.then_some(&s.provenance),
+        };
+        view.response().map_err(|e| ApiError::backend(DbError::Corrupt(e.to_string())))
     }
 
     /// §21.8.1: the boot stub for `profile` (unknown: generic), from the `boot_stubs`
@@ -338,16 +337,10 @@ impl Service {
             req["wake_reason"] = json!(t.wake_reason);
             heartbeat = (t.heartbeat_id, t.session_start);
         }
-        match self.latest_handoff(agent) {
-            Ok(Some(h)) => {
-                req["handoff"] = h;
-                req["handoff_stored"] = json!(true);
-            }
-            Ok(None) => {}
-            Err(e) => req["unavailable"] = json!([{"source": "session", "reason": e.message}]),
-        }
+        lid_shared::heartbeat::session_source(&mut req, self.latest_handoff(agent).map_err(|e| e.0.message));
         let ctx = self.context(&heartbeat.0, heartbeat.1, &s);
-        let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
+        let audit: Arc<dyn crate::engine::AuditLog> = if q.head { Arc::new(NoAudit) } else { Arc::new(DbAudit(self.db.clone())) };
+        let st = Storage { facts: s.facts.clone(), audit };
         parse_json(&engine(self.rt.compose_context(&st, &s.manifest_json, &req.to_string(), &ctx))?)
     }
 

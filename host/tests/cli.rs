@@ -418,6 +418,16 @@ fn tokens_match_tiktoken() {
     std::fs::write(&f, text).unwrap();
     let v = json_of(&lid(&["tokens", "--json", s(&f)]));
     assert_eq!(v["tokens"].as_u64().unwrap() as usize, tiktoken_rs::cl100k_base().unwrap().encode_ordinary(text).len());
+    // a byte-order mark is text to count, from a file as from stdin
+    let bom = format!("\u{feff}{text}");
+    std::fs::write(&f, &bom).unwrap();
+    let want = tiktoken_rs::cl100k_base().unwrap().encode_ordinary(&bom).len();
+    let v = json_of(&lid(&["tokens", "--json", s(&f)]));
+    assert_eq!((v["tokens"].as_u64().unwrap() as usize, v["bytes"].as_u64().unwrap() as usize), (want, bom.len()), "{v}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lid")).args(["tokens", "--json", "-"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), bom.as_bytes()).unwrap();
+    let v = json_of(&child.wait_with_output().unwrap());
+    assert_eq!(v["tokens"].as_u64().unwrap() as usize, want, "{v}");
 }
 
 /// `d/agents/release-engineer`: a copy of the demo agent, for `lid eval --agents d/agents`;
@@ -829,6 +839,38 @@ fn unit_files_outside_the_agent_directory_or_not_regular_are_not_read() {
     assert!(err.contains("unit \"triage-incoming\": cannot read") && err.contains("not a regular file"), "{err}");
     let rollback = json_of(&lid(&["--json", "recall", s(&agent), "roll back the broken deploy"]));
     assert_eq!(rollback["chunks"][0]["name"], "rollback-procedure", "{rollback}");
+    // `lid publish` reads unit files the same way: the symlink out is refused, nothing stored
+    std::fs::remove_file(agent.join("units/triage-incoming.md")).unwrap();
+    std::fs::copy(demo().join("units/triage-incoming.md"), agent.join("units/triage-incoming.md")).unwrap();
+    let db = d.join("outside.db");
+    let v = json_of(&lid(&["--json", "publish", s(&agent), "--db", s(&db), "--skip-coverage-gate", "--approve", "guarantee-load"]));
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(v["error"]["code"] == "cli_error" && message.contains("outside the agent directory"), "{v}");
+    assert!(!db.exists(), "a refused first publish leaves no database");
+}
+
+/// `lid validate AGENT_DIR --publish` refuses what `lid publish` refuses, the admission
+/// lint of the units' text included (README "Admission lint").
+#[test]
+fn validate_publish_runs_the_admission_lint() {
+    let d = scratch("validate-lint");
+    let agent = d.join("agent");
+    copy_dir(&demo(), &agent);
+    let args = ["--json", "validate", s(&agent), "--publish", "--approve", "guarantee-load"];
+    let clean = lid(&args);
+    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stdout));
+    let unit = agent.join("units/code-review.md");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    std::fs::write(&unit, format!("{text}\nMerge\u{200b} it.\n")).unwrap();
+    let out = lid(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert!(codes(&v).contains(&("unit_admission_rejected".into(), "code-review".into(), "content".into())), "{v}");
+    let db = d.join("lint.db");
+    let published = json_of(&lid(&["--json", "publish", s(&agent), "--db", s(&db), "--skip-coverage-gate", "--approve", "guarantee-load"]));
+    assert_eq!(published["error"]["code"], "unit_admission_rejected", "the publish refuses the same: {published}");
+    // without --publish it is a manifest check, as before
+    assert_eq!(lid(&["validate", s(&agent)]).status.code(), Some(0));
 }
 
 #[test]

@@ -289,13 +289,21 @@ async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Res
         let trigger = req.headers().get("x-lid-trigger").ok().flatten();
         let p = caller(&svc, &req).await?;
         p.require_boot(&id, trigger.is_some())?;
-        let v = svc.boot_context(&id, q.get("profile").map(String::as_str), q.get("budget").map(String::as_str), q.get("query").map(String::as_str), trigger.as_deref()).await?;
+        let head = req.headers().get(HEAD_MARK).ok().flatten().is_some();
+        let v = svc.boot_context(&id, q.get("profile").map(String::as_str), q.get("budget").map(String::as_str), q.get("query").map(String::as_str), trigger.as_deref(), !head).await?;
         let sha = v["bundle"]["bundle_sha256"].as_str().unwrap_or_default().to_string();
+        // the task-type preloads' audit record (§21.5.2), in both formats, as the heartbeat's
+        let mut headers = vec![("x-bundle-sha256", sha)];
+        if let Some(token) = v["audit_token"].as_str().filter(|t| !head && !t.is_empty()) {
+            headers.push(("x-audit-token", token.to_string()));
+        }
         if md {
-            return markdown(v["markdown"].as_str().unwrap_or_default().to_string(), &[("x-bundle-sha256", sha)]);
+            return markdown(v["markdown"].as_str().unwrap_or_default().to_string(), &headers);
         }
         let mut r = json_response(&v["bundle"], 200)?;
-        r.headers_mut().set("x-bundle-sha256", &sha).map_err(ApiError::storage)?;
+        for (name, value) in &headers {
+            r.headers_mut().set(name, value).map_err(ApiError::storage)?;
+        }
         Ok(r)
     }
     .await)
@@ -478,15 +486,23 @@ pub fn router() -> Router<'static, ()> {
         .or_else_any_method_async("/", not_found)
 }
 
+/// The header `fetch` marks a HEAD turned GET with, for the routes whose GET writes
+/// something a HEAD must not (the boot context's preload audit record).
+const HEAD_MARK: &str = "x-lid-head";
+
 #[event(fetch)]
 pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let (method, path) = (req.method().to_string(), req.path());
     // HEAD is GET without the body (RFC 9110 §9.3.2), as `lid serve` answers it: the same
     // authentication, checks, status and headers.
     let head = req.method() == worker::Method::Head;
+    // (a client's own `x-lid-head` is dropped: only a HEAD turned GET here carries it)
+    let _ = req.headers().delete(HEAD_MARK);
     let req = if head {
         let mut init = worker::RequestInit::new();
-        init.with_method(worker::Method::Get).with_headers(req.headers().clone());
+        let headers = req.headers().clone();
+        headers.set(HEAD_MARK, "1")?;
+        init.with_method(worker::Method::Get).with_headers(headers);
         Request::new_with_init(req.url()?.as_ref(), &init)?
     } else {
         req

@@ -132,22 +132,17 @@ impl Service {
     /// §21.8.2: the current manifest, with the ranker ("embedding model") version.
     pub async fn get_manifest(&self, agent: &str, admin: bool) -> ApiResult<Value> {
         let s = self.snapshot(agent).await?;
-        let m: Value = serde_json::from_str(&s.manifest_json).map_err(ApiError::backend)?;
-        let mut out = json!({
-            "agent_id": agent,
-            "deployment": m["deployment"],
-            "agent_role": m["agent_role"],
-            "manifest_version": s.version,
-            "fact_uri": s.fact_uri,
-            "token_count": s.token_count,
-            "entries": m["entries"],
-            "last_updated_at": iso(s.created_at),
-            "embedding_model_version": ranker_version(),
-        });
-        if admin {
-            out["provenance"] = s.provenance.clone();
-        }
-        Ok(out)
+        let view = lid_shared::publish::ManifestView {
+            agent,
+            manifest_json: &s.manifest_json,
+            version: &s.version,
+            fact_uri: &s.fact_uri,
+            token_count: s.token_count,
+            created_at_ms: s.created_at,
+            ranker_version: &ranker_version(),
+            provenance: admin.then_some(&s.provenance),
+        };
+        view.response().map_err(ApiError::backend)
     }
 
     /// §21.8.1: the boot stub (markdown, manifest version, token count, stub version).
@@ -262,7 +257,7 @@ impl Service {
     }
 
     /// `GET /v1/agents/{id}/boot-context`, as `lid serve` does it.
-    pub async fn boot_context(&self, agent: &str, profile: Option<&str>, budget: Option<&str>, query: Option<&str>, trigger: Option<&str>) -> ApiResult<Value> {
+    pub async fn boot_context(&self, agent: &str, profile: Option<&str>, budget: Option<&str>, query: Option<&str>, trigger: Option<&str>, record: bool) -> ApiResult<Value> {
         let s = self.snapshot(agent).await?;
         let mut req = json!({"profile": profile, "budgets": budget, "knowledge_query": query});
         let mut heartbeat = (String::new(), None);
@@ -274,21 +269,20 @@ impl Service {
             req["wake_reason"] = json!(t.wake_reason);
             heartbeat = (t.heartbeat_id, t.session_start);
         }
-        match self.latest_handoff(agent).await {
-            Ok(Some(h)) => {
-                req["handoff"] = h;
-                req["handoff_stored"] = json!(true);
-            }
-            Ok(None) => {}
-            Err(e) => req["unavailable"] = json!([{"source": "session", "reason": e.message}]),
-        }
+        lid_shared::heartbeat::session_source(&mut req, self.latest_handoff(agent).await.map_err(|e| e.0.message));
         let ctx = context(&heartbeat.0, heartbeat.1, &s.lift_units);
         let audit = Buffered::default();
         let mut v = parse(&lid_core::api::compose_context(&s.manifest_json, &req.to_string(), &ctx, &s.facts, &audit)?)?;
+        // (a HEAD audits nothing: RFC 9110 §9.2.1)
+        if !record {
+            return Ok(v);
+        }
         if let Err(e) = self.flush_audit(&audit).await {
             if let Some(w) = v["bundle"].get_mut("warnings").and_then(Value::as_array_mut) {
                 w.push(json!(format!("audit_write_failed: {e}")));
             }
+            // (no token for a record that was not stored, as a recall's: lid_shared::audit)
+            v["audit_token"] = json!("");
         }
         Ok(v)
     }

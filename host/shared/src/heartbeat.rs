@@ -162,6 +162,20 @@ pub fn handoff_parties<'a>(handoff: &'a Value, agent: &str) -> Result<(&'a str, 
     Ok((to, from))
 }
 
+/// A boot-context request's session source (issue 5): the agent's latest stored handoff,
+/// none, or the reason it could not be read, which degrades the bundle with a
+/// `source_unavailable` warning instead of failing it.
+pub fn session_source<E: std::fmt::Display>(req: &mut Value, latest: Result<Option<Value>, E>) {
+    match latest {
+        Ok(Some(h)) => {
+            req["handoff"] = h;
+            req["handoff_stored"] = Value::Bool(true);
+        }
+        Ok(None) => {}
+        Err(e) => req["unavailable"] = serde_json::json!([{"source": "session", "reason": e.to_string()}]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -176,6 +176,42 @@ pub fn version_conflict(agent: &str, version: &str) -> Refusal {
     Refusal::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version"))
 }
 
+/// An agent's current manifest as `GET .../instruction-manifest` shows it (§21.8.2): the
+/// stored manifest document's fields, where it is kept, its size and the ranker ("embedding
+/// model") version; `provenance` only for an admin.
+pub struct ManifestView<'a> {
+    pub agent: &'a str,
+    pub manifest_json: &'a str,
+    pub version: &'a str,
+    pub fact_uri: &'a str,
+    pub token_count: i64,
+    pub created_at_ms: i64,
+    pub ranker_version: &'a str,
+    pub provenance: Option<&'a Value>,
+}
+
+impl ManifestView<'_> {
+    /// The response body; an error only when the stored document is not JSON.
+    pub fn response(self) -> Result<Value, serde_json::Error> {
+        let m: Value = serde_json::from_str(self.manifest_json)?;
+        let mut out = json!({
+            "agent_id": self.agent,
+            "deployment": m["deployment"],
+            "agent_role": m["agent_role"],
+            "manifest_version": self.version,
+            "fact_uri": self.fact_uri,
+            "token_count": self.token_count,
+            "entries": m["entries"],
+            "last_updated_at": iso(self.created_at_ms),
+            "embedding_model_version": self.ranker_version,
+        });
+        if let Some(p) = self.provenance {
+            out["provenance"] = p.clone();
+        }
+        Ok(out)
+    }
+}
+
 /// The id of an agent's (`?1`) current `instruction_manifests` row: the head a publish is
 /// planned against and checked against again when it commits.
 pub const CURRENT_MANIFEST_ID_SQL: &str = "SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1";
