@@ -796,6 +796,7 @@ impl Db {
                 provenance,
                 lift_units: lift,
                 facts: Arc::new(SnapshotFacts { map, db: self.clone(), prepared: Default::default() }),
+                stubs: Default::default(),
             })
         })
     }
@@ -916,6 +917,8 @@ pub struct Snapshot {
     /// Coverage-critical units (hit@10 < 0.4 at publish) that get the §21.5.5 soft lift.
     pub lift_units: Vec<String>,
     pub facts: Arc<SnapshotFacts>,
+    /// Its boot stubs, rendered from these facts (never read from `boot_stubs`).
+    pub stubs: lid_shared::heartbeat::StubMemo,
 }
 
 /// The facts bucket of `agent` as the engine reads it (`wasi:keyvalue`, see the README):
@@ -923,6 +926,16 @@ pub struct Snapshot {
 /// key, and the content channel's sources; with the manifest fact at `manifest_uri`, if
 /// there is one, and its provenance. With `at_ms`, as they were then: the facts written by
 /// then and the packs current then ([`Db::snapshot_as_of`]).
+/// Column `i` of a fact row as text: stored as TEXT, or as a BLOB of UTF-8 bytes.
+fn text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<String> {
+    match r.get_ref(i)? {
+        rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
+            String::from_utf8(b.to_vec()).map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Blob, Box::new(e)))
+        }
+        other => Err(rusqlite::Error::InvalidColumnType(i, String::new(), other.data_type())),
+    }
+}
+
 fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i64>, attestor: &Attestor) -> DbResult<AgentFacts> {
     let mut map = BTreeMap::new();
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -939,14 +952,16 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
     let mut rows = st.query(params![agent, at_ms])?;
     while let Some(r) = rows.next()? {
         let uri: String = r.get(0)?;
-        let unit_key: String = r.get(1)?;
-        let version: String = r.get(2)?;
-        let content: String = r.get(3)?;
-        let interpret_as: String = r.get(4)?;
-        let (authored_by, authored_at, source_trust): (String, String, f64) = (r.get(6)?, r.get(7)?, r.get(8)?);
+        // A row whose columns no longer hold what the service wrote (another type, text
+        // that is not UTF-8: changed outside it) is one unattested fact, not an agent that
+        // cannot be read. Text stored as a blob of the same bytes still reads as its text.
+        let read = || -> rusqlite::Result<_> { Ok((text(r, 1)?, text(r, 2)?, text(r, 3)?, text(r, 4)?, text(r, 6)?, text(r, 7)?, r.get::<_, f64>(8)?, r.get::<_, i64>(10)?, text(r, 11)?)) };
+        let Ok((unit_key, version, content, interpret_as, authored_by, authored_at, source_trust, tokens, sha256)) = read() else {
+            unattested.push((uri, Unattested::BadSignature));
+            continue;
+        };
         // §21.4.3: a fact the org key did not sign, or whose signed fields changed since,
         // is never served (the caller quarantines it).
-        let (tokens, sha256): (i64, String) = (r.get(10)?, r.get(11)?);
         let signed = Signed { uri: &uri, version: &version, interpret_as: &interpret_as, content: &content, authored_by: &authored_by, authored_at: &authored_at, source_trust, tokens, sha256: Some(&sha256) };
         if let Err(why) = attestor.verify(&signed, r.get::<_, Option<String>>(14)?.as_deref()) {
             unattested.push((uri, why));

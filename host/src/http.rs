@@ -279,7 +279,7 @@ async fn boot_context(State(svc): State<Shared>, method: axum::http::Method, Pat
         r.headers_mut().insert("x-bundle-sha256", sha);
     }
     // the task-type preloads' audit record (§21.5.2), in both formats, as the heartbeat's
-    if let Some(token) = v["audit_token"].as_str().filter(|_| !head).and_then(|t| HeaderValue::from_str(t).ok()) {
+    if let Some(token) = v["audit_token"].as_str().filter(|t| !head && !t.is_empty()).and_then(|t| HeaderValue::from_str(t).ok()) {
         r.headers_mut().insert("x-audit-token", token);
     }
     Ok(r)

@@ -204,8 +204,8 @@ impl Service {
         view.response().map_err(|e| ApiError::backend(DbError::Corrupt(e.to_string())))
     }
 
-    /// §21.8.1: the boot stub for `profile` (unknown: generic), from the `boot_stubs`
-    /// cache; rendered and stored when the cache has none for the current manifest.
+    /// §21.8.1: the boot stub for `profile` (unknown: generic), rendered from the agent's
+    /// verified snapshot (kept with it: `StubMemo`) and recorded in `boot_stubs`.
     /// Returns (markdown, manifest version, token count, stub version).
     pub fn boot_stub(&self, agent: &str, profile: Option<&str>) -> Result<(String, String, i64, i64), ApiError> {
         self.stub_of(&*self.snapshot(agent)?, profile)
@@ -216,29 +216,27 @@ impl Service {
         let agent = s.agent_id.as_str();
         let profile = lid_shared::heartbeat::profile_or_generic(profile);
         let sv = self.stub_version();
-        let cached = self.db.read(|c| {
-            let mut st = c.prepare_cached("SELECT body, token_count FROM boot_stubs WHERE agent_id = ?1 AND adapter_profile = ?2 AND manifest_version = ?3 AND stub_version = ?4")?;
-            Ok(st.query_row(params![agent, profile, s.version, sv], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).optional()?)
-        })?;
-        if let Some((body, tokens)) = cached {
+        if let Some((body, tokens)) = s.stubs.get(profile, sv) {
             return Ok((body, s.version.clone(), tokens, sv));
         }
         let st = Storage { facts: s.facts.clone(), audit: Arc::new(NoAudit) };
         let stub = parse_json(&engine(self.rt.render_stub(&st, &s.manifest_json, Some(profile)))?)?;
         let body = stub["text"].as_str().unwrap_or_default().to_string();
         let tokens = stub["total_tokens"].as_i64().unwrap_or(0);
-        self.db.write(|tx| {
-            // Cache it only if nothing changed since the snapshot: a publish or a unit write
-            // that raced this render has already invalidated the cache, and a stale stub
-            // must never be stored over it.
-            if crate::db::head(tx, agent)? == Some((s.manifest_id.clone(), s.generation)) {
-                tx.execute(
-                    "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![agent, profile, sv, body, tokens, now_ms(), s.version],
-                )?;
-            }
-            Ok::<_, DbError>(())
-        })?;
+        if s.stubs.put(profile, sv, &body, tokens) {
+            self.db.write(|tx| {
+                // Record it only if nothing changed since the snapshot: a publish or a unit
+                // write that raced this render has already cleared the agent's rows, and a
+                // stale stub must never be recorded over them.
+                if crate::db::head(tx, agent)? == Some((s.manifest_id.clone(), s.generation)) {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        params![agent, profile, sv, body, tokens, now_ms(), s.version],
+                    )?;
+                }
+                Ok::<_, DbError>(())
+            })?;
+        }
         Ok((body, s.version.clone(), tokens, sv))
     }
 
@@ -490,13 +488,7 @@ impl Service {
         }
         let mut fact = self.new_fact(agent, name, &uri, &unit_key, &version, req.content, interpret_as, &who.entity_uri, json!({"written_by_key": who.key_id}))?;
         fact.source_trust = lid_shared::units::source_trust(who);
-        // An always-applicable unit is embedded in the stub: the new text must still fit.
-        if let (Some(s), true) = (snapshot.as_deref(), lid_shared::units::changes_stub(req.kind, entry.as_ref())) {
-            let st = Storage { facts: Arc::new(s.facts.overlay(staged_facts(&s.facts, std::slice::from_ref(&fact)))), audit: Arc::new(NoAudit) };
-            for p in PROFILES {
-                engine(self.rt.render_stub(&st, &s.manifest_json, Some(p)))?;
-            }
-        }
+        self.stub_still_fits(snapshot.as_deref(), req.kind, entry.as_ref(), &fact)?;
         let now = now_ms();
         let w = self.db.write(|tx| {
             if latest_in(tx, &unit_key)? != latest && !fact_exists(tx, &uri)? {
@@ -514,6 +506,19 @@ impl Service {
             Ok(w) => Ok(json!({"uri": uri, "version": version, "sha256": fact.sha256(), "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": w == FactWrite::Unchanged, "admission_warnings": admission_warnings})),
             Err(_) => Err(lid_shared::units::version_taken(&uri, req.version).into()),
         }
+    }
+
+    /// An always-applicable unit is embedded in the boot stub (§21.1.1): a write or a
+    /// promotion of its instruction text is refused (`boot_stub_too_large`) when the stub
+    /// of any profile, with the new text, would no longer fit (§21.1.2).
+    fn stub_still_fits(&self, snapshot: Option<&crate::db::Snapshot>, kind: lid_shared::units::Kind, entry: Option<&Value>, fact: &NewFact) -> Result<(), ApiError> {
+        if let (Some(s), true) = (snapshot, lid_shared::units::changes_stub(kind, entry)) {
+            let st = Storage { facts: Arc::new(s.facts.overlay(staged_facts(&s.facts, std::slice::from_ref(fact)))), audit: Arc::new(NoAudit) };
+            for p in PROFILES {
+                engine(self.rt.render_stub(&st, &s.manifest_json, Some(p)))?;
+            }
+        }
+        Ok(())
     }
 
     /// The unit's latest fact in the ledger.
@@ -1033,6 +1038,7 @@ impl Service {
         let author = lid_shared::units::promoted_author(&origin, &who.entity_uri);
         let mut fact = self.new_fact(agent, &name, &live, &unit_key, &version, &content, interpret_as, author, provenance)?;
         fact.source_trust = lid_shared::units::PROMOTED_TRUST;
+        self.stub_still_fits(snapshot.as_deref(), kind, entry.as_ref(), &fact)?;
         let now = now_ms();
         self.db.write(|tx| {
             if latest_in(tx, &unit_key)? != latest {

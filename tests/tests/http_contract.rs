@@ -730,6 +730,14 @@ fn boot_context_is_ordered_budgeted_verified_and_byte_identical() {
     let tv = t.json();
     let task: Vec<&str> = tv["sections"][2]["items"].as_array().unwrap().iter().map(|i| i["key"].as_str().unwrap()).collect();
     assert!(task.contains(&"triage-incoming"), "{task:?}");
+    // The preloads' audit record (§21.5.2): its token beside the bundle, and it takes feedback.
+    let token = t.header("x-audit-token").expect("the preloads' audit token").to_string();
+    assert!(token.starts_with("audi_") && a.header("x-audit-token").is_none(), "{token}");
+    let fb = c().post("/v1/instruction/audit", Some(&key), &json!({"audit_token": token, "used_chunks": ["triage-incoming"]}));
+    assert_eq!(fb.status, 204, "{}", fb.body);
+    // A HEAD (safe: RFC 9110 §9.2.1) records nothing, so it answers no token.
+    let head = c().raw("HEAD", &path, format!("Authorization: Bearer {key}\r\nX-Lid-Trigger: {trigger}\r\n").as_bytes());
+    assert_eq!((head.status, head.header("x-audit-token"), head.header("x-bundle-sha256")), (200, None, t.header("x-bundle-sha256")), "{:?}", head.headers);
     assert!(tv["sections"][2]["items"].as_array().unwrap().iter().all(|i| i["selected_by"] == "task_type_preload"), "{}", tv["sections"][2]);
     // A tampered trigger is refused; a wake reason in the query is ignored.
     let bad = c().req_with("GET", &path, Some(&key), None, &[("X-Lid-Trigger", &format!("{trigger}x"))]);
@@ -743,6 +751,9 @@ fn boot_context_is_ordered_budgeted_verified_and_byte_identical() {
     assert_eq!(sec["budget"], 1);
     assert!(sec["items"].as_array().unwrap().is_empty(), "{sec}");
     assert!(sec["dropped"].as_array().unwrap().iter().any(|d| d["key"] == "triage-incoming" && d["reason"] == "section_budget"), "{sec}");
+    assert!(tight["warnings"].as_array().unwrap().iter().any(|w| w.as_str().is_some_and(|w| w.starts_with("preload_dropped: ") && w.contains("triage-incoming"))), "{tight}");
+    let twice = c().get(&format!("{path}?budget=task=1500,task=10"), Some(&key));
+    assert_eq!((twice.status, twice.code().as_str()), (400, "invalid_request"), "{}", twice.body);
     let bad = c().get(&format!("{path}?budget=tasks=5"), Some(&key));
     assert_eq!((bad.status, bad.code().as_str()), (400, "invalid_request"), "{}", bad.body);
     let bad = c().get(&format!("{path}?format=yaml"), Some(&key));
@@ -859,6 +870,17 @@ fn unit_versions_increase_and_content_never_replaces_an_instruction() {
     assert_eq!((r.status, r.code().as_str()), (422, "boot_stub_too_large"), "{}", r.body);
     let again = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
     assert_eq!((again.status, again.body == stub.body), (200, true));
+    // The same text promoted from quarantine as the unit's instruction is refused alike,
+    // and the fact stays quarantined (promotable once it is shortened upstream).
+    let fed = c().post(&format!("/v1/agents/{agent}/federated-facts"), Some(&key), &json!({"name": "ground-rules", "content": long, "origin": "org:partner-co"}));
+    assert_eq!(fed.status, 202, "{}", fed.body);
+    let quarantined = fed.json()["uri"].as_str().unwrap().to_string();
+    let r = c().post(&format!("/v1/agents/{agent}/facts/promote"), admin(), &json!({"uri": quarantined, "interpret_as": "instruction"}));
+    assert_eq!((r.status, r.code().as_str()), (422, "boot_stub_too_large"), "{}", r.body);
+    let again = c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key));
+    assert_eq!((again.status, again.body == stub.body), (200, true), "{}", again.body);
+    let held = c().get(&format!("/v1/agents/{agent}/federated-facts"), admin()).json();
+    assert!(held["facts"].as_array().unwrap().iter().any(|f| f["uri"] == quarantined.as_str() && f["quarantine"] == "quarantined"), "{held}");
     // A text that fits changes the stub under the same manifest version: its ETag (the
     // body's SHA-256) changes with it, so a runtime caching the stub can tell (§21.8.1).
     let etag = stub.header("etag").expect("an ETag").to_string();

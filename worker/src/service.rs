@@ -53,6 +53,20 @@ pub fn info() -> Value {
     serde_json::from_str(&lid_core::api::info()).unwrap_or(Value::Null)
 }
 
+/// An always-applicable unit is embedded in the boot stub (§21.1.1): a write or a
+/// promotion of its instruction text is refused (`boot_stub_too_large`) when the stub of
+/// any profile, with the new text, would no longer fit (§21.1.2), as on `lid serve`.
+fn stub_still_fits(current: Option<&Snapshot>, kind: Kind, entry: Option<&Value>, unit_key: &str, fact: &Fact) -> ApiResult<()> {
+    if let (Some(s), true) = (current, lid_shared::units::changes_stub(kind, entry)) {
+        let mut facts = s.facts.clone();
+        facts.insert(unit_key, fact.clone());
+        for p in PROFILES {
+            lid_core::api::render_stub(&s.manifest_json, Some(p), &facts)?;
+        }
+    }
+    Ok(())
+}
+
 pub fn ranker_version() -> String {
     lid_core::rank::RANKER_VERSION.to_string()
 }
@@ -151,36 +165,31 @@ impl Service {
         self.stub_of(&s, profile).await
     }
 
+    /// The boot stub for `profile`, rendered from the verified snapshot (kept with it:
+    /// `StubMemo`) and recorded in `boot_stubs`, never served from that table.
     async fn stub_of(&self, s: &Snapshot, profile: Option<&str>) -> ApiResult<(String, String, i64, i64)> {
         let agent = s.agent_id.as_str();
         let profile = lid_shared::heartbeat::profile_or_generic(profile);
         let sv = stub_version();
-        #[derive(Deserialize)]
-        struct Cached {
-            body: String,
-            token_count: i64,
-        }
-        let cached: Option<Cached> = self
-            .store
-            .first("SELECT body, token_count FROM boot_stubs WHERE agent_id = ?1 AND adapter_profile = ?2 AND manifest_version = ?3 AND stub_version = ?4", args![agent, profile, s.version, sv])
-            .await?;
-        if let Some(c) = cached {
-            return Ok((c.body, s.version.clone(), c.token_count, sv));
+        if let Some((body, tokens)) = s.stubs.get(profile, sv) {
+            return Ok((body, s.version.clone(), tokens, sv));
         }
         let stub = parse(&lid_core::api::render_stub(&s.manifest_json, Some(profile), &s.facts)?)?;
         let body = stub["text"].as_str().unwrap_or_default().to_string();
         let tokens = stub["total_tokens"].as_i64().unwrap_or(0);
-        // Cache it only if nothing changed since the snapshot (one conditional statement):
-        // a racing publish or unit write has already invalidated the cache.
-        self.store
-            .run(
-                "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
-                 WHERE EXISTS (SELECT 1 FROM instruction_manifests WHERE id = ?8 AND superseded_at IS NULL)
-                   AND (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1) = ?9",
-                args![agent, profile, sv, body, tokens, now_ms(), s.version, s.manifest_id, s.generation],
-            )
-            .await?;
+        if s.stubs.put(profile, sv, &body, tokens) {
+            // Record it only if nothing changed since the snapshot (one conditional
+            // statement): a racing publish or unit write has already cleared the rows.
+            self.store
+                .run(
+                    "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version)
+                     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+                     WHERE EXISTS (SELECT 1 FROM instruction_manifests WHERE id = ?8 AND superseded_at IS NULL)
+                       AND (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1) = ?9",
+                    args![agent, profile, sv, body, tokens, now_ms(), s.version, s.manifest_id, s.generation],
+                )
+                .await?;
+        }
         Ok((body, s.version.clone(), tokens, sv))
     }
 
@@ -438,14 +447,7 @@ impl Service {
         }
         let ia = if req.kind == Kind::Content { InterpretAs::Content } else { InterpretAs::Instruction };
         let fact = Self::new_fact(&uri, &version, req.content, ia, &who.entity_uri, lid_shared::units::source_trust(who));
-        // An always-applicable unit is embedded in the stub: the new text must still fit.
-        if let (Some(s), true) = (current.as_deref(), lid_shared::units::changes_stub(req.kind, entry.as_ref())) {
-            let mut facts = s.facts.clone();
-            facts.insert(&unit_key, fact.clone());
-            for p in PROFILES {
-                lid_core::api::render_stub(&s.manifest_json, Some(p), &facts)?;
-            }
-        }
+        stub_still_fits(current.as_deref(), req.kind, entry.as_ref(), &unit_key, &fact)?;
         let sha = fact.sha256.clone().unwrap_or_default();
         let out = |unchanged: bool| json!({"uri": uri, "version": version, "sha256": sha, "tokens": fact.tokens, "interpret_as": interpret_as, "unchanged": unchanged, "admission_warnings": admission_warnings});
         match sha_of(&self.store, &uri).await? {
@@ -1002,6 +1004,7 @@ impl Service {
         let origin = row.origin.unwrap_or_default();
         let ia = if kind == Kind::Instruction { InterpretAs::Instruction } else { InterpretAs::Content };
         let fact = Self::new_fact(&live, &version, &row.content, ia, lid_shared::units::promoted_author(&origin, &who.entity_uri), lid_shared::units::PROMOTED_TRUST);
+        stub_still_fits(current.as_deref(), kind, entry.as_ref(), &unit_key, &fact)?;
         let provenance = json!({"promoted_from": uri, "promoted_by": who.entity_uri, "key_id": who.key_id, "origin": origin});
         let now = now_ms();
         self.store.put_fact(&fact).await?;

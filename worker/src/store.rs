@@ -184,6 +184,8 @@ pub struct Snapshot {
     pub lift_units: Vec<String>,
     pub ledger: Vec<LedgerRow>,
     pub facts: WorkerFacts,
+    /// Its boot stubs, rendered from these facts (never read from `boot_stubs`).
+    pub stubs: lid_shared::heartbeat::StubMemo,
 }
 
 /// What the isolate's cache of derived indexes may hold before it starts over (an
@@ -748,6 +750,7 @@ impl Store {
             lift_units: lift.into_iter().map(|u| u.unit).collect(),
             ledger,
             facts,
+            stubs: Default::default(),
         });
         if complete {
             SNAPSHOTS.with(|s| s.borrow_mut().insert(agent.to_string(), snap.clone()));

@@ -162,6 +162,32 @@ pub fn handoff_parties<'a>(handoff: &'a Value, agent: &str) -> Result<(&'a str, 
     Ok((to, from))
 }
 
+/// The boot stubs rendered from one verified snapshot of an agent, by profile and stub
+/// version: what `GET …/boot-stub` and the heartbeat serve. The `boot_stubs` table (§21.7)
+/// is written as the record of what was rendered but never read back to serve: a row is
+/// not signed, so text changed there would reach the agent (§21.4.3: only what the org
+/// key signed is served). A snapshot is rebuilt on every write, so its stubs go with it.
+#[derive(Default)]
+pub struct StubMemo(std::sync::Mutex<Vec<(String, i64, String, i64)>>);
+
+impl StubMemo {
+    /// The stub (text, tokens) rendered for `profile` at stub version `sv`, if any.
+    pub fn get(&self, profile: &str, sv: i64) -> Option<(String, i64)> {
+        let m = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        m.iter().find(|e| e.0 == profile && e.1 == sv).map(|e| (e.2.clone(), e.3))
+    }
+
+    /// Keep a rendered stub; `false` when one was already kept (the table has its row).
+    pub fn put(&self, profile: &str, sv: i64, body: &str, tokens: i64) -> bool {
+        let mut m = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if m.iter().any(|e| e.0 == profile && e.1 == sv) {
+            return false;
+        }
+        m.push((profile.to_string(), sv, body.to_string(), tokens));
+        true
+    }
+}
+
 /// A boot-context request's session source (issue 5): the agent's latest stored handoff,
 /// none, or the reason it could not be read, which degrades the bundle with a
 /// `source_unavailable` warning instead of failing it.
