@@ -851,19 +851,19 @@ impl Service {
         let admission_warnings = self.admit(agent, lint)?;
         let deployment = self.deployment_of(agent, body)?;
         let digest = read["digest"].as_str().unwrap_or_default().to_string();
-        let rows: Vec<(String, String, Option<i64>)> = self.db.read(|c| {
-            let mut st = c.prepare_cached("SELECT version, digest, superseded_at FROM knowledge_packs WHERE agent_id = ?1 AND pack = ?2")?;
-            let rows = st.query_map(params![agent, pack], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let rows: Vec<(String, String, Option<i64>, i64)> = self.db.read(|c| {
+            let mut st = c.prepare_cached(lid_shared::packs::PACK_UPLOADS_SQL)?;
+            let rows = st.query_map(params![agent, pack], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })?;
-        if let Some((v, _, _)) = rows.iter().find(|(_, d, s)| s.is_none() && *d == digest) {
+        if let Some((v, ..)) = rows.iter().find(|(_, d, s, quarantined)| s.is_none() && *d == digest && *quarantined == 0) {
             let mut entry = self.knowledge_catalog(agent)?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
             entry["unchanged"] = json!(true);
             entry["upload_version"] = json!(v);
             entry["admission_warnings"] = json!(admission_warnings);
             return Ok((entry, false));
         }
-        let n = rows.iter().filter_map(|(v, _, _)| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())).max().unwrap_or(0) + 1;
+        let n = rows.iter().filter_map(|(v, ..)| v.strip_prefix('v').and_then(|n| n.parse::<u64>().ok())).max().unwrap_or(0) + 1;
         let version = format!("v{n}");
         let prefix = format!("knowledge:{deployment}/{agent}/{pack}/{version}/");
         let key_prefix = format!("knowledge:{deployment}/{agent}/{pack}/");
@@ -965,14 +965,19 @@ impl Service {
                 let detail = json!({"uri": uri, "origin": origin, "claims": claims, "entity_uri": who.entity_uri, "reason": "a sender's assertion cannot promote a fact (Spec-13, federation boundary)"});
                 insert_event(tx, Some(agent), "promotion_rejected", &detail, now)?;
             }
-            let status: Option<String> = tx.query_row("SELECT quarantine FROM instruction_facts WHERE uri = ?1", params![uri], |r| r.get(0)).optional()?.flatten();
-            Ok::<_, DbError>((w, status))
+            let (status, held): (Option<String>, Option<String>) = tx.query_row("SELECT quarantine, origin FROM instruction_facts WHERE uri = ?1", params![uri], |r| Ok((r.get(0)?, r.get(1)?))).optional()?.unwrap_or_default();
+            let held = held.unwrap_or_default();
+            if w == Ok(FactWrite::Unchanged) && held != origin {
+                insert_event(tx, Some(agent), "fact_received_again", &lid_shared::federation::received_again(&uri, origin, &held, &who.entity_uri), now)?;
+            }
+            Ok::<_, DbError>((w, (status, held)))
         })?;
+        let (status, held) = status;
         if written.is_err() {
             return Err(ApiError::new(409, "fact_version_conflict", format!("{uri} holds other content")));
         }
         Ok(json!({
-            "uri": uri, "name": name, "origin": origin, "sha256": sha, "quarantine": status,
+            "uri": uri, "name": name, "origin": held, "sha256": sha, "quarantine": status,
             "ignored_claims": claims.keys().collect::<Vec<_>>(), "unchanged": written == Ok(FactWrite::Unchanged), "admission_warnings": admission_warnings,
         }))
     }

@@ -1257,6 +1257,13 @@ fn federated_facts_stay_quarantined_until_an_admin_promotes_them() {
     assert!(uri.starts_with(&format!("quarantine:demo/{agent}/friday-deploys/")), "{uri}");
     assert_eq!((q["quarantine"].as_str(), q["ignored_claims"].clone()), (Some("quarantined"), json!([])));
     not_served("received");
+    // The same text from another origin: the fact keeps (and the answer names) the origin
+    // it is held under; the second sender is recorded, not lost.
+    let again = c().post(&fed, Some(&key), &json!({"name": "friday-deploys", "content": tip, "origin": "org:partner-b"}));
+    assert_eq!(again.status, 202, "{}", again.body);
+    assert_eq!((again.json()["uri"].as_str(), again.json()["origin"].as_str(), again.json()["unchanged"].as_bool()), (Some(uri.as_str()), Some("org:other-co"), Some(true)), "{}", again.body);
+    let resent = events(&agent, "fact_received_again");
+    assert!(resent.iter().any(|e| e["detail"]["origin"] == "org:partner-b" && e["detail"]["held_origin"] == "org:other-co"), "{resent:?}");
 
     // The sender's own promotion is ignored, recorded, and the fact stays quarantined.
     let claims = json!({"name": "friday-deploys", "content": tip, "origin": "org:other-co", "promote": true, "quarantine": false, "interpret_as": "instruction", "trust": 1.0});

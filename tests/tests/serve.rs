@@ -909,6 +909,39 @@ fn boot_stub_rows_and_fact_column_types_changed_outside_the_service_are_not_serv
     assert_eq!(uris, [format!("instruction:demo/{agent}/triage-incoming/v1").as_str()], "{events}");
 }
 
+/// A pack file quarantined for a changed row (§21.4.3) is not served; uploading the same
+/// pack again stores it anew, signed, as a new version, instead of answering `unchanged`
+/// over a file that is no longer served.
+#[test]
+fn a_pack_uploaded_again_after_a_file_was_quarantined_is_stored_anew() {
+    let (server, admin) = fresh("packagain", &[]);
+    let c = server.client();
+    let agent = "packagain-agent";
+    publish_demo(&c, &admin, agent);
+    let kmd = "---\nname: acme-brief\ndescription: Facts about the Acme Widget\ntype: reference\nstatus: ready\ntrust: high\n---\n# Guide\n\nOne unit per topic.\n";
+    let body = json!({"knowledge_md": kmd, "units": {"units/colours.md": "# Colours\n\nThe Acme Widget ships in red and blue.\n", "units/offline.md": "# Offline mode\n\nThe Acme Widget works offline for 72 hours.\n"}});
+    let path = format!("/v1/agents/{agent}/knowledge/acme-brief");
+    assert_eq!(c.put(&path, Some(&admin), &body).status, 201);
+    let intent = json!({"intent": "what colours does the acme widget ship in", "content_min_score": 0.0, "max_content": 10});
+    let served = |c: &lid_tests::http::Client| -> Vec<String> {
+        let r = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &intent);
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["content"].as_array().unwrap().iter().map(|x| x["uri"].as_str().unwrap_or_default().to_string()).collect()
+    };
+    assert!(served(&c).iter().any(|u| u.ends_with("/v1/units/colours.md")));
+    let sql = Connection::open(&server.db).unwrap();
+    sql.execute("UPDATE instruction_facts SET content = 'The widget is green.' WHERE uri LIKE '%acme-brief/v1/units/colours.md'", []).unwrap();
+    let second = Server::start(&server.dir, &server.db, SECRET, &[]);
+    let c2 = second.client();
+    assert!(!served(&c2).iter().any(|u| u.contains("colours.md")), "the changed file is not served");
+    let again = c2.put(&path, Some(&admin), &body);
+    assert_eq!(again.status, 201, "{}", again.body);
+    assert_eq!((again.json()["unchanged"].as_bool(), again.json()["upload_version"].as_str()), (Some(false), Some("v2")), "{}", again.body);
+    assert!(served(&c2).iter().any(|u| u.ends_with("/v2/units/colours.md")), "served again, signed");
+    let third = c2.put(&path, Some(&admin), &body);
+    assert_eq!((third.status, third.json()["unchanged"].as_bool()), (200, Some(true)), "{}", third.body);
+}
+
 /// The boot context's task-type preloads are audited as delivered (§21.5.1): a preload
 /// its task budget left out is not in `loaded_chunks`; the record's token is answered
 /// (`X-Audit-Token`) and takes feedback; a HEAD writes no record (RFC 9110 §9.2.1).

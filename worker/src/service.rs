@@ -804,9 +804,10 @@ impl Service {
             version: String,
             digest: String,
             superseded_at: Option<i64>,
+            quarantined: i64,
         }
-        let rows: Vec<Row> = self.store.all("SELECT version, digest, superseded_at FROM knowledge_packs WHERE agent_id = ?1 AND pack = ?2", args![agent, pack]).await?;
-        if let Some(r) = rows.iter().find(|r| r.superseded_at.is_none() && r.digest == digest) {
+        let rows: Vec<Row> = self.store.all(lid_shared::packs::PACK_UPLOADS_SQL, args![agent, pack]).await?;
+        if let Some(r) = rows.iter().find(|r| r.superseded_at.is_none() && r.digest == digest && r.quarantined == 0) {
             let mut entry = self.knowledge_catalog(agent).await?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
             entry["unchanged"] = json!(true);
             entry["upload_version"] = json!(r.version);
@@ -915,10 +916,16 @@ impl Service {
         #[derive(Deserialize)]
         struct Q {
             quarantine: Option<String>,
+            origin: Option<String>,
         }
-        let status = self.store.first::<Q>("SELECT quarantine FROM instruction_facts WHERE uri = ?1", args![uri]).await?.and_then(|q| q.quarantine);
+        let q = self.store.first::<Q>("SELECT quarantine, origin FROM instruction_facts WHERE uri = ?1", args![uri]).await?;
+        let (status, held) = q.map(|q| (q.quarantine, q.origin.unwrap_or_default())).unwrap_or_default();
+        if existing.is_some() && held != origin {
+            let detail = lid_shared::federation::received_again(&uri, origin, &held, &who.entity_uri);
+            self.store.batch(vec![event(&self.store, Some(agent), "fact_received_again", &detail, now)?]).await.map_err(ApiError::storage)?;
+        }
         Ok(json!({
-            "uri": uri, "name": name, "origin": origin, "sha256": sha, "quarantine": status,
+            "uri": uri, "name": name, "origin": held, "sha256": sha, "quarantine": status,
             "ignored_claims": claims.keys().collect::<Vec<_>>(), "unchanged": existing.is_some(), "admission_warnings": admission_warnings,
         }))
     }

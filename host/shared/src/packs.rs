@@ -49,3 +49,12 @@ mod tests {
         assert_eq!(e.to_string(), r#"{"pack":"ops","upload_version":"v2","digest":"ab","uploaded_at":"1970-01-01T00:00:00Z","uploaded_by":"key:1","name":"Ops","status":"ready"}"#);
     }
 }
+
+/// A pack's (`?2`) upload rows for agent `?1`: `version`, `digest`, `superseded_at` and
+/// how many of the version's facts are `quarantined`. An upload identical to the current
+/// version is `unchanged` only when none is: a file quarantined since (its row changed
+/// outside the service, §21.4.3) is not served, so the same upload stores the pack again,
+/// signed, as a new version.
+pub const PACK_UPLOADS_SQL: &str = "SELECT version, digest, superseded_at,
+    (SELECT count(*) FROM instruction_facts f WHERE f.agent_id = k.agent_id AND substr(f.uri, 1, length(k.prefix)) = k.prefix AND f.quarantine IS NOT NULL) AS quarantined
+  FROM knowledge_packs k WHERE k.agent_id = ?1 AND k.pack = ?2";
