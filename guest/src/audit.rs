@@ -209,9 +209,11 @@ pub struct AuditMetrics {
     pub k: usize,
     /// Over closed events: Σ|used ∩ loaded[..k]| / Σ|used| (§21.5.3, pooled as `miss_rate` is).
     pub recall_at_k: Option<f64>,
-    /// Fraction of heartbeats (of those with closed events naming used chunks) where some
-    /// used chunk is in the loaded[..k] of one of their events (§21.5.3: "fraction of
-    /// heartbeats"); an event with no `heartbeat_id` counts as a heartbeat of its own.
+    /// Fraction of heartbeats (of those with closed events naming used or missed chunks)
+    /// where some used chunk is in the loaded[..k] of one of their events (§21.5.3:
+    /// "fraction of heartbeats"): a heartbeat whose feedback names only missed chunks is
+    /// one where no used chunk was loaded, a miss. An event with no `heartbeat_id` counts
+    /// as a heartbeat of its own.
     pub hit_at_k: Option<f64>,
     /// The heartbeats `hit_at_k` is over.
     pub heartbeats: usize,
@@ -228,7 +230,7 @@ fn r4(x: f64) -> f64 {
 /// Compute §21.5.3 metrics over `records` (the caller selects the 7-day window).
 pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
     let closed: Vec<&AuditRecord> = records.iter().filter(|r| r.audit_closed.is_some()).collect();
-    let with_used: Vec<&&AuditRecord> = closed.iter().filter(|r| !r.used_chunks.is_empty()).collect();
+    let with_feedback: Vec<&&AuditRecord> = closed.iter().filter(|r| !r.used_chunks.is_empty() || !r.missed_chunks.is_empty()).collect();
     // §21.5.3: "fraction of `used_chunks` that appear in `loaded_chunks` within rank k",
     // pooled over the records (as the miss rate is), not a mean of per-record fractions
     let (mut found_total, mut used_total) = (0usize, 0usize);
@@ -236,7 +238,7 @@ pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
     // that names no heartbeat (a recall sent without `heartbeat_id`) is a heartbeat of its
     // own, keyed by its event id, not one shared by every such record
     let mut heartbeats = std::collections::BTreeMap::<(bool, &str), bool>::new();
-    for r in &with_used {
+    for r in &with_feedback {
         let top: Vec<&String> = r.loaded_chunks.iter().take(k).collect();
         let found = r.used_chunks.iter().filter(|u| top.contains(u)).count();
         found_total += found;
@@ -247,7 +249,7 @@ pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
     let hits = heartbeats.values().filter(|h| **h).count();
     let (missed, used): (usize, usize) = closed.iter().fold((0, 0), |(m, u), r| (m + r.missed_chunks.len(), u + r.used_chunks.len()));
     let miss_rate = if missed + used > 0 { Some(r4(missed as f64 / (missed + used) as f64)) } else { None };
-    let n = with_used.len();
+    let n = with_feedback.len();
     AuditMetrics {
         events: records.len(),
         closed_events: closed.len(),
@@ -405,6 +407,12 @@ mod tests {
         assert_eq!(pooled.recall_at_k, Some(0.25));
         let k1 = metrics(&rs[1..2], 1);
         assert_eq!(k1.recall_at_k, Some(0.0));
+        // A heartbeat whose feedback names only a missed chunk used nothing it was given:
+        // a miss in hit@k, not a heartbeat left out.
+        let mut with_missed = rs.clone();
+        with_missed.push(AuditRecord { heartbeat_id: "h9".into(), ..rec(&["a"], &[], &["z"], true) });
+        let m = metrics(&with_missed, 3);
+        assert_eq!((m.heartbeats, m.hit_at_k, m.recall_at_k), (4, Some(0.5), Some(0.5)));
         // Hit@k is over heartbeats: a heartbeat whose second recall loaded a used chunk
         // is one hit, however many of its recalls did not.
         let one = |hb: &str, loaded: &[&str], used: &[&str]| AuditRecord { heartbeat_id: hb.into(), ..rec(loaded, used, &[], true) };

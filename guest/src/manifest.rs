@@ -885,7 +885,15 @@ pub fn validate(json: &str, opts: &ValidateOptions) -> Report {
         for (field, text) in texts {
             if let Some(message) = hidden_text(field, text) {
                 errors.push(problem("manifest_entry_invalid", en, Some(field), message));
+            } else if field != "description" && text.trim().is_empty() {
+                // (an empty description has its own check above)
+                errors.push(problem("manifest_entry_invalid", en, Some(field), format!("`{field}` holds an empty string, which no intent can match: remove it or write the phrase")));
             }
+        }
+        let mut wake = e.required_by_task_types.clone();
+        wake.sort_unstable();
+        if let Some(w) = wake.windows(2).find(|w| w[0] == w[1]) {
+            errors.push(problem("manifest_entry_invalid", en, Some("required_by_task_types"), format!("wake reason {:?} is named twice: name each once", w[0])));
         }
         if e.load_triggers.intents.is_empty() {
             warnings.push(problem("intents_missing", en, Some("load_triggers.intents"), "no load_triggers.intents: the coverage gate falls back to the description (§21.8.3)".into()));
@@ -1102,6 +1110,21 @@ mod tests {
         let fields: Vec<Option<&str>> = r.errors.iter().map(|p| p.field.as_deref()).collect();
         assert_eq!(fields, [Some("agent_role"), Some("description"), Some("load_triggers.intents"), Some("load_triggers.keywords")], "{:#?}", r.errors);
         assert!(r.errors[1].message.contains("U+202E, character 8"), "{}", r.errors[1].message);
+    }
+
+    /// An empty trigger matches no intent, and a wake reason named twice counts twice
+    /// toward the task-types approval: both are refused, with their field.
+    #[test]
+    fn empty_triggers_and_a_wake_reason_named_twice_are_refused() {
+        let mut e = entry("alpha");
+        e["load_triggers"]["intents"] = serde_json::json!(["fine", " "]);
+        e["load_triggers"]["keywords"] = serde_json::json!([""]);
+        e["required_by_task_types"] = serde_json::json!(["manual", "manual"]);
+        let r = validate(&manifest(vec![e]), &ValidateOptions::default());
+        let fields: Vec<(&str, Option<&str>)> = r.errors.iter().map(|p| (p.code.as_str(), p.field.as_deref())).collect();
+        for f in ["load_triggers.intents", "load_triggers.keywords", "required_by_task_types"] {
+            assert!(fields.contains(&("manifest_entry_invalid", Some(f))), "{f}: {:#?}", r.errors);
+        }
     }
 
     #[test]

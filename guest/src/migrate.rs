@@ -228,7 +228,8 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         .map(|u| Entry {
             name: u.name.clone(),
             description: u.description.clone(),
-            load_triggers: LoadTriggers { intents: vec![strip_markdown(&u.heading).to_lowercase()], keywords: vec![], task_types: vec![] },
+            // (an empty heading gives no intent: the draft's warning says so)
+            load_triggers: LoadTriggers { intents: Some(strip_markdown(&u.heading).to_lowercase()).filter(|i| !i.trim().is_empty()).into_iter().collect(), keywords: vec![], task_types: vec![] },
             fact_uri: Some(u.fact_uri.clone()),
             token_estimate: Some(u.token_estimate as u64),
             ..Default::default()
