@@ -221,7 +221,8 @@ pub struct Bundle {
     /// SHA-256 of the sections' JSON: equal bundles have equal digests.
     pub bundle_sha256: String,
     /// The token of the task-type preloads' audit record (§21.5.2: feedback on them is
-    /// sent with it); empty when nothing was preloaded or the record was not stored. Not
+    /// sent with it), written whenever a wake reason was given, even one that delivered
+    /// nothing; empty without a wake reason or when the record was not stored. Not
     /// part of the bundle's JSON, which the same inputs give byte for byte: hosts answer
     /// it beside the bundle (`X-Audit-Token`).
     #[serde(skip)]

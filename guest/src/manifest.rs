@@ -461,7 +461,7 @@ fn is_https_url(u: &str) -> bool {
     let Some(rest) = u.strip_prefix("https://") else { return false };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c);
-    let is_v6 = |a: &str| !a.is_empty() && a.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.');
+    let is_v6 = |a: &str| a.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') && (a.contains("::") || a.matches(':').count() >= 2);
     // every `%` starts an escape of two hex digits
     let escapes = rest.split('%').skip(1).all(|p| p.len() >= 2 && p.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit));
     // the host: a name of letters, digits, `-` and `.`, or a bracketed IPv6 address; then
@@ -477,7 +477,10 @@ fn is_https_url(u: &str) -> bool {
             None => (authority, None),
         },
     };
-    let host_ok = authority.starts_with('[') || (!host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.') && !host.split('.').any(|l| l.starts_with('-') || l.ends_with('-')));
+    // (every label non-empty: no `..`, no lone `.`; a fully qualified name's one trailing dot allowed)
+    let labels = host.strip_suffix('.').unwrap_or(host);
+    let host_ok = authority.starts_with('[')
+        || (!labels.is_empty() && labels.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.') && !labels.split('.').any(|l| l.is_empty() || l.starts_with('-') || l.ends_with('-')));
     let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u32>().is_ok_and(|n| n <= 65535));
     host_ok && port_ok && escapes && rest.chars().all(allowed)
 }
@@ -1245,7 +1248,7 @@ mod tests {
         for ok in ["https://example.com:8443/hb%20v2.md", "https://[2001:db8::1]:443/hb", "https://10.0.0.7/hb"] {
             assert!(with("heartbeat_contract", ok.into()).ok, "{ok}");
         }
-        for bad in ["not a uri at all\n", "instruction:acme/cto/heartbeat/latest", "../heartbeat.md", "http://example.com/hb", "https://", "https://user@example.com/hb", "https://example.com/a b", "https://example.com/\"x", "ftp://example.com/hb", "https://example.com:abc/x", "https://example.com:99999/x", "https://exa%mple.com/x", "https://example.com/%zz", "https://example.com:/x", "https://[::1/x", "https://-bad.example/x"] {
+        for bad in ["not a uri at all\n", "instruction:acme/cto/heartbeat/latest", "../heartbeat.md", "http://example.com/hb", "https://", "https://user@example.com/hb", "https://example.com/a b", "https://example.com/\"x", "ftp://example.com/hb", "https://example.com:abc/x", "https://example.com:99999/x", "https://exa%mple.com/x", "https://example.com/%zz", "https://example.com:/x", "https://[::1/x", "https://-bad.example/x", "https://./x", "https://a..b/x", "https://[:]/x", "https://[12]/x"] {
             let r = with("heartbeat_contract", bad.into());
             assert_eq!((codes(&r), r.errors[0].field.as_deref()), (vec!["manifest_invalid"], Some("heartbeat_contract")), "{bad:?}");
         }

@@ -105,7 +105,7 @@ pub struct AgentDir {
 /// Load `dir` (or a `manifest.json` path inside it).
 pub fn load(dir: &Path) -> Result<AgentDir> {
     let (root, manifest_path) = if dir.is_file() {
-        (dir.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(".")), dir.to_path_buf())
+        (dir_of(dir), dir.to_path_buf())
     } else {
         (dir.to_path_buf(), dir.join("manifest.json"))
     };
@@ -119,7 +119,7 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
     let mut facts = MemFacts::default();
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut missing = Vec::new();
-    let canon_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+    let canon_root = canonical_root(&root)?;
     for e in entries {
         let name = e.get("name").and_then(Value::as_str).unwrap_or_default();
         let fact_uri = e.get("fact_uri").and_then(Value::as_str).filter(|s| !s.is_empty());
@@ -178,6 +178,21 @@ pub fn read_text(path: &Path) -> Result<String> {
         Some(rest) => rest.to_string(),
         None => text,
     })
+}
+
+/// The directory of a manifest file `f`: its parent, `.` for a bare file name (whose
+/// parent is the empty path, which every path would start with).
+pub fn dir_of(f: &Path) -> PathBuf {
+    match f.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The agent directory `root`, canonical: what unit files must resolve inside. One that
+/// cannot be resolved is an error, never a root every path is inside.
+pub fn canonical_root(root: &Path) -> Result<PathBuf> {
+    root.canonicalize().with_context(|| format!("cannot resolve the agent directory {}", root.display()))
 }
 
 /// The text of the unit `name` of the agent directory `root` (canonical: `canon_root`),

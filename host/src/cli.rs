@@ -576,7 +576,7 @@ fn stub_problems(rt: &Runtime, dir: &Path, manifest_json: &str, report: &mut Val
     let mut lint_errors = Vec::new();
     if publish {
         let m: Value = serde_json::from_str(manifest_json)?;
-        let canon = a.root.canonicalize().unwrap_or_else(|_| a.root.clone());
+        let canon = agent_dir::canonical_root(&a.root)?;
         let units: Vec<Value> = m["entries"]
             .as_array()
             .into_iter()
@@ -677,7 +677,7 @@ fn run(cli: &Cli) -> Result<i32> {
             }
             let rt = runtime()?;
             let mut report: Value = serde_json::from_str(&rt.validate_manifest(&empty_storage(), &json, &opts.to_string())?)?;
-            if manifest.is_dir() && report["ok"] == true {
+            if (manifest.is_dir() || *publish) && report["ok"] == true {
                 // An agent directory has its units, so its boot stub can be rendered: one
                 // over the §21.1.2 body limit would be refused by `stub`, `preload` and
                 // `publish`, so it is refused here too.
@@ -837,7 +837,12 @@ fn run(cli: &Cli) -> Result<i32> {
         Command::Context { agent_dir, request, handoff, wake_reason, profile, budgets, markdown, pack_roots, query, packs } => {
             let a = load_agent(agent_dir)?;
             let mut req: Value = match request {
-                Some(f) => json_of_file(&f.display().to_string(), &read_input(f)?)?,
+                Some(f) => {
+                    let text = read_input(f)?;
+                    let v = json_of_file(&f.display().to_string(), &text)?;
+                    no_field_twice(&format!("request {}", f.display()), &text)?;
+                    v
+                }
                 None => json!({}),
             };
             if !req.is_object() {
@@ -898,6 +903,10 @@ fn run(cli: &Cli) -> Result<i32> {
                 out!("{}", out["markdown"].as_str().unwrap_or_default());
             } else {
                 outln!("{}", serde_json::to_string_pretty(&out["bundle"])?);
+            }
+            // (on stderr: the bundle the same inputs give stays byte for byte the same)
+            if let Some(token) = out["audit_token"].as_str().filter(|t| !t.is_empty()) {
+                eprintln!("task preloads audited in {}: audit token {token}", a.root.join(".lid").join("audit.jsonl").display());
             }
             Ok(0)
         }

@@ -921,11 +921,6 @@ pub struct Snapshot {
     pub stubs: lid_shared::heartbeat::StubMemo,
 }
 
-/// The facts bucket of `agent` as the engine reads it (`wasi:keyvalue`, see the README):
-/// every fact that is not quarantined under its URI, each unit's version list under its
-/// key, and the content channel's sources; with the manifest fact at `manifest_uri`, if
-/// there is one, and its provenance. With `at_ms`, as they were then: the facts written by
-/// then and the packs current then ([`Db::snapshot_as_of`]).
 /// Column `i` of a fact row as text: stored as TEXT, or as a BLOB of UTF-8 bytes.
 fn text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<String> {
     match r.get_ref(i)? {
@@ -936,6 +931,19 @@ fn text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<String> {
     }
 }
 
+/// Column `i` of a fact row as optional text: NULL, or as [`text`] reads it.
+fn opt_text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
+    match r.get_ref(i)? {
+        rusqlite::types::ValueRef::Null => Ok(None),
+        _ => text(r, i).map(Some),
+    }
+}
+
+/// The facts bucket of `agent` as the engine reads it (`wasi:keyvalue`, see the README):
+/// every fact that is not quarantined under its URI, each unit's version list under its
+/// key, and the content channel's sources; with the manifest fact at `manifest_uri`, if
+/// there is one, and its provenance. With `at_ms`, as they were then: the facts written by
+/// then and the packs current then ([`Db::snapshot_as_of`]).
 fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i64>, attestor: &Attestor) -> DbResult<AgentFacts> {
     let mut map = BTreeMap::new();
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -955,21 +963,24 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
         // A row whose columns no longer hold what the service wrote (another type, text
         // that is not UTF-8: changed outside it) is one unattested fact, not an agent that
         // cannot be read. Text stored as a blob of the same bytes still reads as its text.
-        let read = || -> rusqlite::Result<_> { Ok((text(r, 1)?, text(r, 2)?, text(r, 3)?, text(r, 4)?, text(r, 6)?, text(r, 7)?, r.get::<_, f64>(8)?, r.get::<_, i64>(10)?, text(r, 11)?)) };
-        let Ok((unit_key, version, content, interpret_as, authored_by, authored_at, source_trust, tokens, sha256)) = read() else {
-            unattested.push((uri, Unattested::BadSignature));
+        let read = || -> rusqlite::Result<_> {
+            let signed = (text(r, 1)?, text(r, 2)?, text(r, 3)?, text(r, 4)?, text(r, 6)?, text(r, 7)?, r.get::<_, f64>(8)?, r.get::<_, i64>(10)?, text(r, 11)?);
+            Ok((signed, (opt_text(r, 5)?, opt_text(r, 9)?, opt_text(r, 12)?, opt_text(r, 14)?)))
+        };
+        let Ok(((unit_key, version, content, interpret_as, authored_by, authored_at, source_trust, tokens, sha256), (valid_until, derived_from, prov, chain))) = read() else {
+            unattested.push((uri, Unattested::Malformed("a column of the fact's row no longer holds what the service wrote (another type, or text that is not UTF-8)".into())));
             continue;
         };
         // §21.4.3: a fact the org key did not sign, or whose signed fields changed since,
         // is never served (the caller quarantines it).
         let signed = Signed { uri: &uri, version: &version, interpret_as: &interpret_as, content: &content, authored_by: &authored_by, authored_at: &authored_at, source_trust, tokens, sha256: Some(&sha256) };
-        if let Err(why) = attestor.verify(&signed, r.get::<_, Option<String>>(14)?.as_deref()) {
+        if let Err(why) = attestor.verify(&signed, chain.as_deref()) {
             unattested.push((uri, why));
             continue;
         }
         if uri == manifest_uri {
             manifest_json = Some(content.clone());
-            provenance = serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or(Value::Null);
+            provenance = prov.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
         }
         if interpret_as == "content" && uri.starts_with("instruction:") {
             content_units.insert(unit_key.clone());
@@ -979,11 +990,11 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
             content: &content,
             version: &version,
             interpret_as: &interpret_as,
-            valid_until: r.get::<_, Option<String>>(5)?.as_deref(),
+            valid_until: valid_until.as_deref(),
             authored_by: &authored_by,
             authored_at: &authored_at,
             source_trust,
-            derived_from: r.get::<_, Option<String>>(9)?.as_deref(),
+            derived_from: derived_from.as_deref(),
             tokens,
             sha256: &sha256,
         }

@@ -102,12 +102,12 @@ pub fn cli_actor() -> Actor {
 /// entry, as one `PUT /v1/agents/{id}/instruction-manifest` body.
 pub fn publish_dir(svc: &Service, dir: &Path, skip_coverage_gate: bool, approvals: &[String]) -> Result<Value, ApiError> {
     let path = if dir.is_dir() { dir.join("manifest.json") } else { dir.to_path_buf() };
-    let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let root = crate::agent_dir::dir_of(&path);
     // (the manifest read as every command reads it, after a byte-order mark if it has one)
     let text = crate::agent_dir::read_text(&path).map_err(|e| ApiError::new(400, "cli_error", format!("{e:#}")))?;
     // A local file that cannot be read is the CLI's own error, as for every command; a unit
     // file is read as every command reads it, never outside the agent directory.
-    let canon_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+    let canon_root = crate::agent_dir::canonical_root(&root).map_err(|e| ApiError::new(400, "cli_error", format!("{e:#}")))?;
     let unit = |name: &str| crate::agent_dir::unit_file(&root, &canon_root, name).map_err(|why| ApiError::new(400, "cli_error", why));
     publish_manifest(svc, &path.display().to_string(), &text, unit, skip_coverage_gate, approvals)
 }

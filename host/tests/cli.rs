@@ -847,6 +847,13 @@ fn unit_files_outside_the_agent_directory_or_not_regular_are_not_read() {
     let message = v["error"]["message"].as_str().unwrap_or_default();
     assert!(v["error"]["code"] == "cli_error" && message.contains("outside the agent directory"), "{v}");
     assert!(!db.exists(), "a refused first publish leaves no database");
+    // the same from inside the directory, the manifest named bare (its parent: the empty path)
+    for args in [vec!["--json", "publish", "manifest.json", "--db", s(&db), "--skip-coverage-gate", "--approve", "guarantee-load"], vec!["--json", "recall", "manifest.json", "review this pull request", "--max-chunks", "10"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_lid")).args(&args).current_dir(&agent).output().unwrap();
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("SECRET OUTSIDE CONTENT"), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("outside the agent directory") || String::from_utf8_lossy(&out.stderr).contains("outside the agent directory"), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(!db.exists());
 }
 
 /// `lid validate AGENT_DIR --publish` refuses what `lid publish` refuses, the admission
@@ -871,6 +878,26 @@ fn validate_publish_runs_the_admission_lint() {
     assert_eq!(published["error"]["code"], "unit_admission_rejected", "the publish refuses the same: {published}");
     // without --publish it is a manifest check, as before
     assert_eq!(lid(&["validate", s(&agent)]).status.code(), Some(0));
+    // the manifest named as a file, --publish checks its units as a publish would
+    let file = agent.join("manifest.json");
+    let v = json_of(&lid(&["--json", "validate", s(&file), "--publish", "--approve", "guarantee-load"]));
+    assert!(codes(&v).contains(&("unit_admission_rejected".into(), "code-review".into(), "content".into())), "{v}");
+}
+
+/// `lid context --request FILE` refuses a field given twice anywhere in the file, as the
+/// handoff and every service body are refused (never resolved to the last).
+#[test]
+fn context_requests_refuse_a_field_given_twice() {
+    let d = scratch("context-twice");
+    let req = d.join("req.json");
+    std::fs::write(&req, r#"{"budgets": {"task": 1500, "task": 10}}"#).unwrap();
+    let v = json_of(&lid(&["--json", "context", s(&demo()), "--request", s(&req)]));
+    assert_eq!(v["error"]["code"], "invalid_request", "{v}");
+    std::fs::write(&req, r#"{"budgets": "identity=500"}"#).unwrap();
+    let out = lid(&["--json", "context", s(&demo()), "--request", s(&req), "--budget", "task=10"]);
+    assert_eq!(out.status.code(), Some(1), "no panic: {}", String::from_utf8_lossy(&out.stderr));
+    let out = lid(&["--json", "context", s(&demo()), "--budget", "task=10", "--budget", "task=20"]);
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]

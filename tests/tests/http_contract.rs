@@ -738,6 +738,10 @@ fn boot_context_is_ordered_budgeted_verified_and_byte_identical() {
     // A HEAD (safe: RFC 9110 §9.2.1) records nothing, so it answers no token.
     let head = c().raw("HEAD", &path, format!("Authorization: Bearer {key}\r\nX-Lid-Trigger: {trigger}\r\n").as_bytes());
     assert_eq!((head.status, head.header("x-audit-token"), head.header("x-bundle-sha256")), (200, None, t.header("x-bundle-sha256")), "{:?}", head.headers);
+    // Nothing a client sends on a GET turns that off (the worker marks a HEAD it turned
+    // into a GET in the router's data, not in a header).
+    let forged = c().req_with("GET", &path, Some(&key), None, &[("X-Lid-Trigger", trigger.as_str()), ("x-lid-head", "1")]);
+    assert!(forged.status == 200 && forged.header("x-audit-token").is_some_and(|t| t.starts_with("audi_")), "{:?}", forged.headers);
     assert!(tv["sections"][2]["items"].as_array().unwrap().iter().all(|i| i["selected_by"] == "task_type_preload"), "{}", tv["sections"][2]);
     // A tampered trigger is refused; a wake reason in the query is ignored.
     let bad = c().req_with("GET", &path, Some(&key), None, &[("X-Lid-Trigger", &format!("{trigger}x"))]);

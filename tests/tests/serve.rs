@@ -891,6 +891,8 @@ fn boot_stub_rows_and_fact_column_types_changed_outside_the_service_are_not_serv
     // the content of one unit as a blob of the same bytes; the tokens of another garbled
     sql.execute("UPDATE instruction_facts SET content = CAST(content AS BLOB) WHERE uri = ?1", [format!("instruction:demo/{agent}/code-review/v1")]).unwrap();
     sql.execute("UPDATE instruction_facts SET tokens = 'many' WHERE uri = ?1", [format!("instruction:demo/{agent}/triage-incoming/v1")]).unwrap();
+    // and a column the signature does not cover, bytes that are not text
+    sql.execute("UPDATE instruction_facts SET valid_until = X'FF' WHERE uri = ?1", [format!("instruction:demo/{agent}/release-checklist/v1")]).unwrap();
     // the running server (its snapshot read before the change) and one that reads afresh
     for s in [None, Some(Server::start(&server.dir, &server.db, SECRET, &[]))] {
         let fresh = s.is_some();
@@ -903,10 +905,12 @@ fn boot_stub_rows_and_fact_column_types_changed_outside_the_service_are_not_serv
         let names: Vec<String> = r.json()["chunks"].as_array().unwrap().iter().map(|ch| ch["name"].as_str().unwrap().to_string()).collect();
         assert!(names.contains(&"code-review".to_string()), "the blob of the same bytes is served: {names:?}");
         assert_eq!(names.contains(&"triage-incoming".to_string()), !fresh, "the garbled row is served only as it was signed, before a fresh read: {names:?}");
+        assert_eq!(names.contains(&"release-checklist".to_string()), !fresh, "{names:?}");
     }
     let events = c.get(&format!("/v1/agents/{agent}/service-events?kind=fact_unattested"), Some(&admin)).json();
-    let uris: Vec<&str> = events["events"].as_array().unwrap().iter().map(|e| e["detail"]["uri"].as_str().unwrap()).collect();
-    assert_eq!(uris, [format!("instruction:demo/{agent}/triage-incoming/v1").as_str()], "{events}");
+    let mut uris: Vec<&str> = events["events"].as_array().unwrap().iter().map(|e| e["detail"]["uri"].as_str().unwrap()).collect();
+    uris.sort_unstable();
+    assert_eq!(uris, [format!("instruction:demo/{agent}/release-checklist/v1").as_str(), format!("instruction:demo/{agent}/triage-incoming/v1").as_str()], "{events}");
 }
 
 /// A pack file quarantined for a changed row (§21.4.3) is not served; uploading the same

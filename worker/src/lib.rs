@@ -85,7 +85,7 @@ fn markdown(s: String, extra: &[(&str, String)]) -> ApiResult<Response> {
 
 /// A path parameter, percent-decoded as `lid serve`'s router decodes it (RFC 3986 §2.1:
 /// `release%2Dengineer` is `release-engineer`). Not UTF-8 once decoded: refused, as there.
-fn param(ctx: &RouteContext<()>, name: &str) -> ApiResult<String> {
+fn param(ctx: &RouteContext<Head>, name: &str) -> ApiResult<String> {
     let raw = ctx.param(name).map(String::as_str).unwrap_or_default();
     percent_encoding::percent_decode_str(raw)
         .decode_utf8()
@@ -115,7 +115,7 @@ async fn caller(svc: &Service, req: &Request) -> ApiResult<Principal> {
 
 /// What a route under `/v1/agents/:id` starts from: the service, the agent id in the
 /// path, and the authenticated caller.
-async fn agent_route(req: &Request, ctx: &RouteContext<()>) -> ApiResult<(Service, String, Principal)> {
+async fn agent_route(req: &Request, ctx: &RouteContext<Head>) -> ApiResult<(Service, String, Principal)> {
     let svc = service(&ctx.env)?;
     // the path is read before the key, as `lid serve`'s path extractor runs first
     let id = param(ctx, "id")?;
@@ -137,7 +137,7 @@ async fn json_body(req: &mut Request) -> ApiResult<Value> {
     Ok(lid_shared::json::object(&body_text(req).await?)?)
 }
 
-async fn healthz(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
+async fn healthz(_: Request, _: RouteContext<Head>) -> worker::Result<Response> {
     // The engine's lazily built state (the cl100k table, laid out from its compact form in
     // this build) is ready when the worker says it is: `entry.mjs` sends this at start-up.
     // Once per isolate, so later health checks do no engine work.
@@ -146,11 +146,11 @@ async fn healthz(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
     Response::from_json(&json!({"status": "ok", "engine": service::info()}))
 }
 
-async fn openapi(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
+async fn openapi(_: Request, _: RouteContext<Head>) -> worker::Result<Response> {
     reply(raw_json(OPENAPI.to_string()))
 }
 
-async fn not_found(_: Request, _: RouteContext<()>) -> worker::Result<Response> {
+async fn not_found(_: Request, _: RouteContext<Head>) -> worker::Result<Response> {
     ApiError::new(404, "route_not_found", "no such route; GET /openapi.json lists them").into_response()
 }
 
@@ -185,7 +185,7 @@ fn allowed_methods(path: &str) -> Vec<String> {
     out
 }
 
-async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn boot_stub(req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         // (the query is read before the key, as `lid serve`'s query extractor runs first)
         let profile = query(&req, &["profile"])?.remove("profile");
@@ -204,7 +204,7 @@ async fn boot_stub(req: Request, ctx: RouteContext<()>) -> worker::Result<Respon
     .await)
 }
 
-async fn get_manifest(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn get_manifest(req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_read(&svc.store, &id).await?;
@@ -213,7 +213,7 @@ async fn get_manifest(req: Request, ctx: RouteContext<()>) -> worker::Result<Res
     .await)
 }
 
-async fn put_manifest(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn put_manifest(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_admin()?;
@@ -223,7 +223,7 @@ async fn put_manifest(mut req: Request, ctx: RouteContext<()>) -> worker::Result
     .await)
 }
 
-async fn cosign(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn cosign(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         let body = json_body(&mut req).await?;
@@ -232,7 +232,7 @@ async fn cosign(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Respo
     .await)
 }
 
-async fn coverage(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn coverage(req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_own_read(&id, "coverage report")?;
@@ -241,7 +241,7 @@ async fn coverage(req: Request, ctx: RouteContext<()>) -> worker::Result<Respons
     .await)
 }
 
-async fn recall(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn recall(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let id = param(&ctx, "id")?;
@@ -255,7 +255,7 @@ async fn recall(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Respo
     .await)
 }
 
-async fn heartbeat(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn heartbeat(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let id = param(&ctx, "id")?;
@@ -275,7 +275,7 @@ async fn heartbeat(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Re
 
 /// The composed boot context: JSON, or Markdown with `?format=markdown` / `Accept:
 /// text/markdown`; the wake reason only from a signed `X-Lid-Trigger` (S1).
-async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn boot_context(req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let id = param(&ctx, "id")?;
@@ -289,7 +289,7 @@ async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Res
         let trigger = req.headers().get("x-lid-trigger").ok().flatten();
         let p = caller(&svc, &req).await?;
         p.require_boot(&id, trigger.is_some())?;
-        let head = req.headers().get(HEAD_MARK).ok().flatten().is_some();
+        let head = ctx.data.0;
         let v = svc.boot_context(&id, q.get("profile").map(String::as_str), q.get("budget").map(String::as_str), q.get("query").map(String::as_str), trigger.as_deref(), !head).await?;
         let sha = v["bundle"]["bundle_sha256"].as_str().unwrap_or_default().to_string();
         // the task-type preloads' audit record (§21.5.2), in both formats, as the heartbeat's
@@ -309,7 +309,7 @@ async fn boot_context(req: Request, ctx: RouteContext<()>) -> worker::Result<Res
     .await)
 }
 
-async fn handoff(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn handoff(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         let body = json_body(&mut req).await?.to_string();
@@ -318,7 +318,7 @@ async fn handoff(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Resp
     .await)
 }
 
-async fn put_unit(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn put_unit(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let (id, name) = (param(&ctx, "id")?, param(&ctx, "name")?);
@@ -332,7 +332,7 @@ async fn put_unit(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Res
     .await)
 }
 
-async fn submit_audit(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn submit_audit(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let p = caller(&svc, &req).await?;
@@ -343,7 +343,7 @@ async fn submit_audit(mut req: Request, ctx: RouteContext<()>) -> worker::Result
     .await)
 }
 
-async fn create_key(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn create_key(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let p = caller(&svc, &req).await?;
@@ -355,7 +355,7 @@ async fn create_key(mut req: Request, ctx: RouteContext<()>) -> worker::Result<R
     .await)
 }
 
-async fn list_keys(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn list_keys(req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let p = caller(&svc, &req).await?;
@@ -365,7 +365,7 @@ async fn list_keys(req: Request, ctx: RouteContext<()>) -> worker::Result<Respon
     .await)
 }
 
-async fn revoke_key(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn revoke_key(req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let key_id = param(&ctx, "key_id")?;
@@ -380,7 +380,7 @@ async fn revoke_key(req: Request, ctx: RouteContext<()>) -> worker::Result<Respo
     .await)
 }
 
-async fn put_org(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn put_org(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let p = caller(&svc, &req).await?;
@@ -393,7 +393,7 @@ async fn put_org(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Resp
 
 // ---- the content channel: knowledge packs and quarantine (Spec-13) ----------------------
 
-async fn put_knowledge(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn put_knowledge(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let svc = service(&ctx.env)?;
         let (id, pack) = (param(&ctx, "id")?, param(&ctx, "pack")?);
@@ -406,7 +406,7 @@ async fn put_knowledge(mut req: Request, ctx: RouteContext<()>) -> worker::Resul
     .await)
 }
 
-async fn list_knowledge(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn list_knowledge(req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         p.require_read(&svc.store, &id).await?;
@@ -415,7 +415,7 @@ async fn list_knowledge(req: Request, ctx: RouteContext<()>) -> worker::Result<R
     .await)
 }
 
-async fn post_federated(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn post_federated(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         auth::check_agent_id(&id)?;
@@ -425,7 +425,7 @@ async fn post_federated(mut req: Request, ctx: RouteContext<()>) -> worker::Resu
     .await)
 }
 
-async fn list_federated(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn list_federated(req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         auth::check_agent_id(&id)?;
@@ -435,7 +435,7 @@ async fn list_federated(req: Request, ctx: RouteContext<()>) -> worker::Result<R
     .await)
 }
 
-async fn promote_fact(mut req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn promote_fact(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let (svc, id, p) = agent_route(&req, &ctx).await?;
         auth::check_agent_id(&id)?;
@@ -445,7 +445,7 @@ async fn promote_fact(mut req: Request, ctx: RouteContext<()>) -> worker::Result
     .await)
 }
 
-async fn service_events(req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+async fn service_events(req: Request, ctx: RouteContext<Head>) -> worker::Result<Response> {
     reply(async {
         let kind = query(&req, &["kind"])?.remove("kind");
         let (svc, id, p) = agent_route(&req, &ctx).await?;
@@ -457,8 +457,8 @@ async fn service_events(req: Request, ctx: RouteContext<()>) -> worker::Result<R
 }
 
 /// The routes of `lid serve` (`host/src/http.rs`), one handler each.
-pub fn router() -> Router<'static, ()> {
-    Router::new()
+pub fn router(head: bool) -> Router<'static, Head> {
+    Router::with_data(Head(head))
         .get_async("/healthz", healthz)
         .get_async("/openapi.json", openapi)
         .get_async("/v1/agents/:id/boot-stub", boot_stub)
@@ -486,9 +486,11 @@ pub fn router() -> Router<'static, ()> {
         .or_else_any_method_async("/", not_found)
 }
 
-/// The header `fetch` marks a HEAD turned GET with, for the routes whose GET writes
-/// something a HEAD must not (the boot context's preload audit record).
-const HEAD_MARK: &str = "x-lid-head";
+/// Whether the request is a HEAD that `fetch` turned into a GET: the router's data, for
+/// the routes whose GET writes something a HEAD must not (the boot context's preload
+/// audit record). Not a header: a client could send that on a GET.
+#[derive(Clone, Copy)]
+pub struct Head(pub bool);
 
 #[event(fetch)]
 pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
@@ -496,13 +498,9 @@ pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
     // HEAD is GET without the body (RFC 9110 §9.3.2), as `lid serve` answers it: the same
     // authentication, checks, status and headers.
     let head = req.method() == worker::Method::Head;
-    // (a client's own `x-lid-head` is dropped: only a HEAD turned GET here carries it)
-    let _ = req.headers().delete(HEAD_MARK);
     let req = if head {
         let mut init = worker::RequestInit::new();
-        let headers = req.headers().clone();
-        headers.set(HEAD_MARK, "1")?;
-        init.with_method(worker::Method::Get).with_headers(headers);
+        init.with_method(worker::Method::Get).with_headers(req.headers().clone());
         Request::new_with_init(req.url()?.as_ref(), &init)?
     } else {
         req
@@ -513,7 +511,7 @@ pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
     if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
         return ApiError::from(lid_shared::Refusal::too_large(BODY_LIMIT)).into_response();
     }
-    let res = router().run(req, env).await?;
+    let res = router(head).run(req, env).await?;
     if res.status_code() == 405 {
         return method_not_allowed(&method, &path);
     }

@@ -905,12 +905,14 @@ impl Service {
             let detail = json!({"uri": uri, "origin": origin, "claims": claims, "entity_uri": who.entity_uri, "reason": "a sender's assertion cannot promote a fact (Spec-13, federation boundary)"});
             stmts.push(event(&self.store, Some(agent), "promotion_rejected", &detail, now)?);
         }
+        let mut unchanged = existing.is_some();
         if !stmts.is_empty() {
             if let Err(e) = self.store.batch(stmts).await {
                 // Received concurrently (primary key): the identical fact is already held.
                 if sha_of(&self.store, &uri).await?.as_deref() != Some(sha.as_str()) {
                     return Err(ApiError::storage(e));
                 }
+                unchanged = true;
             }
         }
         #[derive(Deserialize)]
@@ -920,13 +922,13 @@ impl Service {
         }
         let q = self.store.first::<Q>("SELECT quarantine, origin FROM instruction_facts WHERE uri = ?1", args![uri]).await?;
         let (status, held) = q.map(|q| (q.quarantine, q.origin.unwrap_or_default())).unwrap_or_default();
-        if existing.is_some() && held != origin {
+        if unchanged && held != origin {
             let detail = lid_shared::federation::received_again(&uri, origin, &held, &who.entity_uri);
             self.store.batch(vec![event(&self.store, Some(agent), "fact_received_again", &detail, now)?]).await.map_err(ApiError::storage)?;
         }
         Ok(json!({
             "uri": uri, "name": name, "origin": held, "sha256": sha, "quarantine": status,
-            "ignored_claims": claims.keys().collect::<Vec<_>>(), "unchanged": existing.is_some(), "admission_warnings": admission_warnings,
+            "ignored_claims": claims.keys().collect::<Vec<_>>(), "unchanged": unchanged, "admission_warnings": admission_warnings,
         }))
     }
 

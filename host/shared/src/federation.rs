@@ -43,6 +43,14 @@ pub fn promotion_claims(body: &Value) -> serde_json::Map<String, Value> {
     out
 }
 
+/// The `fact_received_again` service event: the quarantined fact `uri` (identical text)
+/// sent again from `origin`, another origin than the one it is held under (`held`). The
+/// fact keeps its first origin, and the answer names that one; the event keeps who else
+/// sent it, so no sender is lost from the record.
+pub fn received_again(uri: &str, origin: &str, held: &str, entity_uri: &str) -> serde_json::Value {
+    serde_json::json!({"uri": uri, "origin": origin, "held_origin": held, "entity_uri": entity_uri})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,12 +81,4 @@ mod tests {
         assert!(promotion_claims(&json!({"interpret_as": "content", "promote": null})).is_empty());
         assert!(promotion_claims(&json!("not an object")).is_empty());
     }
-}
-
-/// The `fact_received_again` service event: the quarantined fact `uri` (identical text)
-/// sent again from `origin`, another origin than the one it is held under (`held`). The
-/// fact keeps its first origin, and the answer names that one; the event keeps who else
-/// sent it, so no sender is lost from the record.
-pub fn received_again(uri: &str, origin: &str, held: &str, entity_uri: &str) -> serde_json::Value {
-    serde_json::json!({"uri": uri, "origin": origin, "held_origin": held, "entity_uri": entity_uri})
 }

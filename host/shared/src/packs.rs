@@ -41,15 +41,6 @@ pub fn pack_entry(pack: &str, version: &str, catalog: &Value, digest: &str, at: 
     e
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn entry_then_catalog_fields() {
-        let e = super::pack_entry("ops", "v2", &serde_json::json!({"name": "Ops", "status": "ready"}), "ab", 0, "key:1");
-        assert_eq!(e.to_string(), r#"{"pack":"ops","upload_version":"v2","digest":"ab","uploaded_at":"1970-01-01T00:00:00Z","uploaded_by":"key:1","name":"Ops","status":"ready"}"#);
-    }
-}
-
 /// A pack's (`?2`) upload rows for agent `?1`: `version`, `digest`, `superseded_at` and
 /// how many of the version's facts are `quarantined`. An upload identical to the current
 /// version is `unchanged` only when none is: a file quarantined since (its row changed
@@ -58,3 +49,12 @@ mod tests {
 pub const PACK_UPLOADS_SQL: &str = "SELECT version, digest, superseded_at,
     (SELECT count(*) FROM instruction_facts f WHERE f.agent_id = k.agent_id AND substr(f.uri, 1, length(k.prefix)) = k.prefix AND f.quarantine IS NOT NULL) AS quarantined
   FROM knowledge_packs k WHERE k.agent_id = ?1 AND k.pack = ?2";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn entry_then_catalog_fields() {
+        let e = super::pack_entry("ops", "v2", &serde_json::json!({"name": "Ops", "status": "ready"}), "ab", 0, "key:1");
+        assert_eq!(e.to_string(), r#"{"pack":"ops","upload_version":"v2","digest":"ab","uploaded_at":"1970-01-01T00:00:00Z","uploaded_by":"key:1","name":"Ops","status":"ready"}"#);
+    }
+}
