@@ -290,6 +290,10 @@ impl Service {
             if let Some(w) = v["bundle"].get_mut("warnings").and_then(Value::as_array_mut) {
                 w.push(json!(format!("audit_write_failed: {e}")));
             }
+            // the Markdown rendering says it too, as lid serve's (whose engine writes the audit)
+            if let Ok(b) = serde_json::from_value::<lid_core::context::Bundle>(v["bundle"].clone()) {
+                v["markdown"] = json!(lid_core::context::render_markdown(&b));
+            }
             // (no token for a record that was not stored, as a recall's: lid_shared::audit)
             v["audit_token"] = json!("");
         }
