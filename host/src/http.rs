@@ -31,7 +31,7 @@ type Shared = Arc<Service>;
 /// `request_timeout` and its connection closed, instead of holding a worker forever.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 
-pub fn router(svc: Shared, body_timeout: Duration) -> Router {
+pub fn router(svc: Shared, body_timeout: Duration, stop: tokio_util::sync::CancellationToken) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/openapi.json", get(openapi))
@@ -54,7 +54,7 @@ pub fn router(svc: Shared, body_timeout: Duration) -> Router {
         .route("/v1/keys/{key_id}", delete(revoke_key))
         .route("/v1/org-manifest", put(put_org))
         // MCP over streamable HTTP (issue 5): the same service, in-process.
-        .merge(crate::mcp::router(svc.clone()))
+        .merge(crate::mcp::router(svc.clone(), stop))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(body_timeout, body_deadline))

@@ -895,19 +895,11 @@ impl ServerHandler for LidMcp {
 /// (POST, GET stream, DELETE) must carry a valid `Authorization: Bearer` key, checked as
 /// the REST routes check it (401 with lid's error body otherwise); the principal rides
 /// in the request's extensions to the handler, which makes each operation's scope check.
-pub fn router<S: Clone + Send + Sync + 'static>(svc: Arc<Service>) -> axum::Router<S> {
+/// `stop` is cancelled when `lid serve` begins its graceful shutdown (SIGINT or SIGTERM):
+/// open SSE streams then end, so a client's long-lived GET does not hold the stop up.
+pub fn router<S: Clone + Send + Sync + 'static>(svc: Arc<Service>, stop: tokio_util::sync::CancellationToken) -> axum::Router<S> {
     let backend: Arc<dyn Backend> = Arc::new(ServiceBackend(svc.clone()));
-    // Stop open SSE streams on Ctrl-C, so `lid serve`'s graceful shutdown is not held
-    // up by a client's long-lived GET.
-    let ct = tokio_util::sync::CancellationToken::new();
-    if let Ok(h) = tokio::runtime::Handle::try_current() {
-        let c = ct.clone();
-        h.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                c.cancel();
-            }
-        });
-    }
+    let ct = stop;
     // Every request needs a bearer key, so a DNS-rebinding page (which has none) gets
     // nothing: the Host allow-list (loopback by default) is not needed, and would refuse
     // a service deployed behind a hostname.

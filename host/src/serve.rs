@@ -256,8 +256,15 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
         }
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        let app = crate::http::router(svc, Duration::from_secs(args.body_timeout_secs));
-        serve_http(listener, app, HEADER_TIMEOUT.min(Duration::from_secs(args.body_timeout_secs)), shutdown_signal()).await;
+        // SIGINT or SIGTERM: stop accepting, and end the MCP SSE streams, which would
+        // otherwise stay open for as long as their clients keep them
+        let stop = tokio_util::sync::CancellationToken::new();
+        let app = crate::http::router(svc, Duration::from_secs(args.body_timeout_secs), stop.clone());
+        let signal = async move {
+            shutdown_signal().await;
+            stop.cancel();
+        };
+        serve_http(listener, app, HEADER_TIMEOUT.min(Duration::from_secs(args.body_timeout_secs)), signal).await;
         tracing::info!("stopped: every request accepted before the signal was answered");
         Ok::<_, anyhow::Error>(())
     })?;

@@ -223,19 +223,26 @@ impl Service {
         let stub = parse_json(&engine(self.rt.render_stub(&st, &s.manifest_json, Some(profile)))?)?;
         let body = stub["text"].as_str().unwrap_or_default().to_string();
         let tokens = stub["total_tokens"].as_i64().unwrap_or(0);
-        if s.stubs.put(profile, sv, &body, tokens) {
-            self.db.write(|tx| {
-                // Record it only if nothing changed since the snapshot: a publish or a unit
-                // write that raced this render has already cleared the agent's rows, and a
-                // stale stub must never be recorded over them.
-                if crate::db::head(tx, agent)? == Some((s.manifest_id.clone(), s.generation)) {
-                    tx.execute(
-                        "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![agent, profile, sv, body, tokens, now_ms(), s.version],
-                    )?;
-                }
-                Ok::<_, DbError>(())
-            })?;
+        let recorded = self.db.write(|tx| {
+            // Record it only if nothing changed since the snapshot: a publish or a unit
+            // write that raced this render has already cleared the agent's rows, and a
+            // stale stub must never be recorded over them.
+            if crate::db::head(tx, agent)? == Some((s.manifest_id.clone(), s.generation)) {
+                tx.execute(
+                    "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![agent, profile, sv, body, tokens, now_ms(), s.version],
+                )?;
+            }
+            Ok::<_, DbError>(())
+        });
+        match recorded {
+            // kept with the snapshot once its record is written: later requests serve it
+            Ok(()) => {
+                s.stubs.put(profile, sv, &body, tokens);
+            }
+            // The record is best effort, as an audit row: the stub (rendered from signed
+            // facts) is served all the same, and the next request renders and records again.
+            Err(e) => tracing::warn!(agent, profile, error = %e, "boot_stubs record not written; the stub is served, and recorded on a later request"),
         }
         Ok((body, s.version.clone(), tokens, sv))
     }

@@ -93,10 +93,21 @@ impl Client {
     /// then close the connection (which breaks the pipe of a client that writes first and
     /// reads after, as `ureq` does; the refusal is already in the socket's receive queue).
     pub fn post_oversized(&self, path: &str, key: Option<&str>, body: String) -> Resp {
+        self.post_unread(path, key, body, false)
+    }
+
+    /// [`Client::post_oversized`] with the body sent chunked: no length declared, so the
+    /// host can only tell its size by reading it.
+    pub fn post_oversized_chunked(&self, path: &str, key: Option<&str>, body: String) -> Resp {
+        self.post_unread(path, key, format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len()), true)
+    }
+
+    fn post_unread(&self, path: &str, key: Option<&str>, body: String, chunked: bool) -> Resp {
         use std::io::{Read, Write};
         let addr = self.base.strip_prefix("http://").unwrap_or_else(|| panic!("a plain http base URL, not {}", self.base));
         let stream = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-        let mut head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+        let framing = if chunked { "Transfer-Encoding: chunked".to_string() } else { format!("Content-Length: {}", body.len()) };
+        let mut head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{framing}\r\nConnection: close\r\n");
         if let Some(k) = key {
             head.push_str(&format!("Authorization: Bearer {k}\r\n"));
         }

@@ -238,8 +238,11 @@ fn headers_sent_twice_check_order_and_numeric_dates_match_on_both_hosts() {
         assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{path}: {}", r.body);
     }
     let big = format!("{{\"intent\":\"{}\"}}", "a".repeat(9 << 20));
-    let r = c().post_oversized(&format!("/v1/agents/{agent}/recall-instruction"), None, big);
+    let r = c().post_oversized(&format!("/v1/agents/{agent}/recall-instruction"), None, big.clone());
     assert_eq!((r.status, r.code().as_str()), (413, "request_too_large"), "{}", &r.body[..r.body.len().min(300)]);
+    // the same body sent chunked (no length declared): measured before the key too
+    let r = c().post_oversized_chunked(&format!("/v1/agents/{agent}/recall-instruction"), None, big);
+    assert_eq!((r.status, r.code().as_str()), (413, "request_too_large"), "chunked: {}", &r.body[..r.body.len().min(300)]);
     for read in ["service-events", "federated-facts"] {
         let r = c().get(&format!("/v1/agents/a:b/{read}"), admin());
         assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{read}: {}", r.body);

@@ -1157,3 +1157,62 @@ fn sigterm_answers_the_request_in_flight_and_exits_cleanly() {
     let log = server.log_text();
     assert!(log.contains("shutting down") && log.contains("SIGTERM"), "{log}");
 }
+
+/// SIGTERM ends the MCP event streams a client keeps open (`GET /mcp`), as SIGINT does,
+/// so a supervisor's stop is not held up until it kills the process.
+#[test]
+fn sigterm_ends_open_mcp_event_streams() {
+    use std::io::{Read, Write};
+    let (mut server, admin) = fresh("sigterm-sse", &[]);
+    let c = server.client();
+    let accept = ("Accept", "application/json, text/event-stream");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = c.req_with("POST", "/mcp", Some(&admin), Some(&init.to_string()), &[accept]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let sid = r.header("mcp-session-id").expect("a session id").to_string();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    assert_eq!(c.req_with("POST", "/mcp", Some(&admin), Some(&initialized), &[accept, ("Mcp-Session-Id", sid.as_str())]).status, 202);
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    write!(stream, "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {admin}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\n\r\n").unwrap();
+    let mut first = [0u8; 64];
+    let n = stream.read(&mut first).unwrap();
+    assert!(String::from_utf8_lossy(&first[..n]).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&first[..n]));
+    let pid = server.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "lid serve still running 10 s after SIGTERM with an event stream open");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit status {status:?}");
+    drop(stream);
+}
+
+/// The `boot_stubs` record is best effort, as an audit row: when it cannot be written the
+/// stub (rendered from signed facts) is served all the same, every time, and the record is
+/// written by a later request once the database takes it.
+#[test]
+fn a_boot_stub_whose_record_cannot_be_written_is_served_and_recorded_later() {
+    let (server, admin) = fresh("stubrecord", &[]);
+    let c = server.client();
+    let agent = "stubrecord-agent";
+    publish_demo(&c, &admin, agent);
+    let sql = Connection::open(&server.db).unwrap();
+    sql.execute("DELETE FROM boot_stubs WHERE agent_id = ?1", [agent]).unwrap();
+    sql.execute_batch("CREATE TRIGGER no_stub_rows BEFORE INSERT ON boot_stubs BEGIN SELECT RAISE(FAIL, 'disk full (test)'); END;").unwrap();
+    let path = format!("/v1/agents/{agent}/boot-stub");
+    let first = c.get(&path, Some(&admin));
+    let second = c.get(&path, Some(&admin));
+    assert_eq!((first.status, second.status), (200, 200), "{} / {}", first.body, second.body);
+    assert_eq!(first.body, second.body);
+    let rows = |sql: &Connection| -> i64 { sql.query_row("SELECT count(*) FROM boot_stubs WHERE agent_id = ?1", [agent], |r| r.get(0)).unwrap() };
+    assert_eq!(rows(&sql), 0);
+    sql.execute_batch("DROP TRIGGER no_stub_rows;").unwrap();
+    assert_eq!(c.get(&path, Some(&admin)).body, first.body);
+    assert_eq!(rows(&sql), 1, "recorded once the database takes it");
+}

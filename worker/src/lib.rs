@@ -511,6 +511,15 @@ pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
     if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
         return ApiError::from(lid_shared::Refusal::too_large(BODY_LIMIT)).into_response();
     }
+    // A body that declares no length (chunked) is measured here too, before routing and the
+    // key, as `lid serve` measures it while reading: read through a clone (the request
+    // keeps its own copy of the stream for the route).
+    if declared.is_none() && matches!(req.method(), worker::Method::Post | worker::Method::Put | worker::Method::Patch | worker::Method::Delete) {
+        let size = req.clone()?.bytes().await.map(|b| b.len()).unwrap_or(0);
+        if size > BODY_LIMIT {
+            return ApiError::from(lid_shared::Refusal::too_large(BODY_LIMIT)).into_response();
+        }
+    }
     let res = router(head).run(req, env).await?;
     if res.status_code() == 405 {
         return method_not_allowed(&method, &path);

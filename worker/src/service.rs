@@ -177,10 +177,11 @@ impl Service {
         let stub = parse(&lid_core::api::render_stub(&s.manifest_json, Some(profile), &s.facts)?)?;
         let body = stub["text"].as_str().unwrap_or_default().to_string();
         let tokens = stub["total_tokens"].as_i64().unwrap_or(0);
-        if s.stubs.put(profile, sv, &body, tokens) {
+        {
             // Record it only if nothing changed since the snapshot (one conditional
             // statement): a racing publish or unit write has already cleared the rows.
-            self.store
+            let recorded = self
+                .store
                 .run(
                     "INSERT OR REPLACE INTO boot_stubs (agent_id, adapter_profile, stub_version, body, token_count, generated_at, manifest_version)
                      SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
@@ -188,7 +189,15 @@ impl Service {
                        AND (SELECT coalesce(max(rowid), 0) FROM instruction_facts WHERE agent_id = ?1) = ?9",
                     args![agent, profile, sv, body, tokens, now_ms(), s.version, s.manifest_id, s.generation],
                 )
-                .await?;
+                .await;
+            match recorded {
+                // kept with the snapshot once its record is written: later requests serve it
+                Ok(_) => {
+                    s.stubs.put(profile, sv, &body, tokens);
+                }
+                // best effort, as on lid serve: served all the same, recorded on a later request
+                Err(e) => worker::console_warn!("boot_stubs record for {agent} ({profile}) not written: {}", e.0.message),
+            }
         }
         Ok((body, s.version.clone(), tokens, sv))
     }
@@ -893,6 +902,8 @@ impl Service {
         let sha = sha256_hex(content.as_bytes());
         let uri = format!("quarantine:{deployment}/{agent}/{name}/{}", &sha[..16]);
         let fact = Self::new_fact(&uri, "q1", content, InterpretAs::Content, origin, 0.0);
+        // (its D1 ledger row holds the text: over the limit, refused before anything is written)
+        crate::store::check_storable(&fact)?;
         let now = now_ms();
         let existing = sha_of(&self.store, &uri).await?;
         if existing.as_deref().is_some_and(|h| h != sha) {

@@ -9,7 +9,8 @@
 // - a changed manifest fact makes reads `manifest_unattested` until an admin publishes
 //   again;
 // - rows from before attestation (`migrations/0007_attestation.sql`) are signed once
-//   (`facts_adopted`), and a row added after the migration is not.
+//   (`facts_adopted`), and a row added after the migration is not;
+// - a fact over the worker's size limit (its D1 row) is refused, federated ones included.
 //   LID_WORKER_URL=… LID_ADMIN_KEY=… node --test tests/attest.test.mjs   (cwd: worker/)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -108,4 +109,22 @@ test('facts changed outside the worker are quarantined, not served; old rows are
   assert.equal(unsigned, 0);
   const [forged] = d1(`SELECT quarantine, quarantine_reason FROM instruction_facts WHERE uri = '${review}/v2'`, true);
   assert.deepEqual([forged.quarantine, forged.quarantine_reason], ['quarantined', 'attestation_missing']);
+});
+
+// The worker keeps a fact's text in its D1 ledger row, so one over FACT_CONTENT_MAX
+// (1,900,000 bytes) is refused before anything is written (`fact_too_large`): a unit
+// write and a federated fact alike (one such fact used to be held in quarantine and could
+// never be promoted out of it).
+test('facts over the worker\'s size limit are refused and nothing is stored', { timeout: 120_000 }, async () => {
+  const agent = `limits-${Date.now().toString(36)}`;
+  assert.equal((await call('PUT', `/v1/agents/${agent}/instruction-manifest`, demoBody(agent))).status, 200);
+  const big = 'Partner freeze: no deploys during the sale.\n'.repeat(46_000); // ~2,024,000 bytes
+  const fed = await call('POST', `/v1/agents/${agent}/federated-facts`, { name: 'big-freeze', content: big, origin: 'org:partner-co' });
+  assert.equal(fed.status, 413, JSON.stringify(fed.body).slice(0, 300));
+  assert.equal(fed.body.error.code, 'fact_too_large');
+  const held = await call('GET', `/v1/agents/${agent}/federated-facts`);
+  assert.equal(held.status, 200);
+  assert.ok(!held.body.facts.some((f) => f.name === 'big-freeze' || (f.uri || '').includes('/big-freeze/')), JSON.stringify(held.body));
+  const unit = await call('PUT', `/v1/agents/${agent}/units/big-notes`, { content: big, interpret_as: 'content' });
+  assert.equal(unit.status, 413, JSON.stringify(unit.body).slice(0, 300));
 });

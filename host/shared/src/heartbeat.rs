@@ -177,7 +177,7 @@ impl StubMemo {
         m.iter().find(|e| e.0 == profile && e.1 == sv).map(|e| (e.2.clone(), e.3))
     }
 
-    /// Keep a rendered stub; `false` when one was already kept (the table has its row).
+    /// Keep a rendered stub whose record was written; `false` when one was already kept.
     pub fn put(&self, profile: &str, sv: i64, body: &str, tokens: i64) -> bool {
         let mut m = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if m.iter().any(|e| e.0 == profile && e.1 == sv) {

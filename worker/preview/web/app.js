@@ -126,7 +126,8 @@ function renderRecall(manifest) {
 }
 
 function update() {
-  const manifest = $('manifest').value;
+  // (after a byte-order mark, as `lid validate` reads a manifest file: a pasted one keeps it)
+  const manifest = $('manifest').value.replace(/^\uFEFF/, '');
   if (!manifest.trim()) return;
   if (parse(manifest) === null) {
     renderValidation(manifest); // reports invalid_json with its message
