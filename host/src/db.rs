@@ -530,22 +530,43 @@ impl Db {
         let checkpoint = |c: &Connection| c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)));
         std::thread::Builder::new()
             .name("lid-checkpoint".into())
-            .spawn(move || loop {
-                std::thread::sleep(every);
-                let Some(db) = db.upgrade() else { return };
-                match checkpoint(&c) {
-                    // Copy the tail (frames committed since the copy began, often
-                    // none) with our writes held back: the writer's next transaction
-                    // then starts from a fully copied WAL, which lets it rewind the log.
-                    Ok((log, _)) if log > 0 => {
-                        if let Ok(w) = db.writer.lock() {
-                            if let Err(e) = checkpoint(&w) {
-                                tracing::warn!(error = %e, "WAL checkpoint failed; will retry");
-                            }
+            .spawn(move || {
+                // A failure that lasts (a full disk, a read-only file) is logged when it
+                // starts, then once a minute, and when it ends: not every few milliseconds.
+                let mut failing: Option<(std::time::Instant, u64)> = None;
+                let mut report = |r: Result<(), rusqlite::Error>| match (r, &mut failing) {
+                    (Ok(()), Some((_, n))) => {
+                        tracing::info!(failures = *n, "WAL checkpoint works again");
+                        failing = None;
+                    }
+                    (Ok(()), None) => {}
+                    (Err(e), Some((last, n))) => {
+                        *n += 1;
+                        if last.elapsed() >= std::time::Duration::from_secs(60) {
+                            tracing::warn!(error = %e, failures = *n, "WAL checkpoint still failing; will retry");
+                            *last = std::time::Instant::now();
                         }
                     }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed; will retry"),
+                    (Err(e), None) => {
+                        tracing::warn!(error = %e, "WAL checkpoint failed; will retry (logged again once a minute while it fails)");
+                        failing = Some((std::time::Instant::now(), 1));
+                    }
+                };
+                loop {
+                    std::thread::sleep(every);
+                    let Some(db) = db.upgrade() else { return };
+                    match checkpoint(&c) {
+                        // Copy the tail (frames committed since the copy began, often
+                        // none) with our writes held back: the writer's next transaction
+                        // then starts from a fully copied WAL, which lets it rewind the log.
+                        Ok((log, _)) if log > 0 => {
+                            if let Ok(w) = db.writer.lock() {
+                                report(checkpoint(&w).map(|_| ()));
+                            }
+                        }
+                        Ok(_) => report(Ok(())),
+                        Err(e) => report(Err(e)),
+                    }
                 }
             })
             .map_err(|e| DbError::Corrupt(format!("cannot start the checkpoint thread: {e}")))?;
