@@ -1144,18 +1144,23 @@ fn sigterm_answers_the_request_in_flight_and_exits_cleanly() {
     let _ = conn.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
     assert!(answer.contains("\"code\":\"manifest_not_found\""), "{answer}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = server.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(std::time::Instant::now() < deadline, "lid serve did not exit after SIGTERM");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let status = exited_within(&mut server, 20, "lid serve did not exit after SIGTERM");
     assert!(status.success(), "exit status {status:?} (killed by the signal?)");
     assert!(std::net::TcpStream::connect(&addr).is_err(), "still accepting connections");
     let log = server.log_text();
     assert!(log.contains("shutting down") && log.contains("SIGTERM"), "{log}");
+}
+
+/// The server's exit status once it exits, within `secs` seconds (else the test fails with `why`).
+fn exited_within(server: &mut Server, secs: u64, why: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(std::time::Instant::now() < deadline, "{why}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// SIGTERM ends the MCP event streams a client keeps open (`GET /mcp`), as SIGINT does,
@@ -1181,14 +1186,7 @@ fn sigterm_ends_open_mcp_event_streams() {
     assert!(String::from_utf8_lossy(&first[..n]).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&first[..n]));
     let pid = server.child.id().to_string();
     assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = server.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(std::time::Instant::now() < deadline, "lid serve still running 10 s after SIGTERM with an event stream open");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let status = exited_within(&mut server, 10, "lid serve still running 10 s after SIGTERM with an event stream open");
     assert!(status.success(), "exit status {status:?}");
     drop(stream);
 }
