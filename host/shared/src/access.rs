@@ -285,9 +285,9 @@ impl NewKey {
     fn check_text(&self) -> Result<(), Refusal> {
         for (field, value) in [("entity_uri", &self.entity_uri), ("label", &self.label)] {
             let Some(v) = value.as_deref() else { continue };
-            if v.chars().count() > 256 || v.chars().any(char::is_control) {
+            if v.chars().count() > 256 || v.chars().any(crate::ids::is_hidden) {
                 let shown: String = v.chars().take(80).collect();
-                return Err(Refusal::invalid_request(format!("`{field}` must be one line of at most 256 characters without control characters, not {shown:?}{}", if shown.len() < v.len() { "…" } else { "" })));
+                return Err(Refusal::invalid_request(format!("`{field}` must be one line of at most 256 characters without control or invisible characters, not {shown:?}{}", if shown.len() < v.len() { "…" } else { "" })));
             }
         }
         Ok(())

@@ -18,8 +18,8 @@ pub fn federated_fields(body: &Value) -> Result<(&str, &str, &str), Refusal> {
     if content.is_empty() {
         return Err(Refusal::invalid_request(format!("`content` must be the fact's text, a non-empty string: {SHAPE}")));
     }
-    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || c.is_control()) || !origin.split_once(':').is_some_and(|(scheme, name)| !scheme.is_empty() && !name.is_empty()) {
-        return Err(Refusal::invalid_request("`origin` must name the sending organisation or federation peer as an entity URI (e.g. \"org:other-co\" or \"federation:peer-1\")"));
+    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || crate::ids::is_hidden(c)) || !origin.split_once(':').is_some_and(|(scheme, name)| !scheme.is_empty() && !name.is_empty()) {
+        return Err(Refusal::invalid_request("`origin` must name the sending organisation or federation peer as an entity URI (e.g. \"org:other-co\" or \"federation:peer-1\"), without spaces or invisible characters"));
     }
     Ok((name, content, origin))
 }
@@ -67,6 +67,8 @@ mod tests {
             json!({"name": "a", "content": "x", "origin": "org:two words"}),
             json!({"name": "a", "content": "x", "origin": "org:"}),
             json!({"name": "a", "content": "x", "origin": ":other-co"}),
+            json!({"name": "a", "content": "x", "origin": "org:oc-\u{202e}rehto"}),
+            json!({"name": "a", "content": "x", "origin": "org:other\u{200b}-co"}),
             json!({"name": "a", "content": "x"}),
         ] {
             assert_eq!(federated_fields(&bad).unwrap_err().status, 400, "{bad}");

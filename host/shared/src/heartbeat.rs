@@ -54,7 +54,7 @@ pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assi
 pub fn recall_heartbeat_id(v: Option<&serde_json::Value>) -> Result<&str, Refusal> {
     match v {
         None | Some(serde_json::Value::Null) => Ok(""),
-        Some(serde_json::Value::String(s)) if s.chars().count() <= 256 && !s.chars().any(char::is_control) => Ok(s),
+        Some(serde_json::Value::String(s)) if s.chars().count() <= 256 && !s.chars().any(crate::ids::is_hidden) => Ok(s),
         Some(serde_json::Value::String(_)) => Err(Refusal::invalid_request("`heartbeat_id` must be one line of at most 256 characters")),
         Some(other) => Err(Refusal::invalid_request(format!("`heartbeat_id` must be a string (the run's id), not {other}"))),
     }
@@ -212,7 +212,7 @@ mod tests {
         assert_eq!(recall_heartbeat_id(None).unwrap(), "");
         assert_eq!(recall_heartbeat_id(Some(&json!(null))).unwrap(), "");
         assert_eq!(recall_heartbeat_id(Some(&json!("run_1"))).unwrap(), "run_1");
-        for bad in [json!(5), json!("a\nb"), json!("x".repeat(257))] {
+        for bad in [json!(5), json!("a\nb"), json!("x".repeat(257)), json!("a\u{2028}b"), json!("run\u{202e}1")] {
             assert_eq!(recall_heartbeat_id(Some(&bad)).unwrap_err().code, "invalid_request", "{bad}");
         }
     }

@@ -5,6 +5,14 @@ use serde_json::Value;
 
 use crate::Refusal;
 
+/// Whether `c` changes how a one-line value reads without being seen, or breaks the line
+/// where a reader would not: control characters, bidirectional controls, zero-width and
+/// other invisible format characters, and the Unicode line and paragraph separators (the
+/// admission lint's set for unit text, for the short values a request names things with).
+pub fn is_hidden(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
 /// An agent id (or deployment, pack or unit name): 1–128 of `[A-Za-z0-9._-]`, not `.` or `..`.
 pub fn check_agent_id(a: &str) -> Result<(), Refusal> {
     let ok = !a.is_empty() && a.len() <= 128 && a.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) && a != "." && a != "..";
