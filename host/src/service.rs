@@ -308,8 +308,11 @@ impl Service {
         let h = &v["handoff"];
         let (_, from) = lid_shared::heartbeat::handoff_parties(h, agent)?;
         let sender = who.role == crate::auth::Role::Agent && who.agent_id.as_deref() == Some(from);
-        if !sender {
+        if !sender || who.is_agent(agent) {
             who.require_self(agent)?;
+        } else {
+            let deployment = |a: &str| self.current(a).map(|c| c.map(|c| c.0));
+            lid_shared::heartbeat::sender_may_hand_off(agent, from, deployment(agent)?.as_deref(), deployment(from)?.as_deref())?;
         }
         self.snapshot(agent)?;
         let detail = json!({"handoff": h, "session_markdown": v["session_markdown"], "key_id": who.key_id, "entity_uri": who.entity_uri});
@@ -620,6 +623,10 @@ impl Service {
             return Err(ApiError::new(403, "admin_required", "only an admin API key may publish a manifest (§21.8.3)"));
         }
         crate::auth::check_agent_id(agent)?;
+        if !who.instruction_write {
+            let _ = self.db.write(|tx| insert_event(tx, Some(agent), "capability_denied", &json!({"action": "publish", "entity_uri": who.entity_uri, "key_id": who.key_id}), now_ms()).map(|_| ()));
+            return Err(lid_shared::publish::instruction_write_required().into());
+        }
         let req = PublishRequest::read(agent, body)?;
         let (obj, version, skip) = (req.obj, req.version.clone(), req.skip);
         // The head this publish is planned against, read before the snapshot: the write
@@ -662,10 +669,6 @@ impl Service {
         let mut staged_after: Vec<Option<String>> = Vec::new();
         let mut admission_warnings = Vec::new();
         if let Some(units) = obj.get("units").and_then(Value::as_object) {
-            if !units.is_empty() && !who.instruction_write {
-                let _ = self.db.write(|tx| insert_event(tx, Some(agent), "capability_denied", &json!({"action": "publish_units", "entity_uri": who.entity_uri, "key_id": who.key_id}), now).map(|_| ()));
-                return Err(ApiError::new(403, "instruction_write_required", "publishing unit contents writes instruction facts and needs the `instruction:write` capability (Spec-13); admin authority alone is not enough"));
-            }
             admission_warnings = self.admit(agent, units.iter().filter_map(|(n, c)| c.as_str().map(|c| json!({"name": n, "content": c, "interpret_as": "instruction"}))).collect())?;
             for (name, content) in units {
                 let Some(content) = content.as_str() else {
@@ -998,7 +1001,7 @@ impl Service {
             let rows = st.query_map(params![agent], |r| {
                 let prov: Value = serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or(Value::Null);
                 Ok(json!({"uri": r.get::<_, String>(0)?, "name": r.get::<_, String>(1)?, "origin": r.get::<_, Option<String>>(2)?, "quarantine": r.get::<_, String>(3)?,
-                    "sha256": r.get::<_, String>(4)?, "content": r.get::<_, String>(5)?, "received_at": iso(r.get(6)?), "sender_claims": prov["sender_claims"],
+                    "sha256": r.get::<_, String>(4)?, "content": r.get::<_, String>(5)?, "received_at": iso(r.get(6)?), "sender_claims": prov["sender_claims"], "received_by": prov["received_by"],
                     "quarantine_reason": r.get::<_, Option<String>>(8)?}))
             })?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)

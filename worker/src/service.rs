@@ -252,8 +252,12 @@ impl Service {
         let h = &v["handoff"];
         let (_, from) = lid_shared::heartbeat::handoff_parties(h, agent)?;
         let sender = who.role == crate::auth::Role::Agent && who.agent_id.as_deref() == Some(from);
-        if !sender {
+        if !sender || who.is_agent(agent) {
             who.require_self(agent)?;
+        } else {
+            let receiver = self.store.writable_snapshot(agent).await?.map(|s| current_of(&s).0);
+            let sending = self.store.writable_snapshot(from).await?.map(|s| current_of(&s).0);
+            lid_shared::heartbeat::sender_may_hand_off(agent, from, receiver.as_deref(), sending.as_deref())?;
         }
         self.snapshot(agent).await?;
         let id = format!("evt_{}", random_hex(12));
@@ -562,6 +566,12 @@ impl Service {
     pub async fn publish(&self, agent: &str, body: &Value, who: &Principal) -> ApiResult<Value> {
         who.require_admin()?;
         check_agent_id(agent)?;
+        if !who.has(CAP_INSTRUCTION_WRITE) {
+            if let Ok(st) = event(&self.store, Some(agent), "capability_denied", &json!({"action": "publish", "entity_uri": who.entity_uri, "key_id": who.key_id}), now_ms()) {
+                let _ = self.store.batch(vec![st]).await;
+            }
+            return Err(lid_shared::publish::instruction_write_required().into());
+        }
         let req = PublishRequest::read(agent, body)?;
         let (obj, version, skip) = (req.obj, req.version.clone(), req.skip);
         // The head this publish is planned against, read before the snapshot: the batch
@@ -605,12 +615,6 @@ impl Service {
         let mut staged_after: Vec<Option<String>> = Vec::new();
         let mut admission_warnings = Vec::new();
         if let Some(units) = obj.get("units").and_then(Value::as_object) {
-            if !units.is_empty() && !who.has(CAP_INSTRUCTION_WRITE) {
-                if let Ok(st) = event(&self.store, Some(agent), "capability_denied", &json!({"action": "publish_units", "entity_uri": who.entity_uri, "key_id": who.key_id}), now) {
-                    let _ = self.store.batch(vec![st]).await;
-                }
-                return Err(ApiError::new(403, "instruction_write_required", "publishing unit contents writes instruction facts and needs the `instruction:write` capability (Spec-13); admin authority alone is not enough"));
-            }
             admission_warnings = self.admit(agent, units.iter().filter_map(|(n, c)| c.as_str().map(|c| json!({"name": n, "content": c, "interpret_as": "instruction"}))).collect()).await?;
             for (name, content) in units {
                 let Some(content) = content.as_str() else {
@@ -972,7 +976,7 @@ impl Service {
             .into_iter()
             .map(|r| {
                 let prov: Value = r.provenance.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
-                json!({"uri": r.uri, "name": r.unit_name, "origin": r.origin, "quarantine": r.quarantine, "sha256": r.sha256, "content": r.content, "received_at": iso(r.created_at), "sender_claims": prov["sender_claims"],
+                json!({"uri": r.uri, "name": r.unit_name, "origin": r.origin, "quarantine": r.quarantine, "sha256": r.sha256, "content": r.content, "received_at": iso(r.created_at), "sender_claims": prov["sender_claims"], "received_by": prov["received_by"],
                     "quarantine_reason": r.quarantine_reason})
             })
             .collect();

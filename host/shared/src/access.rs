@@ -334,7 +334,9 @@ impl NewKey {
         caps.dedup();
         let id = format!("key_{id_hex}");
         let secret = format!("lid_{}_{secret_hex}", role.as_str());
-        let entity_uri = self.entity_uri.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| match &agent_id {
+        // stored trimmed, as `issued_by` compares it: " admin:x" is admin:x, so one
+        // administrator cannot hold two identities and co-sign for both (S7)
+        let entity_uri = self.entity_uri.as_deref().map(str::trim).filter(|e| !e.is_empty()).map(str::to_string).unwrap_or_else(|| match &agent_id {
             Some(a) => format!("agent:{a}"),
             None => format!("admin:{id}"),
         });
@@ -362,6 +364,12 @@ mod tests {
         let carol = Principal { key_id: "k".into(), role: Role::Admin, agent_id: None, capabilities: vec![CAP_ADMIN.into()], entity_uri: "user:carol".into() };
         let req = |v: serde_json::Value| serde_json::from_value::<NewKey>(v).unwrap();
         assert_eq!(req(serde_json::json!({"role": "admin"})).issued_by(&carol).unwrap().entity_uri.as_deref(), Some("user:carol"));
+        // S7: the identity a key holds is the one compared, spaces and all
+        for spaced in [" user:carol", "user:carol  ", " user:carol "] {
+            let k = req(serde_json::json!({"role": "admin", "entity_uri": spaced})).issued_by(&carol);
+            let k = k.and_then(|k| k.mint("01", "02", 0));
+            assert_eq!(k.map(|(info, _)| info.entity_uri), Ok("user:carol".to_string()), "{spaced:?}");
+        }
         assert!(req(serde_json::json!({"role": "admin", "entity_uri": "user:carol"})).issued_by(&carol).is_ok());
         assert_eq!(req(serde_json::json!({"role": "admin", "entity_uri": "user:bob"})).issued_by(&carol).unwrap_err().code, "entity_uri_denied");
         // an agent key holds its agent's identity, never another principal's

@@ -7,6 +7,9 @@ use serde_json::Value;
 use crate::ids::check_agent_id;
 use crate::Refusal;
 
+/// The schemes a federated fact's `origin` may have: another organisation, a federation peer.
+pub const ORIGIN_SCHEMES: &[&str] = &["org", "federation"];
+
 /// The `(name, content, origin)` of a federated fact submission.
 pub fn federated_fields(body: &Value) -> Result<(&str, &str, &str), Refusal> {
     let s = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
@@ -18,8 +21,11 @@ pub fn federated_fields(body: &Value) -> Result<(&str, &str, &str), Refusal> {
     if content.is_empty() {
         return Err(Refusal::invalid_request(format!("`content` must be the fact's text, a non-empty string: {SHAPE}")));
     }
-    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || crate::ids::is_hidden(c)) || !origin.split_once(':').is_some_and(|(scheme, name)| !scheme.is_empty() && !name.is_empty()) {
-        return Err(Refusal::invalid_request("`origin` must name the sending organisation or federation peer as an entity URI (e.g. \"org:other-co\" or \"federation:peer-1\"), without spaces or invisible characters"));
+    // Only the schemes of senders outside this service: an origin such as `user:bob`,
+    // `admin:…` or `agent:…` would name a local principal, and a promoted fact's
+    // `authored_by` (its origin, §21.4.3) would then say that principal wrote it.
+    if origin.is_empty() || origin.len() > 256 || origin.chars().any(|c| c.is_whitespace() || crate::ids::is_hidden(c)) || !origin.split_once(':').is_some_and(|(scheme, name)| ORIGIN_SCHEMES.contains(&scheme) && !name.is_empty()) {
+        return Err(Refusal::invalid_request("`origin` must name the sending organisation (\"org:<name>\") or federation peer (\"federation:<name>\"), without spaces or invisible characters: a federated fact comes from outside this service, so it cannot name one of its principals (user:, admin:, agent:)"));
     }
     Ok((name, content, origin))
 }
@@ -67,6 +73,10 @@ mod tests {
             json!({"name": "a", "content": "x", "origin": "org:two words"}),
             json!({"name": "a", "content": "x", "origin": "org:"}),
             json!({"name": "a", "content": "x", "origin": ":other-co"}),
+            json!({"name": "a", "content": "x", "origin": "user:bob"}),
+            json!({"name": "a", "content": "x", "origin": "agent:release-engineer"}),
+            json!({"name": "a", "content": "x", "origin": "admin:key_01"}),
+            json!({"name": "a", "content": "x", "origin": "ORG:other-co"}),
             json!({"name": "a", "content": "x", "origin": "org:oc-\u{202e}rehto"}),
             json!({"name": "a", "content": "x", "origin": "org:other\u{200b}-co"}),
             json!({"name": "a", "content": "x"}),

@@ -162,6 +162,23 @@ pub fn handoff_parties<'a>(handoff: &'a Value, agent: &str) -> Result<(&'a str, 
     Ok((to, from))
 }
 
+/// A handoff posted by its sending agent (the key is `from_agent`'s, not the receiver's
+/// nor an admin's) goes between two agents of one deployment: the session it writes is
+/// shown unfenced in the receiver's boot context, so an agent of another deployment may
+/// not write it. `receiver` and `sender` are the deployments of their current manifests
+/// (`None`: no manifest). An unknown receiver is refused alike, so a sender learns nothing
+/// about the agents of other deployments.
+pub fn sender_may_hand_off(agent: &str, from: &str, receiver: Option<&str>, sender: Option<&str>) -> Result<(), Refusal> {
+    match (receiver, sender) {
+        (Some(r), Some(s)) if r == s => Ok(()),
+        _ => Err(Refusal::new(
+            403,
+            "instruction_scope_denied",
+            format!("agent {from:?} may hand off only to an agent of its own deployment, and {agent:?} is none (§21.4.5): post the handoff with the receiving agent's key or an admin key"),
+        )),
+    }
+}
+
 /// The boot stubs rendered from one verified snapshot of an agent, by profile and stub
 /// version: what `GET …/boot-stub` and the heartbeat serve. The `boot_stubs` table (§21.7)
 /// is written as the record of what was rendered but never read back to serve: a row is
@@ -204,6 +221,17 @@ pub fn session_source<E: std::fmt::Display>(req: &mut Value, latest: Result<Opti
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_sending_agent_hands_off_within_its_deployment_only() {
+        assert!(sender_may_hand_off("to", "from", Some("demo"), Some("demo")).is_ok());
+        for (receiver, sender) in [(Some("demo"), Some("other")), (None, Some("demo")), (Some("demo"), None), (None, None)] {
+            let e = sender_may_hand_off("to", "from", receiver, sender).unwrap_err();
+            assert_eq!((e.status, e.code.as_ref()), (403, "instruction_scope_denied"), "{receiver:?} {sender:?}");
+        }
+        // the same words whether the receiver exists or not
+        assert_eq!(sender_may_hand_off("to", "from", None, Some("demo")).unwrap_err().message, sender_may_hand_off("to", "from", Some("x"), Some("demo")).unwrap_err().message);
+    }
+
     use super::*;
 
     #[test]

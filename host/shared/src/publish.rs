@@ -172,6 +172,20 @@ pub fn path_only_entries(entries: &[Value], deployment: &str, agent: &str) -> Op
 }
 
 /// 409 `manifest_version_conflict`: `version` of `agent` is already published.
+/// A publish by an admin key without `instruction:write`. The manifest is itself an
+/// instruction-typed fact, and its text reaches the agent as instructions (`agent_role`
+/// and `heartbeat_contract` in the boot stub, every entry's description in the
+/// manifest the agent reads), so publishing one needs that capability, as writing a
+/// unit does (Spec-13: "Writing instruction-typed facts MUST require explicit
+/// instruction:write authority. General write authority is insufficient").
+pub fn instruction_write_required() -> Refusal {
+    Refusal::new(
+        403,
+        "instruction_write_required",
+        "publishing a manifest writes instruction facts (the manifest itself, whose agent_role, heartbeat_contract and descriptions reach the agent, and any `units` it carries) and needs the `instruction:write` capability (Spec-13); admin authority alone is not enough: publish with a key that holds it (`lid keys create --role admin --cap instruction:write`)",
+    )
+}
+
 pub fn version_conflict(agent: &str, version: &str) -> Refusal {
     Refusal::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version"))
 }
