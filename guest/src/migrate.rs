@@ -60,7 +60,7 @@ fn ascii_fold(c: char) -> char {
 pub fn kebab(s: &str) -> String {
     let mut out = String::new();
     let mut dash = false;
-    for c in s.chars().map(ascii_fold) {
+    for c in without_step_number(s).chars().map(ascii_fold) {
         if c.is_ascii_alphanumeric() {
             if dash && !out.is_empty() {
                 out.push('-');
@@ -71,14 +71,32 @@ pub fn kebab(s: &str) -> String {
             dash = true;
         }
     }
-    // Leading step numbers ("3-checkout") carry no meaning in a name.
-    let trimmed = out.trim_start_matches(|c: char| c.is_ascii_digit() || c == '-').to_string();
-    let name = if trimmed.is_empty() { out } else { trimmed };
-    let mut cut: String = name.chars().take(48).collect();
+    let mut cut: String = out.chars().take(48).collect();
     while cut.ends_with('-') {
         cut.pop();
     }
     cut
+}
+
+/// `s` without a leading step or section number ("3. Checkout", "2) Build", "4: Ship",
+/// "1.2 Install"), which carries no meaning in a name. A number that belongs to the
+/// words stays: "3D printing", "2FA setup", "404 pages". A heading that is only a number
+/// is kept whole.
+fn without_step_number(s: &str) -> &str {
+    let t = s.trim_start();
+    if !t.starts_with(|c: char| c.is_ascii_digit()) {
+        return s;
+    }
+    let end = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, rest) = t.split_at(end);
+    let after = rest.strip_prefix([')', ':']).unwrap_or(rest);
+    let marked = number.contains('.') || after.len() != rest.len();
+    let words = after.trim_start();
+    if marked && after.starts_with(char::is_whitespace) && !words.is_empty() {
+        words
+    } else {
+        s
+    }
 }
 
 /// An ATX heading's level and text (CommonMark: up to three spaces of indentation).
@@ -97,23 +115,92 @@ fn heading_text(line: &str) -> Option<(usize, String)> {
     }
 }
 
+/// Plain text of one line of markdown: emphasis, code and heading marks dropped, a link
+/// or image kept as its text (`[guide](https://…)` → `guide`). An underscore inside a
+/// word stays (`snake_case`), and so does `#` after a letter (`C#`).
 fn strip_markdown(s: &str) -> String {
-    s.chars().filter(|c| !matches!(c, '*' | '_' | '`' | '#' | '>' | '[' | ']')).collect::<String>().split_whitespace().collect::<Vec<_>>().join(" ")
+    let cs: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < cs.len() {
+        let c = cs[i];
+        // `](url)`: the link's target is not text
+        if c == ']' && cs.get(i + 1) == Some(&'(') {
+            if let Some(close) = cs[i + 2..].iter().position(|&c| c == ')') {
+                i += close + 3;
+                continue;
+            }
+        }
+        let alnum = |j: Option<usize>| j.and_then(|j| cs.get(j)).is_some_and(|c| c.is_alphanumeric());
+        let keep = match c {
+            '*' | '`' | '>' | '[' | ']' => false,
+            '_' => alnum(i.checked_sub(1)) && alnum(Some(i + 1)),
+            '#' => alnum(i.checked_sub(1)),
+            '!' => cs.get(i + 1) != Some(&'['),
+            _ => true,
+        };
+        if keep {
+            out.push(c);
+        }
+        i += 1;
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// One line ≤120 chars: the first sentence of the section's prose, else its heading.
+/// A list item's marker (`- `, `* `, `+ `, `1. `, `2) `), if `t` (trimmed) starts with one.
+fn list_marker(t: &str) -> Option<usize> {
+    if t.starts_with(['-', '*', '+']) && t[1..].starts_with(' ') {
+        return Some(2);
+    }
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    (digits > 0 && t[digits..].starts_with(['.', ')']) && t[digits + 1..].starts_with(' ')).then_some(digits + 2)
+}
+
+/// The first sentence of `prose`: up to the first `.`, `!` or `?` followed by a space or
+/// the end, but not the dot of an abbreviation ("e.g.", "i.e.", "etc.", "vs.") or inside
+/// a number ("1.2") or an address.
+fn first_sentence(prose: &str) -> &str {
+    const ABBREVIATIONS: &[&str] = &["e.g", "i.e", "etc", "vs", "cf", "incl", "approx", "eg", "ie", "mr", "ms", "dr", "no", "fig"];
+    let b = prose.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        if !matches!(c, b'.' | b'!' | b'?') || b.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
+            continue;
+        }
+        if c == b'.' {
+            let word = prose[..i].rsplit(char::is_whitespace).next().unwrap_or("").trim_start_matches(['(', '"', '\'']);
+            if ABBREVIATIONS.contains(&word.to_ascii_lowercase().as_str()) || (word.len() == 1 && word.chars().all(|c| c.is_ascii_uppercase())) {
+                continue;
+            }
+        }
+        return prose[..=i].trim();
+    }
+    prose.trim()
+}
+
+/// One line ≤120 chars: the first sentence of the section's first paragraph (its lines
+/// joined, as a hard-wrapped paragraph is one), else its heading. Code, tables and
+/// headings are not prose.
 fn describe(heading: &str, body: &str) -> String {
     let lines: Vec<&str> = body.lines().collect();
     // a setext heading's text and underline are not the section's prose
     let skip = if setext_h2(None, lines.first().copied().unwrap_or(""), lines.get(1).copied()) { 2 } else { 0 };
-    let prose = lines[skip.min(lines.len())..]
-        .iter()
-        .map(|l| l.trim())
-        .find(|l| !l.is_empty() && heading_text(l).is_none() && !l.starts_with("```") && !l.starts_with("~~~") && !l.starts_with('|'))
-        .map(|l| l.trim_start_matches(['-', '*', ' ']).to_string())
-        .unwrap_or_default();
-    let prose = strip_markdown(&prose);
-    let first = prose.split_inclusive(['.', '!', '?']).next().unwrap_or("").trim().to_string();
+    let mut fence = None;
+    let mut paragraph: Vec<&str> = Vec::new();
+    for line in &lines[skip.min(lines.len())..] {
+        let was_fenced = fence.is_some();
+        fence = next_fence(fence, line);
+        let t = line.trim();
+        let prose = !(was_fenced || fence.is_some()) && !t.is_empty() && heading_text(line).is_none() && !t.starts_with('|');
+        match (prose, paragraph.is_empty()) {
+            (true, true) => paragraph.push(list_marker(t).map_or(t, |m| &t[m..])),
+            // a paragraph goes on until a blank line, a block or the next list item
+            (true, false) if list_marker(t).is_none() => paragraph.push(t),
+            (_, false) => break,
+            (false, true) => {}
+        }
+    }
+    let prose = strip_markdown(&paragraph.join(" "));
+    let first = first_sentence(&prose).to_string();
     let mut d = if first.len() >= 12 { first } else { strip_markdown(heading) };
     if d.is_empty() {
         d = "Migrated instruction section.".into();
@@ -127,6 +214,13 @@ fn describe(heading: &str, body: &str) -> String {
         d = format!("{}...", cut.trim_end_matches([',', ';', ':', ' ']));
     }
     d
+}
+
+/// The text of a migrated unit's file: its content and a final line break. Hosts write
+/// this, and a unit's `token_estimate` is its exact cl100k count (the evaluation set's
+/// meaning: "the exact cl100k token count of the unit file").
+pub fn unit_file(content: &str) -> String {
+    format!("{content}\n")
 }
 
 /// Split `markdown` into units and a draft manifest.
@@ -182,10 +276,28 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
     }
 
     let mut units: Vec<MigratedUnit> = Vec::new();
+    let count = sections.len();
+    // a section holding only its heading (an H2 right before its first H3), kept at the
+    // top of the unit that follows, so that no unit is a bare heading and no text is lost
+    let mut carried: Option<(String, String)> = None;
     for (i, (heading, lines)) in sections.into_iter().enumerate() {
-        let content = lines.join("\n").trim().to_string();
+        let mut content = lines.join("\n").trim().to_string();
         if content.is_empty() {
             continue;
+        }
+        if i > 0 && i + 1 < count && content.lines().skip(1).all(|l| l.trim().is_empty()) {
+            let (headings, text) = carried.get_or_insert_with(Default::default);
+            if !headings.is_empty() {
+                headings.push_str(", ");
+            }
+            headings.push_str(&heading);
+            text.push_str(&content);
+            text.push_str("\n\n");
+            continue;
+        }
+        let above = carried.take();
+        if let Some((_, text)) = &above {
+            content = format!("{text}{content}");
         }
         // A preamble holding only the document title is not a unit.
         if i == 0 && content.lines().all(|l| l.trim().is_empty() || heading_text(l).map(|(lv, _)| lv == 1).unwrap_or(false)) {
@@ -207,7 +319,10 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         if name != base {
             warnings.push(format!("heading {head:?} repeats; unit named {name:?}"));
         }
-        let tokens = crate::tokens::count(&content);
+        if let Some((headings, _)) = &above {
+            warnings.push(format!("heading {headings:?} has no text of its own; it was kept at the top of unit {name:?}"));
+        }
+        let tokens = crate::tokens::count(&unit_file(&content));
         if tokens > 600 {
             warnings.push(format!("unit {name:?} is {tokens} tokens; consider splitting it further"));
         }
@@ -297,7 +412,8 @@ fn front_matter_end(markdown: &str) -> Option<usize> {
 fn next_fence(open: Option<(u8, usize)>, line: &str) -> Option<(u8, usize)> {
     let indent = line.len() - line.trim_start_matches(' ').len();
     let t = &line.as_bytes()[indent..];
-    let c = *t.first()?;
+    // a blank line changes nothing: inside a fence it is part of the code
+    let Some(&c) = t.first() else { return open };
     let run = t.iter().take_while(|&&b| b == c).count();
     let is_fence = indent <= 3 && matches!(c, b'`' | b'~') && run >= 3;
     match open {
@@ -316,6 +432,54 @@ mod tests {
 
     fn opts() -> MigrateOptions {
         MigrateOptions { deployment: "acme".into(), agent: "eng".into(), ..Default::default() }
+    }
+
+    #[test]
+    fn names_keep_numbers_that_belong_to_their_words() {
+        for (heading, name) in [("3. Checkout & Context", "checkout-context"), ("2) Build", "build"), ("4: Ship it", "ship-it"), ("1.2 Install", "install"),
+            ("3D printing", "3d-printing"), ("2FA setup", "2fa-setup"), ("1Password vault", "1password-vault"), ("404 pages", "404-pages"), ("3.", "3")] {
+            assert_eq!(kebab(heading), name, "{heading:?}");
+        }
+    }
+
+    #[test]
+    fn descriptions_are_whole_first_sentences() {
+        for (body, description) in [
+            ("## Pin\n\nAlways pin version 1.2 of the tool. Then build.", "Always pin version 1.2 of the tool."),
+            ("## Eg\n\nUse a short name, e.g. `deploy`, for the job. More.", "Use a short name, e.g. deploy, for the job."),
+            ("## Link\n\nSee the [guide](https://example.com/a.b) before you start. More.", "See the guide before you start."),
+            ("## Wrap\n\nAlways check out the issue before you\nwork on it, and say so.\n\nNext paragraph.", "Always check out the issue before you work on it, and say so."),
+            ("## Names\n\nName tables in snake_case_names only.", "Name tables in snake_case_names only."),
+            ("## Code\n\n```\nnot prose at all here\n```\n\n- First item of the list here.\n- Second item.", "First item of the list here."),
+        ] {
+            assert_eq!(describe("Heading", body), description, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn a_heading_without_text_heads_the_unit_after_it() {
+        let doc = "## Priority Framework\n\n### P1 outages\n\nPage the on-call engineer at once.\n\n### P2 bugs\n\nFile a ticket.\n";
+        let m = migrate(doc, &opts()).unwrap();
+        let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["p1-outages", "p2-bugs"]);
+        assert!(m.units[0].content.starts_with("## Priority Framework\n\n### P1 outages\n"), "{}", m.units[0].content);
+        assert_eq!(m.units[0].description, "Page the on-call engineer at once.");
+        assert!(m.warnings.iter().any(|w| w.contains("Priority Framework") && w.contains("p1-outages")), "{:?}", m.warnings);
+        // every unit's estimate is the exact count of the file written for it
+        assert!(m.units.iter().all(|u| u.token_estimate == crate::tokens::count(&unit_file(&u.content))));
+        // a bare heading at the end has nothing to head: it stays a unit
+        let m = migrate("## A\n\nText of a.\n\n## B\n", &opts()).unwrap();
+        assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_blank_line_inside_a_fence_keeps_it_open() {
+        let doc = "## Report template\n\nFill in:\n\n```markdown\n## Summary\n\n## Key details\n\n~~~\n```\n\n## Deploy\n\nShip it.\n";
+        let m = migrate(doc, &opts()).unwrap();
+        let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["report-template", "deploy"]);
+        assert!(m.units[0].content.contains("## Key details\n\n~~~\n```"), "{}", m.units[0].content);
+        assert_eq!(m.units[1].content.trim_end(), "## Deploy\n\nShip it.");
     }
 
     #[test]

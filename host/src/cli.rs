@@ -1299,6 +1299,8 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: 
     let rt = runtime()?;
     let mut loaded: BTreeMap<String, Loaded> = BTreeMap::new();
     let mut results = Vec::new();
+    // each probe's id and line: results (and `--rankings` lines) are reported by id
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let p = json_of_file(&format!("{}:{}", probes.display(), i + 1), line)?;
         let scope = match corpora {
@@ -1314,6 +1316,9 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: 
         let Some(id) = p["id"].as_str().or_else(|| p["probe_id"].as_str()).map(str::to_string) else {
             return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: the probe has no `id` (or `probe_id`, §21.5.4): give each probe a name its results are reported under")).into());
         };
+        if let Some(first) = seen.insert(id.clone(), i + 1) {
+            return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: probe id {id:?} is given twice (first on line {first}): results are reported by id, so give each probe its own")).into());
+        }
         let Some(agent) = scope.map(str::to_string) else {
             return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: probe {id:?} has no `agent_id` or `pack_id` (a string): the agent or pack it ranks")).into());
         };

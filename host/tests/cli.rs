@@ -344,6 +344,12 @@ fn migrate_writes_units_and_a_draft_that_validates() {
     let testing = draft["entries"].as_array().unwrap().iter().find(|e| e["name"] == "testing").unwrap();
     assert_eq!(testing["fact_uri"], "instruction:acme/builder/testing/v1");
     assert!(testing["token_estimate"].as_u64().unwrap() > 0);
+    // each estimate is the exact count of the unit file written (its final newline too)
+    let bpe = tiktoken_rs::cl100k_base().unwrap();
+    for e in draft["entries"].as_array().unwrap() {
+        let file = std::fs::read_to_string(out_dir.join("units").join(format!("{}.md", e["name"].as_str().unwrap()))).unwrap();
+        assert_eq!(e["token_estimate"].as_u64(), Some(bpe.encode_ordinary(&file).len() as u64), "{e}");
+    }
     std::fs::copy(out_dir.join("manifest.draft.json"), out_dir.join("manifest.json")).unwrap();
     assert_eq!(lid(&["validate", s(&out_dir)]).status.code(), Some(0));
     // And the migrated agent answers recalls.
@@ -552,6 +558,12 @@ fn eval_reports_the_documented_keys() {
         assert_eq!(v["error"]["code"], "invalid_request", "{v}");
         assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains(says)), "{says}: {v}");
     }
+    // two probes under one id are refused: results and `--rankings` lines go by id
+    let twice = json!({"id": "dup", "agent_id": "release-engineer", "intent": "roll back", "required_units": ["rollback-procedure"]});
+    std::fs::write(&typed, format!("{twice}\n\n{twice}\n")).unwrap();
+    let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typed), "--json"]));
+    assert_eq!(v["error"]["code"], "invalid_request", "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("typed.jsonl:3: probe id \"dup\" is given twice (first on line 1)")), "{v}");
     // a probe file with no probes (empty, or blank lines only) is refused, not zeros
     std::fs::write(&typed, "\n  \n").unwrap();
     let v = json_of(&lid(&["eval", "--agents", s(&d.join("agents")), "--probes", s(&typed), "--json"]));
