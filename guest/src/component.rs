@@ -16,6 +16,50 @@ use wasi::keyvalue::store;
 use crate::error::EngineError;
 use crate::store::{AuditSink, Fact, Facts, StoreError};
 
+/// Running out of memory traps at once (`unreachable`), where std would first print
+/// "memory allocation of N bytes failed" to the WASI stderr stream and then abort. A host
+/// may run the engine on a thread where a WASI stream write cannot block (`lid serve`
+/// runs recalls on its tokio worker threads, where wasmtime-wasi's synchronous stream
+/// calls panic the host thread, and the request got no answer at all), and the trap is
+/// what the host reports anyway (`engine_failed`). Nothing in lid-core recovers from a
+/// failed allocation (no `try_reserve`), so no caller loses a choice.
+struct TrapOnOom;
+
+fn or_trap(p: *mut u8) -> *mut u8 {
+    if p.is_null() {
+        core::arch::wasm32::unreachable()
+    }
+    p
+}
+
+// SAFETY: every call forwards to `System` with the caller's arguments unchanged; only a
+// null result (which `System` returns when memory cannot grow) becomes a trap.
+unsafe impl std::alloc::GlobalAlloc for TrapOnOom {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        or_trap(unsafe { std::alloc::System.alloc(layout) })
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        or_trap(unsafe { std::alloc::System.alloc_zeroed(layout) })
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        or_trap(unsafe { std::alloc::System.realloc(ptr, layout, new_size) })
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: TrapOnOom = TrapOnOom;
+
+/// A panic (a bug) in a recall traps without writing to stderr, for the same reason:
+/// `lid serve` runs recalls on its async threads. Set at the start of each recall, as
+/// every call has a fresh instance (a hook with no state allocates nothing); the other
+/// exports keep std's hook, whose message the hosts log.
+fn quiet_panics() {
+    std::panic::set_hook(Box::new(|_| {}));
+}
+
 /// The bucket name hosts must provide.
 const BUCKET: &str = "instruction-facts";
 
@@ -110,6 +154,7 @@ impl Guest for Component {
     }
 
     fn recall(manifest: String, request: String, context: String) -> Result<String, WitError> {
+        quiet_panics();
         crate::api::recall(&manifest, &request, &context, &KvFacts::open(), &HostAudit).map_err(wit_err)
     }
 

@@ -190,7 +190,7 @@ fn describe(heading: &str, body: &str) -> String {
         let was_fenced = fence.is_some();
         fence = next_fence(fence, line);
         let t = line.trim();
-        let prose = !(was_fenced || fence.is_some()) && !t.is_empty() && heading_text(line).is_none() && !t.starts_with('|');
+        let prose = !(was_fenced || fence.is_some() || t.is_empty() || heading_text(line).is_some() || t.starts_with('|'));
         match (prose, paragraph.is_empty()) {
             (true, true) => paragraph.push(list_marker(t).map_or(t, |m| &t[m..])),
             // a paragraph goes on until a blank line, a block or the next list item
@@ -280,6 +280,8 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
     // a section holding only its heading (an H2 right before its first H3), kept at the
     // top of the unit that follows, so that no unit is a bare heading and no text is lost
     let mut carried: Option<(String, String)> = None;
+    let mut taken: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut suffixes: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for (i, (heading, lines)) in sections.into_iter().enumerate() {
         let mut content = lines.join("\n").trim().to_string();
         if content.is_empty() {
@@ -311,11 +313,14 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
             warnings.push(format!("heading {head:?} {why}; unit named {name:?}"));
         }
         let base = name.clone();
-        let mut n = 2;
-        while units.iter().any(|u| u.name == name) {
+        // the next suffix to try for each name, so that a heading repeated n times costs
+        // n lookups, not n² comparisons
+        let n = suffixes.entry(base.clone()).or_insert(2);
+        while taken.contains(&name) {
             name = format!("{base}-{n}");
-            n += 1;
+            *n += 1;
         }
+        taken.insert(name.clone());
         if name != base {
             warnings.push(format!("heading {head:?} repeats; unit named {name:?}"));
         }
@@ -470,6 +475,18 @@ mod tests {
         // a bare heading at the end has nothing to head: it stays a unit
         let m = migrate("## A\n\nText of a.\n\n## B\n", &opts()).unwrap();
         assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn repeated_headings_take_numbered_names_in_linear_time() {
+        let doc = "## same\n\ntext\n\n".repeat(3000) + "## same-2\n\nlast\n";
+        let m = migrate(&doc, &opts()).unwrap();
+        assert_eq!(m.units.len(), 3001);
+        assert_eq!((m.units[0].name.as_str(), m.units[1].name.as_str(), m.units[2999].name.as_str()), ("same", "same-2", "same-3000"));
+        // a heading whose own name a repeat took gets the next free one
+        assert_eq!(m.units[3000].name, "same-2-2");
+        let names: std::collections::BTreeSet<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names.len(), 3001, "unique");
     }
 
     #[test]

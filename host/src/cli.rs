@@ -938,9 +938,11 @@ fn run(cli: &Cli) -> Result<i32> {
                 serde_json::to_string_pretty(&engine_ok(rt.session_to_handoff(&text)?)?)? + "\n"
             } else {
                 // not JSON: said with the file, line and column, as `lid context --handoff` does
-                json_of_file(&format!("handoff {}", file.display()), &text)?;
                 no_field_twice(&format!("handoff {}", file.display()), &text)?;
-                let v = engine_ok(rt.compose_handoff(&text)?)?;
+                let handoff = json_of_file(&format!("handoff {}", file.display()), &text)?;
+                // compact, as the service's handoff route passes it on: the 64 KiB limit is
+                // the message's, however the file is indented
+                let v = engine_ok(rt.compose_handoff(&handoff.to_string())?)?;
                 if cli.json {
                     serde_json::to_string_pretty(&v)? + "\n"
                 } else {

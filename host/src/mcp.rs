@@ -938,6 +938,24 @@ impl Sessions {
         self.manager.sessions.read().await.contains_key(sid)
     }
 
+    /// Whether `key_id` may open one more session: at most [`SESSIONS_PER_KEY`] of its
+    /// own and [`SESSIONS_OPEN`] in all are open at once. Each holds tens of kilobytes
+    /// until it is closed or idles out, so without a bound a flood of `initialize` calls
+    /// (any key may make them) grew the server's memory without end.
+    async fn admit(&self, key_id: &str) -> Result<(), ApiError> {
+        let open = self.manager.sessions.read().await;
+        let mut owners = self.owners();
+        owners.retain(|s, _| open.contains_key(s.as_str()));
+        let idle = SESSION_IDLE.as_secs() / 60;
+        if owners.values().filter(|k| k.as_str() == key_id).count() >= SESSIONS_PER_KEY {
+            return Err(ApiError::new(429, "mcp_sessions_exhausted", format!("this key has {SESSIONS_PER_KEY} MCP sessions open, the most one key may hold: close one you no longer use (DELETE /mcp with its Mcp-Session-Id), or wait for one to end after {idle} minutes without a request")));
+        }
+        if open.len() >= SESSIONS_OPEN {
+            return Err(ApiError::new(503, "mcp_sessions_exhausted", format!("the server has {SESSIONS_OPEN} MCP sessions open, the most it holds: retry once sessions close or end after {idle} minutes without a request")).with_details(json!({"retryable": true})));
+        }
+        Ok(())
+    }
+
     /// Record `sid` as `key_id`'s, forgetting the sessions that have ended.
     async fn opened(&self, sid: &str, key_id: String) {
         let open = self.manager.sessions.read().await;
@@ -948,6 +966,10 @@ impl Sessions {
 }
 
 const SESSION_HEADER: &str = "mcp-session-id";
+/// The most MCP sessions one key holds open at once.
+pub const SESSIONS_PER_KEY: usize = 16;
+/// The most MCP sessions the server holds open at once.
+pub const SESSIONS_OPEN: usize = 1024;
 
 /// The refusal for a session that is unknown, closed, or another key's (the same answer,
 /// so a session id tells a caller nothing about other callers).
@@ -978,10 +1000,16 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
         }
     }
     if req.method() == axum::http::Method::POST {
-        req = match one_message(req).await {
+        let opens;
+        (req, opens) = match one_message(req).await {
             Ok(r) => r,
             Err(e) => return e.into_response(),
         };
+        if opens && asked.is_none() {
+            if let Err(e) = sessions.admit(&key_id).await {
+                return e.into_response();
+            }
+        }
     }
     req.extensions_mut().insert(p);
     let res = next.run(req).await;
@@ -1002,8 +1030,9 @@ enum Unread {
     NotJson(String),
     /// JSON, but not one object (a batch, or a scalar).
     NotOneObject,
-    /// An object that gives a field twice: lid's refusal, and the message's `id` (null
-    /// when it has none). Boxed: the refusal is large beside the other reasons.
+    /// Well-formed JSON lid refuses (a field given twice, a string escaping half a
+    /// surrogate pair): lid's refusal, and the message's `id` (null when it has none or
+    /// cannot be read). Boxed: the refusal is large beside the other reasons.
     Twice(Box<lid_shared::Refusal>, Value),
 }
 
@@ -1013,6 +1042,7 @@ fn read_message(text: &str) -> Result<Value, Unread> {
     lid_shared::json::object(text).map_err(|refusal| match serde_json::from_str::<Value>(lid_shared::json::without_bom(text)) {
         Ok(v) if v.is_object() => Unread::Twice(Box::new(refusal), v["id"].clone()),
         Ok(_) => Unread::NotOneObject,
+        Err(_) if refusal.code == "invalid_request" => Unread::Twice(Box::new(refusal), Value::Null),
         Err(e) => Unread::NotJson(e.to_string()),
     })
 }
@@ -1021,22 +1051,23 @@ fn read_message(text: &str) -> Result<Value, Unread> {
 /// byte-order mark skipped, a body that is not JSON `invalid_json`, a field given twice
 /// `invalid_request` (the SDK would keep the last silently), and JSON that is not one
 /// object (a batch) `invalid_request`. The SDK then reads the JSON-RPC message itself.
-async fn one_message(req: Request) -> Result<Request, ApiError> {
+/// With the request: whether the message is an `initialize` (which opens a session).
+async fn one_message(req: Request) -> Result<(Request, bool), ApiError> {
     let (mut parts, body) = req.into_parts();
     // (`body_deadline` has read the body into memory, within the body limit)
     let bytes = axum::body::to_bytes(body, crate::http::BODY_LIMIT).await.map_err(|e| ApiError::bad_request("invalid_request", format!("the request body could not be read ({e})")))?;
     let text = std::str::from_utf8(&bytes).map_err(ApiError::invalid_json)?;
-    match read_message(text) {
-        Ok(_) => {}
+    let opens = match read_message(text) {
+        Ok(m) => m["method"] == "initialize",
         Err(Unread::NotJson(why)) => return Err(ApiError::invalid_json(why)),
         Err(Unread::NotOneObject) => return Err(ApiError::bad_request("invalid_request", not_one_object(text))),
         Err(Unread::Twice(refusal, _)) => return Err((*refusal).into()),
-    }
+    };
     let skip = text.len() - lid_shared::json::without_bom(text).len();
     if skip > 0 {
         parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len() - skip));
     }
-    Ok(Request::from_parts(parts, axum::body::Body::from(bytes.slice(skip..))))
+    Ok((Request::from_parts(parts, axum::body::Body::from(bytes.slice(skip..))), opens))
 }
 
 // ---- lid mcp (stdio) ------------------------------------------------------------------

@@ -719,6 +719,19 @@ fn compose_handoff_round_trips_through_the_component() {
     let twice = json_of(&lid(&["--json", "compose-handoff", s(&input)]));
     assert_eq!(twice["error"]["code"], "invalid_request", "{twice}");
     assert!(twice["error"]["message"].as_str().is_some_and(|m| m.contains("`task_id` twice")), "{twice}");
+    // the 64 KiB limit is the message's, as `POST …/handoff` counts it: indentation in the
+    // file does not count
+    let mut big = handoff.clone();
+    big["context"] = (0..1320).map(|i| (format!("key{i:05}"), json!(format!("value number {i:05} of the context")))).collect::<serde_json::Map<_, _>>().into();
+    let (compact, pretty) = (big.to_string(), serde_json::to_string_pretty(&big).unwrap());
+    assert!(compact.len() < 64 * 1024 && pretty.len() > 64 * 1024, "{} / {}", compact.len(), pretty.len());
+    std::fs::write(&input, &pretty).unwrap();
+    let out = lid(&["compose-handoff", s(&input)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let over = json!({"task_id": "t", "from_agent": "a", "to_agent": "b", "task": "x", "status": "pending", "created_at": "2026-02-01T10:00:00Z", "context": {"note": "n".repeat(70_000)}});
+    std::fs::write(&input, over.to_string()).unwrap();
+    let refused = json_of(&lid(&["--json", "compose-handoff", s(&input)]));
+    assert_eq!(refused["error"]["code"], "handoff_invalid", "{refused}");
 }
 
 #[test]

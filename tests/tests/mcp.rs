@@ -295,6 +295,24 @@ fn protocol_errors_are_answered_on_both_transports() {
     let r = c.req_with("DELETE", "/mcp", Some(&key), None, &session);
     assert_eq!((r.status, r.code()), (404, "session_not_found".to_string()), "{}", r.body);
     assert_eq!(post(r#"{"jsonrpc":"2.0","id":13,"method":"ping"}"#).status, 404);
+    // A key holds at most 16 sessions open at once: another `initialize` is refused
+    // (429) until one closes, and other keys are not held up by it.
+    let open = |k: &str| c.req_with("POST", "/mcp", Some(k), Some(&init), &[accept]);
+    let sids: Vec<String> = (0..16)
+        .map(|i| {
+            let r = open(&key);
+            assert_eq!(r.status, 200, "session {i}: {}", r.body);
+            r.header("mcp-session-id").expect("a session id").to_string()
+        })
+        .collect();
+    let r = open(&key);
+    assert_eq!((r.status, r.code()), (429, "mcp_sessions_exhausted".to_string()), "{}", r.body);
+    assert!(r.body.contains("DELETE /mcp"), "{}", r.body);
+    let r = open(&admin);
+    assert_eq!(r.status, 200, "another key opens its own: {}", r.body);
+    let first = [accept, ("Mcp-Session-Id", sids[0].as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    assert_eq!(c.req_with("DELETE", "/mcp", Some(&key), None, &first).status, 202);
+    assert_eq!(open(&key).status, 200, "a closed session frees its place");
 
     // ---- stdio (`lid mcp`) ----
     let mut child = Command::new(lid_bin())

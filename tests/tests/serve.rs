@@ -176,6 +176,40 @@ fn a_runaway_engine_call_is_interrupted_and_the_server_keeps_serving() {
     assert!((0..5).any(|_| recall().status == 200), "the server stopped answering recalls after the interrupted call");
 }
 
+/// An engine call that runs out of memory on the recall route (which runs the engine on
+/// the server's async threads) is answered `500 engine_failed`: the component traps at
+/// once instead of writing std's "memory allocation failed" to its stderr, whose WASI
+/// write panicked the server's thread there, so the client got no answer at all.
+#[test]
+fn a_recall_that_runs_out_of_engine_memory_is_answered_and_the_server_keeps_serving() {
+    let dir = temp_dir("oom");
+    let db = dir.join("lid.db");
+    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
+    let demo = lid_tests::root().join("examples").join("demo-agent");
+    lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
+    let server = Server::start(&dir, &db, SECRET, &["--memory-mib", "16"]);
+    let c = server.client();
+    let agent = "release-engineer";
+    let recall = |intent: &str| c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": intent}));
+    assert_eq!(recall("review a pull request").status, 200);
+    // a pack of 500 units of made-up words: its index does not fit 16 MiB
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut word = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (0..3 + x % 8).map(|i| (b'a' + ((x >> (i * 5)) % 26) as u8) as char).collect::<String>()
+    };
+    let units: serde_json::Map<String, Value> = (0..500).map(|i| (format!("u{i}"), json!(format!("# Unit {i} {}\n\n{}", word(), (0..45).map(|_| word()).collect::<Vec<_>>().join(" "))))).collect();
+    let body = json!({"knowledge_md": "---\nname: many\ndescription: Many units\ntype: reference\nstatus: ready\n---\n# Guide\n", "units": units});
+    let r = c.put(&format!("/v1/agents/{agent}/knowledge/many"), Some(&admin), &body);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = recall("deploy the big unit");
+    assert_eq!((r.status, r.code().as_str()), (500, "engine_failed"), "{}", &r.body[..r.body.len().min(300)]);
+    assert!(!server.log_text().contains("panicked"), "{}", server.log_text());
+    assert_eq!(c.get("/healthz", None).status, 200);
+}
+
 #[test]
 fn audit_tokens_expire_after_24_hours() {
     let (server, admin) = fresh("expiry", &[]);

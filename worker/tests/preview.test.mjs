@@ -64,13 +64,44 @@ test('the preview shows validation errors and token counts computed in the brows
     assert.equal(requests.length, loaded, `requests after load: ${requests.slice(loaded).join(', ')}`);
 
     // The demo agent: stubs, coverage and recall render too.
+    const demoDir = join(here, '../../examples/demo-agent');
+    const demo = JSON.parse(execFileSync(lidBin, ['validate', join(demoDir, 'manifest.json'), '--json'], { encoding: 'utf8' }));
+    const demoStub = JSON.parse(execFileSync(lidBin, ['stub', demoDir, '--json'], { encoding: 'utf8' }));
     await page.click('#load-demo');
-    await page.waitForSelector('#validation-status.ok');
+    await page.waitForSelector('#validation-status.warn');
+    // what a publish needs approved, as `lid validate` lists it
+    assert.ok(demo.approvals_needed.length > 0, 'the demo needs an approval to publish');
+    assert.equal(await page.textContent('#validation-status'), `valid · ${demo.approvals_needed.length} approval(s) needed to publish`);
+    const approvals = await page.$$eval('#problems tbody tr.approval', (rows) => rows.map((r) => [r.querySelector('.code').textContent, r.querySelector('.entry').textContent]));
+    assert.deepEqual(approvals, demo.approvals_needed.map((a) => [`needs approval: ${a.code}`, a.entry ?? '—']));
     await page.fill('#intent', 'production is broken after the deploy, how do I roll back?');
     await page.waitForSelector('#ranked tbody tr');
     assert.equal(await page.textContent('#ranked tbody tr:first-child td.code'), 'rollback-procedure');
-    assert.match(await page.textContent('#stub-tokens'), /^\d+ \/ 500$/);
+    assert.equal(await page.textContent('#stub-tokens'), `${demoStub.body_tokens} / 500`);
+    // the stub's warnings, as `lid stub` gives them
+    assert.ok(demoStub.warnings.length > 0);
+    assert.deepEqual(await page.$$eval('#stub-warnings li', (ls) => ls.map((l) => l.textContent)), demoStub.warnings);
     await page.waitForSelector('#coverage tbody tr');
+
+    // A manifest that no longer parses leaves nothing of the last one on screen.
+    const demoText = readFileSync(join(demoDir, 'manifest.json'), 'utf8');
+    await page.fill('#manifest', demoText.slice(0, 40));
+    await page.waitForSelector('#validation-status.bad');
+    await page.waitForFunction(() => !document.querySelector('#ranked tbody tr') && !document.querySelector('#coverage tbody tr') && !document.querySelector('#stub-tabs button'));
+    assert.equal(await page.textContent('#stub-tokens'), '—');
+    assert.equal(await page.textContent('#coverage-status'), '—');
+    // Typing an intent then ranks nothing from the old manifest either.
+    await page.fill('#intent', 'roll back the deploy');
+    assert.equal(await page.$('#ranked tbody tr'), null);
+    // A byte-order mark before the manifest: validated and ranked alike.
+    await page.fill('#manifest', '\uFEFF' + demoText);
+    await page.waitForSelector('#ranked tbody tr');
+    assert.equal(await page.textContent('#ranked tbody tr:first-child td.code'), 'rollback-procedure');
+    // A file that is not UTF-8 is refused by name, as the CLI refuses it, not read with
+    // replacement characters; the manifest on the page stays as it was.
+    await page.setInputFiles('#files', { name: 'latin1.json', mimeType: 'application/json', buffer: Buffer.from([0x7b, 0x22, 0xe9, 0x22, 0x7d]) });
+    await page.waitForFunction(() => document.querySelector('#file-note').textContent.includes('latin1.json: not valid UTF-8'));
+    assert.equal(await page.inputValue('#manifest'), '\uFEFF' + demoText);
     // The screenshot shows the error case: paste it back.
     await page.fill('#manifest', text);
     await page.waitForSelector('#problems tbody tr.error');

@@ -36,6 +36,12 @@ pub fn object(body: &str) -> Result<Value, Refusal> {
                     let field = rest.split(" at line ").next().unwrap_or(rest);
                     Refusal::invalid_request(format!("the body gives the field `{field}` twice in one object: send each field once"))
                 }
+                // A string escaping half of a UTF-16 pair (`"\ud800"`) is well-formed JSON
+                // (RFC 8259) that no Rust string holds: the request's shape, said as the
+                // engine says it on the recall route, not a syntax error.
+                None if (text.contains("surrogate") || text.contains("hex escape")) && serde_json::from_str::<serde::de::IgnoredAny>(body).is_ok() => {
+                    Refusal::invalid_request("a string in the body is not valid Unicode text: it escapes half of a UTF-16 surrogate pair (\\uD800 to \\uDFFF alone); send the text as UTF-8, or escape both halves of the pair")
+                }
                 None => Refusal::invalid_json(e),
             });
         }
@@ -126,5 +132,13 @@ mod tests {
             assert_eq!(object(bad).unwrap_err().code, "invalid_json", "{bad:?}");
         }
         assert!(object("").unwrap_err().message.contains("the body is empty"));
+        // half a surrogate pair is well-formed JSON no string holds: the shape, not syntax
+        for lone in [r#"{"a": "\ud800"}"#, r#"{"a": "x\udc00y"}"#, r#"{"a": ["\ud800\u0041"]}"#] {
+            let e = object(lone).unwrap_err();
+            assert_eq!((e.status, e.code.as_ref()), (400, "invalid_request"), "{lone}");
+            assert!(e.message.contains("surrogate pair"), "{}", e.message);
+        }
+        assert_eq!(object(r#"{"a": "\ud800"#).unwrap_err().code, "invalid_json", "not well-formed: syntax");
+        assert_eq!(object(r#"{"a": "\ud83d\ude00"}"#).unwrap(), json!({"a": "😀"}));
     }
 }

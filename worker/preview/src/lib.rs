@@ -61,7 +61,9 @@ pub fn count_tokens(text: &str) -> u32 {
     lid_core::api::count_tokens(text)
 }
 
-/// The boot stub of every profile: `[{profile, text, body_tokens, total_tokens} | {profile, error}]`.
+/// The boot stub of every profile: `[{profile, text, body_tokens, total_tokens, warnings} | {profile, error}]`
+/// (`warnings` as `lid stub` gives them: an always-applicable unit left out, the
+/// heartbeat contract's fallback, a body over 450 tokens).
 #[wasm_bindgen]
 pub fn stubs(manifest: &str, units: &str) -> String {
     let f = match facts(manifest, units) {
@@ -73,7 +75,7 @@ pub fn stubs(manifest: &str, units: &str) -> String {
         .map(|p| match lid_core::api::render_stub(manifest, Some(p), &f) {
             Ok(s) => {
                 let v: Value = serde_json::from_str(&s).unwrap_or(Value::Null);
-                json!({"profile": p, "text": v["text"], "body_tokens": v["body_tokens"], "total_tokens": v["total_tokens"]})
+                json!({"profile": p, "text": v["text"], "body_tokens": v["body_tokens"], "total_tokens": v["total_tokens"], "warnings": v["warnings"]})
             }
             Err(e) => json!({"profile": p, "error": e.body()}),
         })

@@ -7,6 +7,8 @@ const units = new Map(); // name -> markdown
 let profile = 'generic';
 let stubs = [];
 let timer = null;
+// the manifest the stub, recall and coverage panels show (null: they are cleared)
+let live = null;
 
 const esc = (s) => String(s ?? '').replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
 const unitsJson = () => JSON.stringify(Object.fromEntries(units));
@@ -37,19 +39,24 @@ function renderValidation(manifest) {
   const r = parse(lid.validate(manifest, ''));
   const tbody = $('problems').querySelector('tbody');
   tbody.innerHTML = '';
-  const rows = [...(r.errors || []).map((p) => ['error', p]), ...(r.warnings || []).map((p) => ['warning', p])];
+  // as `lid validate` lists them: errors, warnings, and what a publish needs approved
+  const rows = [...(r.errors || []).map((p) => ['error', p]), ...(r.warnings || []).map((p) => ['warning', p]), ...(r.approvals_needed || []).map((p) => ['approval', p])];
   for (const [kind, p] of rows) {
     const tr = document.createElement('tr');
     tr.className = kind;
-    tr.innerHTML = `<td class="code">${esc(p.code)}</td><td class="entry">${esc(p.entry ?? '—')}</td><td>${esc(p.field ?? '')}</td><td>${esc(p.message)}</td>`;
+    const label = kind === 'approval' ? '<span class="muted">needs approval:</span> ' : '';
+    tr.innerHTML = `<td class="code">${label}${esc(p.code)}</td><td class="entry">${esc(p.entry ?? '—')}</td><td>${esc(p.field ?? '')}</td><td>${esc(p.message)}</td>`;
     tbody.appendChild(tr);
   }
   $('problems').classList.toggle('has-rows', rows.length > 0);
   const st = $('validation-status');
   const n = (r.errors || []).length;
-  st.textContent = r.ok ? (r.warnings?.length ? `valid · ${r.warnings.length} warning(s)` : 'valid') : `${n} error${n === 1 ? '' : 's'}`;
-  st.className = 'badge ' + (r.ok ? (r.warnings?.length ? 'warn' : 'ok') : 'bad');
-  $('manifest-tokens').textContent = `${r.token_count} / ${r.token_cap}`;
+  const approvals = (r.approvals_needed || []).length;
+  const notes = [r.warnings?.length ? `${r.warnings.length} warning(s)` : '', approvals ? `${approvals} approval(s) needed to publish` : ''].filter(Boolean);
+  st.textContent = r.ok ? ['valid', ...notes].join(' · ') : `${n} error${n === 1 ? '' : 's'}`;
+  st.className = 'badge ' + (r.ok ? (notes.length ? 'warn' : 'ok') : 'bad');
+  // a count the engine stopped early is a lower bound, said as `lid validate` says it
+  $('manifest-tokens').textContent = `${r.token_count_at_least ? 'at least ' : ''}${r.token_count} / ${r.token_cap}`;
   meter($('manifest-meter'), r.token_count, r.token_cap || 1000);
   const et = $('entry-tokens').querySelector('tbody');
   et.innerHTML = '';
@@ -66,6 +73,7 @@ function renderStubs(manifest) {
   stubs = parse(lid.stubs(manifest, unitsJson()));
   const tabs = $('stub-tabs');
   tabs.innerHTML = '';
+  $('stub-warnings').innerHTML = '';
   if (!Array.isArray(stubs)) {
     $('stub-text').textContent = stubs?.error ? `${stubs.error.code}: ${stubs.error.message}` : '';
     $('stub-tokens').textContent = '—';
@@ -87,6 +95,13 @@ function renderStubs(manifest) {
     $('stub-text').textContent = s.text;
     $('stub-tokens').textContent = `${s.body_tokens} / 500`;
     meter($('stub-meter'), s.body_tokens, 500);
+  }
+  const ul = $('stub-warnings');
+  ul.innerHTML = '';
+  for (const w of s.error ? [] : s.warnings || []) {
+    const li = document.createElement('li');
+    li.textContent = typeof w === 'string' ? w : `${w.code ?? ''}${w.code ? ': ' : ''}${w.message ?? JSON.stringify(w)}`;
+    ul.appendChild(li);
   }
 }
 
@@ -125,17 +140,38 @@ function renderRecall(manifest) {
   $('recall-note').textContent = r.unavailable.length ? `Not ranked (no unit file): ${r.unavailable.join(', ')}` : '';
 }
 
+// The manifest as `lid validate` reads a manifest file: after a byte-order mark (a
+// pasted one keeps it).
+const manifestText = () => $('manifest').value.replace(/^\uFEFF/, '');
+
+// Stubs, recall and coverage cleared, with the reason, so that nothing on the page is
+// left over from an earlier manifest.
+function clearDerived(why) {
+  live = null;
+  stubs = [];
+  $('stub-tabs').innerHTML = '';
+  $('stub-text').textContent = why;
+  $('stub-warnings').innerHTML = '';
+  $('stub-tokens').textContent = '—';
+  meter($('stub-meter'), 0, 500);
+  $('ranked').querySelector('tbody').innerHTML = '';
+  $('recall-note').textContent = why;
+  $('coverage').querySelector('tbody').innerHTML = '';
+  $('coverage-status').textContent = '—';
+  $('coverage-status').className = 'badge';
+}
+
 function update() {
-  // (after a byte-order mark, as `lid validate` reads a manifest file: a pasted one keeps it)
-  const manifest = $('manifest').value.replace(/^\uFEFF/, '');
-  if (!manifest.trim()) return;
-  if (parse(manifest) === null) {
-    renderValidation(manifest); // reports invalid_json with its message
-    return;
-  }
+  const manifest = manifestText();
+  // an empty box is what `lid validate` says of an empty file (invalid_json)
   const r = renderValidation(manifest);
-  // Stubs, coverage and recall need a manifest that parses as one (even with entry errors).
-  if (r.errors?.some((e) => e.code === 'invalid_json')) return;
+  // Stubs, coverage and recall need a manifest that parses as one (even with entry
+  // errors), within the cap: the gate ranks every paraphrase of every trigger intent,
+  // which on a manifest of megabytes would hold the page for seconds on every edit, and
+  // a publish refuses such a manifest first anyway.
+  if (r.errors?.some((e) => e.code === 'invalid_json')) return clearDerived('The manifest is not JSON: see Validation.');
+  if (r.errors?.some((e) => e.code === 'manifest_too_large')) return clearDerived('The manifest is over the 1000-token cap (manifest_too_large): a publish refuses it; shorten it to see its stubs, recall and coverage.');
+  live = manifest;
   renderStubs(manifest);
   renderRecall(manifest);
   renderCoverage(manifest);
@@ -146,13 +182,27 @@ function schedule() {
   timer = setTimeout(update, 200);
 }
 
+// A file's text as the CLI reads it: UTF-8 or refused, and a byte-order mark kept (it is
+// text `lid tokens` counts; `Blob.text()` would drop it, and replace bad bytes with U+FFFD).
+async function fileText(f) {
+  return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(await f.arrayBuffer());
+}
+
 async function addFiles(files) {
+  const refused = [];
   for (const f of files) {
-    const text = await f.text();
+    let text;
+    try {
+      text = await fileText(f);
+    } catch {
+      refused.push(`${f.name}: not valid UTF-8 (lid reads manifests and units as UTF-8 text)`);
+      continue;
+    }
     const name = f.name.replace(/\.(md|markdown|txt)$/i, '');
     if (/\.json$/i.test(f.name)) $('manifest').value = text;
     else units.set(name, text);
   }
+  $('file-note').textContent = refused.join('\n');
   renderUnits();
   schedule();
 }
@@ -174,7 +224,7 @@ await init();
 const info = parse(lid.info());
 $('engine').textContent = `engine ${info.engine} · ranker ${info.ranker_version} · stub schema v${info.stub_version} · running in this page`;
 $('manifest').addEventListener('input', schedule);
-$('intent').addEventListener('input', () => renderRecall($('manifest').value));
+$('intent').addEventListener('input', () => { if (live !== null) renderRecall(live); });
 $('files').addEventListener('change', (e) => addFiles(e.target.files));
 $('load-demo').addEventListener('click', loadDemo);
 $('add-unit').addEventListener('click', () => {
