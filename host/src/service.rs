@@ -844,6 +844,30 @@ impl Service {
         e
     }
 
+    /// Build a pack's ranker index before the pack is stored, through a recall (audited
+    /// nowhere) over its staged facts alone, on the recall's own engine limits: the index
+    /// is cached under the pack's digest, so the agent's recalls read it and never build
+    /// it. A pack whose index cannot be built within those limits is refused here
+    /// (`knowledge_pack_too_large`, nothing written), where stored it would have failed
+    /// every recall of the agent, each one spending the engine's whole time limit.
+    fn index_pack(&self, agent: &str, deployment: &str, pack: &str, listing: Value, facts: &[NewFact]) -> Result<(), ApiError> {
+        let staged = crate::db::StagedPack::new(self.db.clone(), agent, facts, listing);
+        let st = Storage { facts: Arc::new(staged), audit: Arc::new(NoAudit) };
+        let manifest = json!({"agent_id": agent, "deployment": deployment, "manifest_version": "v1",
+            "entries": [{"name": "lid-pack-index", "description": "Builds a knowledge pack's index before the pack is stored.", "path": "lid-pack-index.md"}]});
+        let request = json!({"intent": pack.replace(['-', '_', '.'], " "), "max_chunks": 1, "max_content": 1});
+        let ctx = json!({"now_ms": now_ms(), "entropy": "00000000000000000000", "heartbeat_id": ""});
+        match engine(self.rt.recall_preparing(&st, &manifest.to_string(), &request.to_string(), &ctx.to_string())) {
+            Ok(_) => Ok(()),
+            Err(e) if e.0.code == "engine_failed" || e.0.code == "engine_interrupted" => Err(ApiError::new(
+                413,
+                "knowledge_pack_too_large",
+                format!("pack {pack:?}: its ranker index could not be built within the engine's limits, so every recall of the agent would fail on it; nothing was stored. Split it into smaller packs, or raise lid serve's --memory-mib / --call-timeout-ms ({})", e.0.message),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `PUT /v1/agents/{id}/knowledge/{pack}`: store a knowledge pack as content facts
     /// (`interpret_as: content`) and register it, in one transaction. Write authority for
     /// the agent (its own key or an admin) is enough: content is data, not instructions.
@@ -902,6 +926,8 @@ impl Service {
         let catalog = read["catalog"].clone();
         let units_n = catalog["units"].as_i64().unwrap_or(0);
         let paths: Vec<&str> = files.iter().filter_map(|f| f["path"].as_str()).collect();
+        let listing = json!({"id": pack, "version": version, "prefix": prefix, "files": paths, "digest": digest});
+        self.index_pack(agent, &deployment, pack, listing, &facts)?;
         self.db.write(|tx| {
             for f in &facts {
                 if let Err(h) = insert_fact(tx, f, now, self.db.attestor())? {

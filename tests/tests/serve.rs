@@ -176,23 +176,11 @@ fn a_runaway_engine_call_is_interrupted_and_the_server_keeps_serving() {
     assert!((0..5).any(|_| recall().status == 200), "the server stopped answering recalls after the interrupted call");
 }
 
-/// An engine call that runs out of memory on the recall route (which runs the engine on
-/// the server's async threads) is answered `500 engine_failed`: the component traps at
-/// once instead of writing std's "memory allocation failed" to its stderr, whose WASI
-/// write panicked the server's thread there, so the client got no answer at all.
-#[test]
-fn a_recall_that_runs_out_of_engine_memory_is_answered_and_the_server_keeps_serving() {
-    let dir = temp_dir("oom");
-    let db = dir.join("lid.db");
-    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
-    let demo = lid_tests::root().join("examples").join("demo-agent");
-    lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
-    let server = Server::start(&dir, &db, SECRET, &["--memory-mib", "16"]);
-    let c = server.client();
-    let agent = "release-engineer";
-    let recall = |intent: &str| c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": intent}));
-    assert_eq!(recall("review a pull request").status, 200);
-    // a pack of 500 units of made-up words: its index does not fit 16 MiB
+/// A pack of 500 units whose ranker index does not fit the engine's memory (16 MiB here).
+/// The upload builds the index before it stores anything, so it is refused
+/// (`knowledge_pack_too_large`) and the agent's recalls keep working; stored, it had
+/// failed every recall of the agent, each one spending the engine's limits again.
+fn many_units(n: usize) -> Value {
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     let mut word = || {
         x ^= x << 13;
@@ -200,11 +188,58 @@ fn a_recall_that_runs_out_of_engine_memory_is_answered_and_the_server_keeps_serv
         x ^= x << 17;
         (0..3 + x % 8).map(|i| (b'a' + ((x >> (i * 5)) % 26) as u8) as char).collect::<String>()
     };
-    let units: serde_json::Map<String, Value> = (0..500).map(|i| (format!("u{i}"), json!(format!("# Unit {i} {}\n\n{}", word(), (0..45).map(|_| word()).collect::<Vec<_>>().join(" "))))).collect();
-    let body = json!({"knowledge_md": "---\nname: many\ndescription: Many units\ntype: reference\nstatus: ready\n---\n# Guide\n", "units": units});
-    let r = c.put(&format!("/v1/agents/{agent}/knowledge/many"), Some(&admin), &body);
-    assert_eq!(r.status, 201, "{}", r.body);
-    let r = recall("deploy the big unit");
+    let units: serde_json::Map<String, Value> = (0..n).map(|i| (format!("u{i}"), json!(format!("# Unit {i} {}\n\n{}", word(), (0..45).map(|_| word()).collect::<Vec<_>>().join(" "))))).collect();
+    json!({"knowledge_md": "---\nname: many\ndescription: Many units\ntype: reference\nstatus: ready\n---\n# Guide\n", "units": units})
+}
+
+#[test]
+fn a_pack_whose_index_does_not_fit_the_engine_is_refused_before_it_is_stored() {
+    let dir = temp_dir("pack-oom");
+    let db = dir.join("lid.db");
+    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
+    let demo = lid_tests::root().join("examples").join("demo-agent");
+    lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
+    let server = Server::start(&dir, &db, SECRET, &["--memory-mib", "16"]);
+    let c = server.client();
+    let agent = "release-engineer";
+    let r = c.put(&format!("/v1/agents/{agent}/knowledge/many"), Some(&admin), &many_units(500));
+    assert_eq!((r.status, r.code().as_str()), (413, "knowledge_pack_too_large"), "{}", &r.body[..r.body.len().min(300)]);
+    assert!(r.body.contains("--memory-mib"), "{}", r.body);
+    let stored: i64 = Connection::open(&server.db).unwrap().query_row("SELECT count(*) FROM instruction_facts WHERE uri LIKE 'knowledge:%'", [], |r| r.get(0)).unwrap();
+    assert_eq!(stored, 0, "nothing of the pack was stored");
+    let r = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "deploy the big unit"}));
+    assert_eq!(r.status, 200, "{}", &r.body[..r.body.len().min(300)]);
+    // A pack that fits is stored, its index built with it: recalls read the index cached.
+    let r = c.put(&format!("/v1/agents/{agent}/knowledge/few"), Some(&admin), &many_units(5));
+    assert_eq!(r.status, 201, "{}", &r.body[..r.body.len().min(300)]);
+    let cached: i64 = Connection::open(&server.db).unwrap().query_row("SELECT count(*) FROM derived_blobs WHERE key LIKE 'lid-index:%pack%'", [], |r| r.get(0)).unwrap();
+    assert!(cached >= 1, "the pack's index was cached at upload");
+    assert!(!server.log_text().contains("panicked"), "{}", server.log_text());
+}
+
+/// An engine call that runs out of memory on the recall route (which runs the engine on
+/// the server's async threads) is answered `500 engine_failed`: the component traps at
+/// once instead of writing std's "memory allocation failed" to its stderr, whose WASI
+/// write panicked the server's thread there, so the client got no answer at all. (A
+/// content unit of 3 MB, written while the engine had room, is ranked by every recall
+/// that reaches it: in 16 MiB it no longer fits.)
+#[test]
+fn a_recall_that_runs_out_of_engine_memory_is_answered_and_the_server_keeps_serving() {
+    let dir = temp_dir("oom");
+    let db = dir.join("lid.db");
+    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
+    let demo = lid_tests::root().join("examples").join("demo-agent");
+    lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
+    let agent = "release-engineer";
+    {
+        let server = Server::start(&dir, &db, SECRET, &[]);
+        let line = "Deploy notes: the big unit ships after the canary holds for an hour and the error budget is intact.\n";
+        let r = server.client().put(&format!("/v1/agents/{agent}/units/deploy-notes"), Some(&admin), &json!({"content": line.repeat(30_000), "interpret_as": "content"}));
+        assert_eq!(r.status, 201, "{}", &r.body[..r.body.len().min(300)]);
+    }
+    let server = Server::start(&dir, &db, SECRET, &["--memory-mib", "16"]);
+    let c = server.client();
+    let r = c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &json!({"intent": "deploy the big unit after the canary"}));
     assert_eq!((r.status, r.code().as_str()), (500, "engine_failed"), "{}", &r.body[..r.body.len().min(300)]);
     assert!(!server.log_text().contains("panicked"), "{}", server.log_text());
     assert_eq!(c.get("/healthz", None).status, 200);
