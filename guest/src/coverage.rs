@@ -163,6 +163,33 @@ fn words(s: &str) -> Vec<String> {
 
 const PARTICLES: &[&str] = &["out", "up", "off", "in", "on", "over", "back", "down", "through"];
 
+/// Words after which a word is a noun, not a verb: "my change", "a run", "the review".
+const NOUN_MARKERS: &[&str] = &[
+    "a", "an", "the", "my", "your", "our", "their", "his", "her", "its", "this", "that", "these", "those", "each", "every", "any", "some", "no", "another", "of", "on", "in",
+    "for", "per", "first", "last", "next", "new", "big", "small", "whole",
+];
+
+/// Subject pronouns: "do" before one is the auxiliary ("what do we have"), not "handle".
+const SUBJECTS: &[&str] = &["i", "we", "you", "they", "he", "she", "it", "people", "someone"];
+
+/// Table entries whose replacement is a verb only: swapped where the word is a verb, not
+/// in noun position ("store progress on a run" stays; "run the tests" → "execute").
+const VERB_ONLY: &[&str] = &[
+    "add", "answer", "ask", "begin", "build", "call", "change", "check", "choose", "close", "create", "delete", "do", "document", "finish", "fix", "get", "give", "handle",
+    "help", "keep", "look", "make", "mark", "need", "read", "review", "run", "save", "send", "set", "show", "start", "stop", "tell", "update", "use", "wake", "write",
+];
+
+fn verb_position(ws: &[String], i: usize) -> bool {
+    let lw = ws[i].to_lowercase();
+    let prev = i.checked_sub(1).map(|j| ws[j].to_lowercase()).unwrap_or_default();
+    let next = ws.get(i + 1).map(|n| n.to_lowercase()).unwrap_or_default();
+    if NOUN_MARKERS.contains(&prev.as_str()) || prev.ends_with("'s") {
+        return false;
+    }
+    // the auxiliary "do"/"does" before its subject, and "to do"-less questions
+    !(matches!(lw.as_str(), "do" | "does") && SUBJECTS.contains(&next.as_str()))
+}
+
 fn synonym_swap(ws: &[String], max: usize, skip: usize) -> Vec<String> {
     let mut out = Vec::with_capacity(ws.len());
     let mut swapped = 0;
@@ -175,7 +202,8 @@ fn synonym_swap(ws: &[String], max: usize, skip: usize) -> Vec<String> {
                 // Leave phrasal verbs ("check out", "wake up") whole: swapping their verb
                 // alone makes nonsense ("verify out", "start up up").
                 let phrasal = PARTICLES.contains(&next.as_str()) || s.rsplit(' ').next() == Some(next.as_str());
-                if !phrasal {
+                let misplaced = VERB_ONLY.contains(&lw.as_str()) && !verb_position(ws, i);
+                if !phrasal && !misplaced {
                     seen += 1;
                     if seen > skip {
                         out.push(s.to_string());
@@ -195,7 +223,15 @@ fn synonym_swap(ws: &[String], max: usize, skip: usize) -> Vec<String> {
 fn join(ws: &[String]) -> String {
     let mut out: Vec<String> = ws.to_vec();
     for i in 0..out.len().saturating_sub(1) {
-        let starts_with_vowel = out[i + 1].chars().next().is_some_and(|c| "aeiouAEIOU".contains(c));
+        let next = out[i + 1].to_lowercase();
+        // by sound where the letter misleads: "a unit", "a user", "an hour"
+        let starts_with_vowel = if ["uni", "use", "usu", "uti", "eu", "one", "once"].iter().any(|p| next.starts_with(p)) {
+            false
+        } else if ["hour", "honest", "honor", "honour"].iter().any(|p| next.starts_with(p)) {
+            true
+        } else {
+            next.starts_with(['a', 'e', 'i', 'o', 'u'])
+        };
         match out[i].as_str() {
             "a" if starts_with_vowel => out[i] = "an".into(),
             "an" if !starts_with_vowel => out[i] = "a".into(),
@@ -217,8 +253,13 @@ pub fn gerund(v: &str) -> String {
     let b = v.as_bytes();
     let n = b.len();
     let vowel = |c: u8| b"aeiou".contains(&c);
-    if n == 3 && !vowel(b[0]) && vowel(b[1]) && !vowel(b[2]) && !b"wxy".contains(&b[2]) {
-        return format!("{v}{}ing", b[2] as char);
+    // a final consonant after a single vowel doubles in one syllable (ship → shipping,
+    // wrap → wrapping) and in the verbs stressed on their last syllable (commit, format)
+    let groups = b.iter().enumerate().filter(|&(i, &c)| vowel(c) && (i == 0 || !vowel(b[i - 1]))).count();
+    const STRESSED_LAST: &[&str] = &["commit", "submit", "admit", "permit", "omit", "emit", "format", "refer", "prefer", "occur", "forget", "begin", "control", "upset", "regret", "rebut", "equip", "unwrap", "abet"];
+    let cvc = n >= 3 && !vowel(b[n - 3]) && vowel(b[n - 2]) && !vowel(b[n - 1]) && !b"wxy".contains(&b[n - 1]);
+    if cvc && (groups == 1 || STRESSED_LAST.contains(&v.as_str())) {
+        return format!("{v}{}ing", b[n - 1] as char);
     }
     format!("{v}ing")
 }
@@ -240,12 +281,18 @@ fn strip_opener(lower: &str) -> String {
     lower.trim_end_matches('?').to_string()
 }
 
+/// Openers after which a question asks for a thing, not a procedure ("what is my job"):
+/// its rest is a noun phrase, which "i need to …" would not take.
+const NOMINAL_OPENERS: &[&str] = &["what is ", "what are ", "which "];
+
 fn flip_mood(lower: &str) -> String {
     if is_question(lower) {
         let rest = strip_opener(lower);
         if rest == lower.trim_end_matches('?') {
             // A question without a procedural opener ("who should own this task?").
             format!("tell me {rest}")
+        } else if NOMINAL_OPENERS.iter().any(|o| lower.starts_with(o)) {
+            format!("i need to know {}", lower.trim_end_matches('?'))
         } else {
             format!("i need to {rest}")
         }
@@ -283,12 +330,29 @@ fn telegraphic(ws: &[String]) -> Vec<String> {
     }
 }
 
-fn ing_form(ws: &[String]) -> Vec<String> {
-    // "check out an issue and start work" -> "checking out an issue and starting work"
+/// Words that open a clause without being its verb: question words, pronouns,
+/// determiners and common adjectives ("who should own", "old open items").
+const NOT_VERBS: &[&str] = &[
+    "who", "whom", "whose", "why", "what", "when", "where", "which", "how", "whether", "if", "my", "our", "your", "their", "his", "her", "its", "we", "you", "they", "he",
+    "she", "someone", "each", "every", "all", "any", "some", "no", "not", "old", "new", "open", "good", "bad", "best", "first", "last", "next", "other", "same", "own",
+    "big", "small", "long", "short", "high", "low", "red", "green", "safe", "unsafe", "public", "private", "internal", "external",
+];
+
+fn ing_form(ws: &[String], acronyms: &[String]) -> Vec<String> {
+    // "check out an issue and start work" -> "checking out an issue and starting work";
+    // a clause that does not open with a verb ("who should own", "deprecated code",
+    // "NDA red flags") keeps its words
     let mut out = Vec::with_capacity(ws.len());
     let mut next_is_verb = true;
     for w in ws {
         let lw = w.to_lowercase();
+        let plural = lw.ends_with('s') && !lw.ends_with("ss") && !lw.ends_with("us");
+        let verb_like = !NOT_VERBS.contains(&lw.as_str()) && !lw.ends_with("ed") && !plural && lw.len() > 1 && !acronyms.contains(&lw);
+        if next_is_verb && !verb_like {
+            next_is_verb = FUNCTION_WORDS.contains(&lw.as_str()) && !NOT_VERBS.contains(&lw.as_str());
+            out.push(w.clone());
+            continue;
+        }
         if next_is_verb && !FUNCTION_WORDS.contains(&lw.as_str()) && lw.chars().all(|c| c.is_ascii_alphabetic()) && !lw.ends_with("ing") {
             out.push(gerund(&lw));
             next_is_verb = false;
@@ -306,7 +370,12 @@ fn ing_form(ws: &[String]) -> Vec<String> {
 pub fn paraphrases(seed: &str, n: usize) -> Vec<String> {
     let lower = seed.trim().to_lowercase();
     let base = words(&strip_opener(&lower));
+    // words the seed writes in capitals ("NDA"): names, never verbs to inflect
+    let acronyms: Vec<String> = words(seed).into_iter().filter(|w| w.len() > 1 && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) && w.chars().any(|c| c.is_ascii_uppercase())).map(|w| w.to_lowercase()).collect();
     let j = |v: Vec<String>| join(&v);
+    // after "what is …" comes a thing, not something to do: no verb to inflect
+    let nominal = NOMINAL_OPENERS.iter().any(|o| lower.starts_with(o));
+    let inflect = |ws: Vec<String>| if nominal { ws } else { ing_form(&ws, &acronyms) };
     let asked = is_question(&lower);
     let mut cands: Vec<String> = vec![
         // 1. question <-> imperative, with added context
@@ -314,13 +383,13 @@ pub fn paraphrases(seed: &str, n: usize) -> Vec<String> {
         // 2. synonyms
         j(synonym_swap(&base, 2, 0)),
         // 3. function words dropped + inflection
-        j(ing_form(&telegraphic(&base))),
+        j(inflect(telegraphic(&base))),
         // 4. word order
         j(reorder(&base)),
         // 5. synonyms (later ones) + question + context
         format!("{} {}", CONTEXTS[1], flip_mood(&j(synonym_swap(&if asked { words(&lower) } else { base.clone() }, 1, 1)))),
         // spares, used when an earlier form collapses into a duplicate
-        format!("{} {}", j(ing_form(&base)), CONTEXTS[3]),
+        format!("{} {}", j(inflect(base.clone())), CONTEXTS[3]),
         format!("{} {}", CONTEXTS[2], j(telegraphic(&synonym_swap(&base, 3, 0)))),
         format!("{} {}", CONTEXTS[4], j(reorder(&synonym_swap(&base, 1, 0)))),
         format!("what is the procedure to {}", j(base.clone())),
@@ -413,10 +482,25 @@ mod tests {
 
     #[test]
     fn gerunds() {
-        assert_eq!(gerund("make"), "making");
-        assert_eq!(gerund("run"), "running");
-        assert_eq!(gerund("check"), "checking");
-        assert_eq!(gerund("tie"), "tying");
-        assert_eq!(gerund("see"), "seeing");
+        for (verb, ing) in [("make", "making"), ("run", "running"), ("check", "checking"), ("tie", "tying"), ("see", "seeing"), ("ship", "shipping"), ("wrap", "wrapping"),
+            ("stop", "stopping"), ("format", "formatting"), ("commit", "committing"), ("open", "opening"), ("edit", "editing"), ("fix", "fixing"), ("review", "reviewing"), ("plan", "planning")] {
+            assert_eq!(gerund(verb), ing);
+        }
+    }
+
+    /// The audit's garbled paraphrases: question words, nouns and adjectives made
+    /// gerunds, verb synonyms swapped into noun or auxiliary position, "an unit".
+    #[test]
+    fn paraphrases_inflect_and_swap_only_verbs() {
+        let seeds = ["who should own this task", "what is my job", "old open items", "NDA red flags", "deprecated code", "store progress on a run", "what agreements do we have",
+            "hand off a review", "how big should my change be", "write a unit check", "ship a release", "wrap up the task"];
+        let all: Vec<String> = seeds.iter().flat_map(|s| paraphrases(s, 5)).collect();
+        for bad in ["whoing", "jobbing", "olding", "ndaing", "deprecateding", "shiping", "wraping", "on a execute", "on an execute", "handle we", "an inspect", "my modify", "an unit", "i need to my job"] {
+            assert!(!all.iter().any(|p| p.contains(bad)), "{bad:?} in {all:#?}");
+        }
+        let ship = paraphrases("ship a release", 5);
+        assert!(ship.iter().any(|p| p.contains("shipping")), "{ship:?}");
+        let run = paraphrases("run the tests before you merge", 5);
+        assert!(run.iter().any(|p| p.contains("execute")), "a verb in verb position is still swapped: {run:?}");
     }
 }
