@@ -223,6 +223,25 @@ fn trust_of(f: &Fact) -> String {
     f.source_trust.filter(|t| t.is_finite()).map(|t| format!("{t}")).unwrap_or_default()
 }
 
+/// The bytes of a content fact ranked: its head. A content fact is data of any size (up
+/// to a host's body limit), ranked on every recall that reaches the agent; ranked whole, a
+/// fact of megabytes made every recall of the agent take hundreds of milliseconds, or
+/// run out of time. What a fact is about is in its head, and a fact that long is never
+/// served whole anyway (the channel's budget is 1,000 tokens by default).
+pub const CONTENT_RANKED_BYTES: usize = 64 * 1024;
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Ranked candidates from the agent's content-typed facts.
 fn fact_candidates(agent_id: &str, keys: &[String], facts: &dyn Facts, intent: &str, weights: &Weights, min_score: f64) -> Result<Vec<Candidate>, EngineError> {
     let mut keys: Vec<&String> = keys.iter().collect();
@@ -230,6 +249,8 @@ fn fact_candidates(agent_id: &str, keys: &[String], facts: &dyn Facts, intent: &
     keys.dedup();
     let mut entries = Vec::new();
     let mut units = Vec::new();
+    // the whole facts, served; the corpus ranks their heads
+    let mut whole: Vec<Fact> = Vec::new();
     for key in keys {
         let versions = facts.versions(key)?;
         let Some(v) = crate::uri::latest(&versions) else { continue };
@@ -243,23 +264,23 @@ fn fact_candidates(agent_id: &str, keys: &[String], facts: &dyn Facts, intent: &
         if fact.version.is_empty() {
             fact.version = u.version.clone();
         }
-        entries.push(Entry { description: crate::knowledge::unit_title(&u.unit, &fact.content), name: u.unit.clone(), fact_uri: Some(uri), ..Entry::default() });
-        units.push(Some(Resolved { fact, source: "content" }));
+        entries.push(Entry { description: crate::knowledge::unit_title(&u.unit, head(&fact.content, CONTENT_RANKED_BYTES)), name: u.unit.clone(), fact_uri: Some(uri), ..Entry::default() });
+        let ranked = if fact.content.len() > CONTENT_RANKED_BYTES {
+            Fact { content: head(&fact.content, CONTENT_RANKED_BYTES).to_string(), tokens: None, sha256: None, ..fact.clone() }
+        } else {
+            fact.clone()
+        };
+        units.push(Some(Resolved { fact: ranked, source: "content" }));
+        whole.push(fact);
     }
     if entries.is_empty() {
         return Ok(vec![]);
     }
     let manifest = Manifest { agent_id: agent_id.to_string(), manifest_version: "content".into(), entries, ..Manifest::default() };
     let corpus = Corpus::from_resolved(&manifest, units, facts);
-    Ok(collect(&corpus, &corpus.rank(intent, None, weights, &[]), min_score, |e, fact| Candidate {
-        score: 0.0,
-        pack: None,
-        path: None,
-        name: e.name.clone(),
-        status: "ready".into(),
-        trust: trust_of(&fact),
-        mode: "data".into(),
-        fact,
+    Ok(collect(&corpus, &corpus.rank(intent, None, weights, &[]), min_score, |e, ranked| {
+        let fact = whole.iter().find(|f| f.uri == ranked.uri).cloned().unwrap_or(ranked);
+        Candidate { score: 0.0, pack: None, path: None, name: e.name.clone(), status: "ready".into(), trust: trust_of(&fact), mode: "data".into(), fact }
     }))
 }
 
@@ -348,6 +369,12 @@ pub fn select(agent_id: &str, facts: &dyn Facts, intent: &str, weights: &Weights
             break;
         }
         slots -= 1;
+        // a fact whose own text is already over what is left cannot fit once fenced: its
+        // known count is said (counting megabytes on every recall is what it would cost)
+        if let Some(t) = c.fact.tokens.filter(|t| *t as u64 > room) {
+            sel.omitted.push(ContentOmitted { name: c.name, pack: c.pack, tokens: t, reason: "content_budget".into() });
+            continue;
+        }
         let text = c.fence();
         let tokens = crate::tokens::count(&text) as u32;
         if tokens as u64 > room {
@@ -438,6 +465,30 @@ mod tests {
         let tight = select("eng", &f, "does the widget work offline", &Weights::default(), Limits { budget: 10, ..limits() }).unwrap();
         assert!(tight.items.is_empty());
         assert_eq!(tight.omitted[0].reason, "content_budget");
+    }
+
+    /// A content fact is ranked by its first 64 KiB and served whole; one whose own count
+    /// is over the budget left is omitted with that count, without counting it again.
+    #[test]
+    fn a_long_content_fact_is_ranked_by_its_head_and_served_whole() {
+        let mut f = MemoryFacts::new();
+        let filler = "Routine notes about nothing in particular today.\n".repeat(2000);
+        let head_text = format!("# Runbook\nRestart the gateway with the blue switch.\n{filler}");
+        let tail_text = format!("# Tail\n{filler}The zebra migration happens at dawn.\n");
+        assert!(head_text.len() > CONTENT_RANKED_BYTES && tail_text.len() > CONTENT_RANKED_BYTES);
+        f.insert(content_fact("instruction:acme/eng/runbook/v1", &head_text));
+        f.insert(content_fact("instruction:acme/eng/tail/v1", &tail_text));
+        f.insert(Fact { tokens: Some(1_000_000), ..content_fact("instruction:acme/eng/huge/v1", "# Huge\nThe gateway has a blue switch.") });
+        f.set_content_sources("eng", ContentSources { facts: vec!["instruction:acme/eng/runbook".into(), "instruction:acme/eng/tail".into(), "instruction:acme/eng/huge".into()], packs: vec![] });
+        let big = Limits { budget: 100_000, ..limits() };
+        let s = select("eng", &f, "restart the gateway blue switch", &Weights::default(), big).unwrap();
+        let runbook = s.items.iter().find(|i| i.name == "runbook").expect("ranked by its head");
+        assert!(runbook.text.contains("Restart the gateway") && runbook.text.contains(filler.lines().next().unwrap()) && runbook.tokens as usize == crate::tokens::count(&runbook.text), "served whole");
+        // its known count is over the room: omitted with it, never fenced and counted
+        assert!(s.omitted.iter().any(|o| o.name == "huge" && o.tokens == 1_000_000 && o.reason == "content_budget"), "{:?}", s.omitted);
+        // words past the head do not reach the fact
+        let z = select("eng", &f, "zebra migration at dawn", &Weights::default(), big).unwrap();
+        assert!(!z.items.iter().any(|i| i.name == "tail"), "{:?}", z.items.iter().map(|i| &i.name).collect::<Vec<_>>());
     }
 
     #[test]

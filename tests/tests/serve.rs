@@ -221,7 +221,7 @@ fn a_pack_whose_index_does_not_fit_the_engine_is_refused_before_it_is_stored() {
 /// the server's async threads) is answered `500 engine_failed`: the component traps at
 /// once instead of writing std's "memory allocation failed" to its stderr, whose WASI
 /// write panicked the server's thread there, so the client got no answer at all. (A
-/// content unit of 3 MB, written while the engine had room, is ranked by every recall
+/// content unit of 7 MB, written while the engine had room, is read by every recall
 /// that reaches it: in 16 MiB it no longer fits.)
 #[test]
 fn a_recall_that_runs_out_of_engine_memory_is_answered_and_the_server_keeps_serving() {
@@ -234,7 +234,7 @@ fn a_recall_that_runs_out_of_engine_memory_is_answered_and_the_server_keeps_serv
     {
         let server = Server::start(&dir, &db, SECRET, &[]);
         let line = "Deploy notes: the big unit ships after the canary holds for an hour and the error budget is intact.\n";
-        let r = server.client().put(&format!("/v1/agents/{agent}/units/deploy-notes"), Some(&admin), &json!({"content": line.repeat(30_000), "interpret_as": "content"}));
+        let r = server.client().put(&format!("/v1/agents/{agent}/units/deploy-notes"), Some(&admin), &json!({"content": line.repeat(70_000), "interpret_as": "content"}));
         assert_eq!(r.status, 201, "{}", &r.body[..r.body.len().min(300)]);
     }
     let server = Server::start(&dir, &db, SECRET, &["--memory-mib", "16"]);

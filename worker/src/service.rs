@@ -846,6 +846,20 @@ impl Service {
         let prev: BTreeMap<&str, &str> = ledger.iter().filter(|r| r.valid_until.is_none()).map(|r| (r.unit_key.as_str(), r.sha256.as_str())).collect();
         let catalog = read["catalog"].clone();
         let paths: Vec<&str> = files.iter().filter_map(|f| f["path"].as_str()).collect();
+        // The pack's ranker index, built before anything is stored, as `lid serve` builds
+        // it: this isolate keeps it for the agent's recalls, and a pack whose index cannot
+        // be built fails this upload, not every recall after it.
+        let mut staged = crate::store::WorkerFacts::default();
+        for (f, key, _) in &facts {
+            staged.insert(key, f.clone());
+        }
+        let listing = lid_core::content::StoredPack { id: pack.to_string(), version: version.clone(), prefix: prefix.clone(), files: paths.iter().map(|p| p.to_string()).collect(), digest: Some(digest.clone()) };
+        staged.set_content(lid_core::content::ContentSources { facts: vec![], packs: vec![listing] });
+        let probe = json!({"agent_id": agent, "deployment": deployment, "manifest_version": "v1",
+            "entries": [{"name": "lid-pack-index", "description": "Builds a knowledge pack's index before the pack is stored.", "path": "lid-pack-index.md"}]});
+        let request = json!({"intent": pack.replace(['-', '_', '.'], " "), "max_chunks": 1, "max_content": 1});
+        let ctx = json!({"now_ms": now, "entropy": "00000000000000000000", "heartbeat_id": ""});
+        lid_core::api::recall(&probe.to_string(), &request.to_string(), &ctx.to_string(), &staged, &lid_core::store::NoAudit)?;
         self.store.put_facts(facts.iter().map(|(f, _, _)| f)).await?;
         let mut stmts = Vec::new();
         for (f, key, name) in &facts {

@@ -224,6 +224,11 @@ impl WorkerFacts {
     pub fn contains(&self, uri: &str) -> bool {
         self.facts.contains_key(uri)
     }
+
+    /// What the recall `content` channel serves from these facts.
+    pub fn set_content(&mut self, content: ContentSources) {
+        self.content = Some(content);
+    }
 }
 
 impl Facts for WorkerFacts {
