@@ -1066,6 +1066,34 @@ pub struct SnapshotFacts {
 }
 
 impl SnapshotFacts {
+    /// A knowledge pack's facts before they are written, and the content listing naming
+    /// that pack alone, over the database's derived-data cache: what an upload builds the
+    /// pack's index from before it writes anything (`Service::upload_knowledge`), so that
+    /// recalls find the index cached under its digest and never build it themselves.
+    /// `pack`: the pack as the content listing names it (`{"id","version","prefix","files","digest"}`).
+    pub fn staged_pack(db: Arc<Db>, agent: &str, facts: &[NewFact], pack: Value) -> SnapshotFacts {
+        let mut map = BTreeMap::new();
+        for f in facts {
+            let sha256 = f.sha256();
+            let fact = EngineFact {
+                uri: &f.uri,
+                content: &f.content,
+                version: &f.version,
+                interpret_as: &f.interpret_as,
+                valid_until: None,
+                authored_by: &f.authored_by,
+                authored_at: &f.authored_at,
+                source_trust: f.source_trust,
+                derived_from: None,
+                tokens: f.tokens,
+                sha256: &sha256,
+            };
+            map.insert(f.uri.clone(), fact.to_json());
+        }
+        map.insert(format!("{CONTENT_SOURCES_PREFIX}{agent}"), json!({"facts": [], "packs": [pack]}).to_string().into_bytes());
+        SnapshotFacts { map, db, prepared: Default::default() }
+    }
+
     /// Facts plus `extra` (staged, not yet committed) entries: what a publish validates against.
     pub fn overlay(&self, extra: BTreeMap<String, Vec<u8>>) -> SnapshotFacts {
         let mut map = self.map.clone();
@@ -1128,59 +1156,6 @@ impl EngineFact<'_> {
     fn to_json(&self) -> Vec<u8> {
         // Plain strings and numbers: serialisation cannot fail.
         serde_json::to_vec(self).unwrap_or_default()
-    }
-}
-
-/// A knowledge pack's facts before they are written, and the content listing naming that
-/// pack alone, over the database's derived-data cache: what an upload builds the pack's
-/// index from before it writes anything (`Service::upload_knowledge`), so that recalls
-/// find the index cached under its digest and never build it themselves.
-pub struct StagedPack {
-    map: BTreeMap<String, Vec<u8>>,
-    db: Arc<Db>,
-}
-
-impl StagedPack {
-    /// `pack`: the pack as the content listing names it (`{"id","version","prefix","files","digest"}`).
-    pub fn new(db: Arc<Db>, agent: &str, facts: &[NewFact], pack: Value) -> Self {
-        let mut map = BTreeMap::new();
-        for f in facts {
-            let sha256 = f.sha256();
-            let fact = EngineFact {
-                uri: &f.uri,
-                content: &f.content,
-                version: &f.version,
-                interpret_as: &f.interpret_as,
-                valid_until: None,
-                authored_by: &f.authored_by,
-                authored_at: &f.authored_at,
-                source_trust: f.source_trust,
-                derived_from: None,
-                tokens: f.tokens,
-                sha256: &sha256,
-            };
-            map.insert(f.uri.clone(), fact.to_json());
-        }
-        map.insert(format!("{CONTENT_SOURCES_PREFIX}{agent}"), json!({"facts": [], "packs": [pack]}).to_string().into_bytes());
-        StagedPack { map, db }
-    }
-}
-
-impl FactSource for StagedPack {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
-        Ok(self.get_shared(key)?.map(Arc::unwrap_or_clone))
-    }
-    fn get_shared(&self, key: &str) -> Result<Option<crate::engine::Blob>, String> {
-        if key.starts_with(DERIVED_PREFIX) {
-            return self.db.derived_get(key);
-        }
-        Ok(self.map.get(key).cloned().map(Arc::new))
-    }
-    fn keys(&self) -> Result<Vec<String>, String> {
-        Ok(self.map.keys().cloned().collect())
-    }
-    fn set_derived(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
-        self.db.derived_set(key, value)
     }
 }
 

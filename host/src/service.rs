@@ -851,7 +851,7 @@ impl Service {
     /// (`knowledge_pack_too_large`, nothing written), where stored it would have failed
     /// every recall of the agent, each one spending the engine's whole time limit.
     fn index_pack(&self, agent: &str, deployment: &str, pack: &str, listing: Value, facts: &[NewFact]) -> Result<(), ApiError> {
-        let staged = crate::db::StagedPack::new(self.db.clone(), agent, facts, listing);
+        let staged = crate::db::SnapshotFacts::staged_pack(self.db.clone(), agent, facts, listing);
         let st = Storage { facts: Arc::new(staged), audit: Arc::new(NoAudit) };
         let manifest = json!({"agent_id": agent, "deployment": deployment, "manifest_version": "v1",
             "entries": [{"name": "lid-pack-index", "description": "Builds a knowledge pack's index before the pack is stored.", "path": "lid-pack-index.md"}]});

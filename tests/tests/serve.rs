@@ -15,6 +15,18 @@ fn fresh(tag: &str, extra: &[&str]) -> (Server, String) {
     (Server::start(&dir, &db, SECRET, extra).keeping(dir), admin)
 }
 
+/// A database with an admin key and the demo agent published by the CLI before any
+/// server starts (the CLI's engine calls have generous limits, so a server's own limits
+/// only meet the requests a test makes): its directory, its file and the admin key.
+fn published_demo(tag: &str) -> (lid_tests::http::TempDir, std::path::PathBuf, String) {
+    let dir = temp_dir(tag);
+    let db = dir.join("lid.db");
+    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
+    let demo = lid_tests::root().join("examples").join("demo-agent");
+    lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
+    (dir, db, admin)
+}
+
 /// Publish the demo agent as `agent` v1 through the route (as an admin).
 fn publish_demo(c: &lid_tests::http::Client, admin: &str, agent: &str) {
     let r = c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(admin), &demo_publish_body(agent, "v1"));
@@ -134,13 +146,8 @@ fn unreadable_facts_give_503_and_unwritable_audit_still_answers() {
 
 #[test]
 fn a_runaway_engine_call_is_interrupted_and_the_server_keeps_serving() {
-    // Published before the server starts (the CLI's calls have a generous limit), so the
-    // server's own 150 ms limit only meets requests.
-    let dir = temp_dir("runaway");
-    let db = dir.join("lid.db");
-    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
-    let demo = lid_tests::root().join("examples").join("demo-agent");
-    lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
+    // (published before the server starts: its 150 ms limit only meets requests)
+    let (dir, db, admin) = published_demo("runaway");
     let server = Server::start(&dir, &db, SECRET, &["--call-timeout-ms", "150"]);
     let c = server.client();
     let agent = "release-engineer";
@@ -194,11 +201,7 @@ fn many_units(n: usize) -> Value {
 
 #[test]
 fn a_pack_whose_index_does_not_fit_the_engine_is_refused_before_it_is_stored() {
-    let dir = temp_dir("pack-oom");
-    let db = dir.join("lid.db");
-    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
-    let demo = lid_tests::root().join("examples").join("demo-agent");
-    lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
+    let (dir, db, admin) = published_demo("pack-oom");
     let server = Server::start(&dir, &db, SECRET, &["--memory-mib", "16"]);
     let c = server.client();
     let agent = "release-engineer";
@@ -225,11 +228,7 @@ fn a_pack_whose_index_does_not_fit_the_engine_is_refused_before_it_is_stored() {
 /// that reaches it: in 16 MiB it no longer fits.)
 #[test]
 fn a_recall_that_runs_out_of_engine_memory_is_answered_and_the_server_keeps_serving() {
-    let dir = temp_dir("oom");
-    let db = dir.join("lid.db");
-    let admin = create_key(&db, "admin", None, &CAPS, "admin:test");
-    let demo = lid_tests::root().join("examples").join("demo-agent");
-    lid(&["publish", demo.to_str().unwrap(), "--db", db.to_str().unwrap(), "--approve", "guarantee-load"]);
+    let (dir, db, admin) = published_demo("oom");
     let agent = "release-engineer";
     {
         let server = Server::start(&dir, &db, SECRET, &[]);
