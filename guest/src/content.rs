@@ -249,8 +249,8 @@ fn fact_candidates(agent_id: &str, keys: &[String], facts: &dyn Facts, intent: &
     keys.dedup();
     let mut entries = Vec::new();
     let mut units = Vec::new();
-    // the whole facts, served; the corpus ranks their heads
-    let mut whole: Vec<Fact> = Vec::new();
+    // the facts cut for ranking, whole, by URI: served as they are
+    let mut whole: std::collections::BTreeMap<String, Fact> = std::collections::BTreeMap::new();
     for key in keys {
         let versions = facts.versions(key)?;
         let Some(v) = crate::uri::latest(&versions) else { continue };
@@ -265,13 +265,13 @@ fn fact_candidates(agent_id: &str, keys: &[String], facts: &dyn Facts, intent: &
             fact.version = u.version.clone();
         }
         entries.push(Entry { description: crate::knowledge::unit_title(&u.unit, head(&fact.content, CONTENT_RANKED_BYTES)), name: u.unit.clone(), fact_uri: Some(uri), ..Entry::default() });
-        let ranked = if fact.content.len() > CONTENT_RANKED_BYTES {
-            Fact { content: head(&fact.content, CONTENT_RANKED_BYTES).to_string(), tokens: None, sha256: None, ..fact.clone() }
-        } else {
-            fact.clone()
-        };
-        units.push(Some(Resolved { fact: ranked, source: "content" }));
-        whole.push(fact);
+        if fact.content.len() > CONTENT_RANKED_BYTES {
+            let end = head(&fact.content, CONTENT_RANKED_BYTES).len();
+            whole.insert(fact.uri.clone(), fact.clone());
+            fact.content.truncate(end);
+            (fact.tokens, fact.sha256) = (None, None);
+        }
+        units.push(Some(Resolved { fact, source: "content" }));
     }
     if entries.is_empty() {
         return Ok(vec![]);
@@ -279,7 +279,7 @@ fn fact_candidates(agent_id: &str, keys: &[String], facts: &dyn Facts, intent: &
     let manifest = Manifest { agent_id: agent_id.to_string(), manifest_version: "content".into(), entries, ..Manifest::default() };
     let corpus = Corpus::from_resolved(&manifest, units, facts);
     Ok(collect(&corpus, &corpus.rank(intent, None, weights, &[]), min_score, |e, ranked| {
-        let fact = whole.iter().find(|f| f.uri == ranked.uri).cloned().unwrap_or(ranked);
+        let fact = whole.get(&ranked.uri).cloned().unwrap_or(ranked);
         Candidate { score: 0.0, pack: None, path: None, name: e.name.clone(), status: "ready".into(), trust: trust_of(&fact), mode: "data".into(), fact }
     }))
 }

@@ -853,11 +853,8 @@ impl Service {
     fn index_pack(&self, agent: &str, deployment: &str, pack: &str, listing: Value, facts: &[NewFact]) -> Result<(), ApiError> {
         let staged = crate::db::SnapshotFacts::staged_pack(self.db.clone(), agent, facts, listing);
         let st = Storage { facts: Arc::new(staged), audit: Arc::new(NoAudit) };
-        let manifest = json!({"agent_id": agent, "deployment": deployment, "manifest_version": "v1",
-            "entries": [{"name": "lid-pack-index", "description": "Builds a knowledge pack's index before the pack is stored.", "path": "lid-pack-index.md"}]});
-        let request = json!({"intent": pack.replace(['-', '_', '.'], " "), "max_chunks": 1, "max_content": 1});
-        let ctx = json!({"now_ms": now_ms(), "entropy": "00000000000000000000", "heartbeat_id": ""});
-        match engine(self.rt.recall_preparing(&st, &manifest.to_string(), &request.to_string(), &ctx.to_string())) {
+        let (manifest, request, ctx) = lid_shared::packs::index_probe(agent, deployment, pack, now_ms());
+        match engine(self.rt.recall_preparing(&st, &manifest, &request, &ctx)) {
             Ok(_) => Ok(()),
             Err(e) if e.0.code == "engine_failed" || e.0.code == "engine_interrupted" => Err(ApiError::new(
                 413,

@@ -855,11 +855,8 @@ impl Service {
         }
         let listing = lid_core::content::StoredPack { id: pack.to_string(), version: version.clone(), prefix: prefix.clone(), files: paths.iter().map(|p| p.to_string()).collect(), digest: Some(digest.clone()) };
         staged.set_content(lid_core::content::ContentSources { facts: vec![], packs: vec![listing] });
-        let probe = json!({"agent_id": agent, "deployment": deployment, "manifest_version": "v1",
-            "entries": [{"name": "lid-pack-index", "description": "Builds a knowledge pack's index before the pack is stored.", "path": "lid-pack-index.md"}]});
-        let request = json!({"intent": pack.replace(['-', '_', '.'], " "), "max_chunks": 1, "max_content": 1});
-        let ctx = json!({"now_ms": now, "entropy": "00000000000000000000", "heartbeat_id": ""});
-        lid_core::api::recall(&probe.to_string(), &request.to_string(), &ctx.to_string(), &staged, &lid_core::store::NoAudit)?;
+        let (probe, request, ctx) = lid_shared::packs::index_probe(agent, &deployment, pack, now);
+        lid_core::api::recall(&probe, &request, &ctx, &staged, &lid_core::store::NoAudit)?;
         self.store.put_facts(facts.iter().map(|(f, _, _)| f)).await?;
         let mut stmts = Vec::new();
         for (f, key, name) in &facts {

@@ -221,6 +221,8 @@ pub fn session_source<E: std::fmt::Display>(req: &mut Value, latest: Result<Opti
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_sending_agent_hands_off_within_its_deployment_only() {
         assert!(sender_may_hand_off("to", "from", Some("demo"), Some("demo")).is_ok());
@@ -231,8 +233,6 @@ mod tests {
         // the same words whether the receiver exists or not
         assert_eq!(sender_may_hand_off("to", "from", None, Some("demo")).unwrap_err().message, sender_may_hand_off("to", "from", Some("x"), Some("demo")).unwrap_err().message);
     }
-
-    use super::*;
 
     #[test]
     fn a_recalls_heartbeat_id_is_a_string_or_nothing() {

@@ -46,6 +46,18 @@ pub fn pack_entry(pack: &str, version: &str, catalog: &Value, digest: &str, at: 
 /// version is `unchanged` only when none is: a file quarantined since (its row changed
 /// outside the service, §21.4.3) is not served, so the same upload stores the pack again,
 /// signed, as a new version.
+/// The recall an upload runs over a pack's staged facts alone to build (and cache) the
+/// pack's ranker index before anything is stored: `(manifest, request, context)`, the
+/// same on both hosts. The manifest names one unit no store holds, so the recall ranks
+/// nothing but the pack; its audit goes nowhere (the hosts pass no audit sink).
+pub fn index_probe(agent: &str, deployment: &str, pack: &str, now_ms: i64) -> (String, String, String) {
+    let manifest = json!({"agent_id": agent, "deployment": deployment, "manifest_version": "v1",
+        "entries": [{"name": "lid-pack-index", "description": "Builds a knowledge pack's index before the pack is stored.", "path": "lid-pack-index.md"}]});
+    let request = json!({"intent": pack.replace(['-', '_', '.'], " "), "max_chunks": 1, "max_content": 1});
+    let context = json!({"now_ms": now_ms, "entropy": "00000000000000000000", "heartbeat_id": ""});
+    (manifest.to_string(), request.to_string(), context.to_string())
+}
+
 pub const PACK_UPLOADS_SQL: &str = "SELECT version, digest, superseded_at,
     (SELECT count(*) FROM instruction_facts f WHERE f.agent_id = k.agent_id AND substr(f.uri, 1, length(k.prefix)) = k.prefix AND f.quarantine IS NOT NULL) AS quarantined
   FROM knowledge_packs k WHERE k.agent_id = ?1 AND k.pack = ?2";

@@ -171,7 +171,6 @@ pub fn path_only_entries(entries: &[Value], deployment: &str, agent: &str) -> Op
     entries_refusal(problems, ("with only a `path` cannot be served by the service (it keeps units as facts)", "with only a `path` cannot be served by the service (it keeps units as facts)"), "; give each a `fact_uri`")
 }
 
-/// 409 `manifest_version_conflict`: `version` of `agent` is already published.
 /// A publish by an admin key without `instruction:write`. The manifest is itself an
 /// instruction-typed fact, and its text reaches the agent as instructions (`agent_role`
 /// and `heartbeat_contract` in the boot stub, every entry's description in the
@@ -186,6 +185,7 @@ pub fn instruction_write_required() -> Refusal {
     )
 }
 
+/// 409 `manifest_version_conflict`: `version` of `agent` is already published.
 pub fn version_conflict(agent: &str, version: &str) -> Refusal {
     Refusal::new(409, "manifest_version_conflict", format!("version {version:?} of agent {agent:?} is already published; versions are immutable (§21.8.3): publish a new version"))
 }
