@@ -5,6 +5,9 @@
 //! estimate, and drafts manifest entries for an operator to review. It never updates a
 //! live manifest (§21.6.3 step 5).
 
+use std::ops::Range;
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde::{Deserialize, Serialize};
 
 use crate::error::EngineError;
@@ -99,61 +102,114 @@ fn without_step_number(s: &str) -> &str {
     }
 }
 
-/// An ATX heading's level and text (CommonMark: up to three spaces of indentation).
-fn heading_text(line: &str) -> Option<(usize, String)> {
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    if indent > 3 {
-        return None;
-    }
-    let t = line[indent..].trim_end();
-    let level = t.chars().take_while(|c| *c == '#').count();
-    // `##` alone is an empty heading (CommonMark), a section boundary like any other
-    if (1..=6).contains(&level) && (t[level..].is_empty() || t[level..].starts_with([' ', '\t'])) {
-        Some((level, t[level..].trim().trim_end_matches('#').trim().to_string()))
-    } else {
-        None
-    }
+/// The CommonMark extensions migrate reads: tables (not prose), task list markers (`[ ]`
+/// is not a description's text) and heading attributes (`{#id}` is not a heading's).
+const MARKDOWN: Options = Options::ENABLE_TABLES.union(Options::ENABLE_TASKLISTS).union(Options::ENABLE_HEADING_ATTRIBUTES);
+
+/// A heading at the top level of the document (not inside a list or a block quote), as
+/// pulldown-cmark reads it (CommonMark: ATX and setext alike, never inside a code block
+/// or an HTML block).
+#[derive(Debug)]
+struct Heading {
+    /// where the heading's first line starts
+    line_start: usize,
+    /// where the heading ends (after a setext heading's underline)
+    end: usize,
+    level: u8,
+    /// its plain text: emphasis and code marks dropped, a link kept as its text
+    text: String,
 }
 
-/// Plain text of one line of markdown: emphasis, code and heading marks dropped, a link
-/// or image kept as its text (`[guide](https://…)` → `guide`). An underscore inside a
-/// word stays (`snake_case`), and so does `#` after a letter (`C#`).
-fn strip_markdown(s: &str) -> String {
-    let cs: Vec<char> = s.chars().collect();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    while i < cs.len() {
-        let c = cs[i];
-        // `](url)`: the link's target is not text
-        if c == ']' && cs.get(i + 1) == Some(&'(') {
-            if let Some(close) = cs[i + 2..].iter().position(|&c| c == ')') {
-                i += close + 3;
-                continue;
+/// The document's top-level headings, and the byte ranges of its code and HTML blocks
+/// (at any depth), where no line is a split.
+fn outline(body: &str) -> (Vec<Heading>, Vec<Range<usize>>) {
+    let mut headings = Vec::new();
+    let mut literal = Vec::new();
+    let mut depth = 0usize;
+    let mut open: Option<Heading> = None;
+    for (event, range) in Parser::new_ext(body, MARKDOWN).into_offset_iter() {
+        match event {
+            Event::Start(tag) => {
+                match tag {
+                    Tag::Heading { level, .. } if depth == 0 => {
+                        let line_start = body[..range.start].rfind('\n').map_or(0, |p| p + 1);
+                        open = Some(Heading { line_start, end: range.end, level: level as u8, text: String::new() });
+                    }
+                    Tag::CodeBlock(_) | Tag::HtmlBlock => literal.push(range),
+                    _ => {}
+                }
+                depth += 1;
             }
+            Event::End(_) => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    if let Some(mut h) = open.take() {
+                        h.text = h.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                        headings.push(h);
+                    }
+                }
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if let Some(h) = open.as_mut() {
+                    h.text.push_str(&t);
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some(h) = open.as_mut() {
+                    h.text.push(' ');
+                }
+            }
+            _ => {}
         }
-        let alnum = |j: Option<usize>| j.and_then(|j| cs.get(j)).is_some_and(|c| c.is_alphanumeric());
-        let keep = match c {
-            '*' | '`' | '>' | '[' | ']' => false,
-            '_' => alnum(i.checked_sub(1)) && alnum(Some(i + 1)),
-            '#' => alnum(i.checked_sub(1)),
-            '!' => cs.get(i + 1) != Some(&'['),
-            _ => true,
-        };
-        if keep {
-            out.push(c);
+    }
+    (headings, literal)
+}
+
+/// Plain text of a piece of markdown (one line: a split line, a heading): emphasis, code
+/// and heading marks dropped, a link or image kept as its text (`[guide](https://…)` →
+/// `guide`), whitespace collapsed.
+fn plain(md: &str) -> String {
+    let mut out = String::new();
+    for event in Parser::new_ext(md, MARKDOWN) {
+        match event {
+            Event::Text(t) | Event::Code(t) => out.push_str(&t),
+            Event::SoftBreak | Event::HardBreak | Event::End(_) => out.push(' '),
+            _ => {}
         }
-        i += 1;
     }
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// A list item's marker (`- `, `* `, `+ `, `1. `, `2) `), if `t` (trimmed) starts with one.
-fn list_marker(t: &str) -> Option<usize> {
-    if t.starts_with(['-', '*', '+']) && t[1..].starts_with(' ') {
-        return Some(2);
+/// The first block of prose in `body` as plain text: its first paragraph (its lines
+/// joined, as a hard-wrapped paragraph is one), or the text of its first list item.
+/// Headings, code, HTML and tables are not prose.
+fn first_prose(body: &str) -> String {
+    let mut out = String::new();
+    // how deep inside a block that is not prose (a heading, code, a table) we are
+    let mut skipping = 0usize;
+    let mut in_prose = false;
+    for event in Parser::new_ext(body, MARKDOWN) {
+        match event {
+            Event::Start(Tag::Heading { .. } | Tag::CodeBlock(_) | Tag::HtmlBlock | Tag::Table(_)) => skipping += 1,
+            Event::End(TagEnd::Heading(_) | TagEnd::CodeBlock | TagEnd::HtmlBlock | TagEnd::Table) => skipping = skipping.saturating_sub(1),
+            _ if skipping > 0 => {}
+            // a paragraph, or a tight list item's own text (its nested list is another block)
+            Event::Start(Tag::Paragraph | Tag::Item) if out.trim().is_empty() => {
+                out.clear();
+                in_prose = true;
+            }
+            Event::Start(Tag::List(_) | Tag::Item | Tag::BlockQuote(_)) | Event::End(TagEnd::Paragraph | TagEnd::Item) if in_prose => {
+                if !out.trim().is_empty() {
+                    break;
+                }
+                in_prose = false;
+            }
+            Event::Text(t) | Event::Code(t) if in_prose => out.push_str(&t),
+            Event::SoftBreak | Event::HardBreak if in_prose => out.push(' '),
+            _ => {}
+        }
     }
-    let digits = t.chars().take_while(char::is_ascii_digit).count();
-    (digits > 0 && t[digits..].starts_with(['.', ')']) && t[digits + 1..].starts_with(' ')).then_some(digits + 2)
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The first sentence of `prose`: up to the first `.`, `!` or `?` followed by a space or
@@ -177,31 +233,13 @@ fn first_sentence(prose: &str) -> &str {
     prose.trim()
 }
 
-/// One line ≤120 chars: the first sentence of the section's first paragraph (its lines
-/// joined, as a hard-wrapped paragraph is one), else its heading. Code, tables and
-/// headings are not prose.
+/// One line ≤120 chars: the first sentence of the section's first paragraph (or list
+/// item), else its heading.
 fn describe(heading: &str, body: &str) -> String {
-    let lines: Vec<&str> = body.lines().collect();
-    // a setext heading's text and underline are not the section's prose
-    let skip = if setext_h2(None, lines.first().copied().unwrap_or(""), lines.get(1).copied()) { 2 } else { 0 };
-    let mut fence = None;
-    let mut paragraph: Vec<&str> = Vec::new();
-    for line in &lines[skip.min(lines.len())..] {
-        let was_fenced = fence.is_some();
-        fence = next_fence(fence, line);
-        let t = line.trim();
-        let prose = !(was_fenced || fence.is_some() || t.is_empty() || heading_text(line).is_some() || t.starts_with('|'));
-        match (prose, paragraph.is_empty()) {
-            (true, true) => paragraph.push(list_marker(t).map_or(t, |m| &t[m..])),
-            // a paragraph goes on until a blank line, a block or the next list item
-            (true, false) if list_marker(t).is_none() => paragraph.push(t),
-            (_, false) => break,
-            (false, true) => {}
-        }
-    }
-    let prose = strip_markdown(&paragraph.join(" "));
+    let prose = first_prose(body);
     let first = first_sentence(&prose).to_string();
-    let mut d = if first.len() >= 12 { first } else { strip_markdown(heading) };
+    // (`heading` is plain text already)
+    let mut d = if first.len() >= 12 { first } else { heading.trim().to_string() };
     if d.is_empty() {
         d = "Migrated instruction section.".into();
     }
@@ -231,15 +269,16 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         Some(r) => Some(regex_lite::Regex::new(r).map_err(|e| EngineError::Migrate(format!("split regex {r:?} does not compile: {e}")))?),
         None => None,
     };
-    let is_split = |line: &str| -> Option<String> {
-        match &re {
-            Some(re) => re.is_match(line).then(|| heading_text(line).map(|(_, t)| t).unwrap_or_else(|| line.trim().to_string())),
-            None => heading_text(line).filter(|(l, _)| *l == 2 || *l == 3).map(|(_, t)| t),
-        }
-    };
 
     // YAML front matter is the file's metadata, not an instruction: left out.
     let mut warnings = Vec::new();
+    let normalized;
+    let markdown = if markdown.contains("\r\n") {
+        normalized = markdown.replace("\r\n", "\n");
+        normalized.as_str()
+    } else {
+        markdown
+    };
     let body = match front_matter_end(markdown) {
         Some(end) => {
             warnings.push("the YAML front matter at the top of the file was left out of the units".to_string());
@@ -248,32 +287,68 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         None => markdown,
     };
 
-    // Sections: (heading, lines); text before the first split is the preamble.
-    let mut sections: Vec<(String, Vec<&str>)> = vec![(String::new(), vec![])];
-    let mut fence: Option<(u8, usize)> = None;
-    let mut title = String::new();
-    let lines: Vec<&str> = body.lines().collect();
-    for (i, &line) in lines.iter().enumerate() {
-        let was_fenced = fence.is_some();
-        fence = next_fence(fence, line);
-        let in_fence = was_fenced || fence.is_some();
-        // A one-line paragraph underlined with `-` is an H2 too (a setext heading).
-        let setext = re.is_none() && !in_fence && fence.is_none() && setext_h2(i.checked_sub(1).map(|j| lines[j]), line, lines.get(i + 1).copied());
-        let split = if in_fence { None } else if setext { Some(line.trim().to_string()) } else { is_split(line) };
-        match split {
-            Some(h) => sections.push((h, vec![line])),
-            None => {
-                if title.is_empty() && !in_fence {
-                    if let Some((1, t)) = heading_text(line) {
-                        title = t;
+    let (headings, literal) = outline(body);
+    // The document's title: its first top-level H1 before any split.
+    let mut title: Option<&Heading> = None;
+    // Sections: (heading, where it starts, where its heading ends); the text before the
+    // first split is the preamble, and each section ends where the next starts.
+    let mut sections: Vec<(String, usize, usize)> = vec![(String::new(), 0, 0)];
+    match &re {
+        None => {
+            for h in &headings {
+                // H2 and H3 split; so does an H1 after the title (a new part of the
+                // document, never the tail of the unit before it)
+                let split = match h.level {
+                    2 | 3 => true,
+                    1 if sections.len() == 1 && title.is_none() => {
+                        title = Some(h);
+                        false
                     }
+                    1 => true,
+                    _ => false,
+                };
+                if split {
+                    sections.push((h.text.clone(), h.line_start, h.end));
                 }
-                if let Some(last) = sections.last_mut() {
-                    last.1.push(line);
+            }
+        }
+        Some(re) => {
+            let mut at = 0;
+            let (mut next_heading, mut next_literal) = (headings.iter().peekable(), literal.iter().peekable());
+            for line in body.split_inclusive('\n') {
+                let (start, text) = (at, line.trim_end_matches('\n'));
+                at += line.len();
+                let lead = text.len() - text.trim_start().len();
+                while next_literal.peek().is_some_and(|r| r.end <= start + lead) {
+                    next_literal.next();
+                }
+                while next_heading.peek().is_some_and(|h| h.line_start < start) {
+                    next_heading.next();
+                }
+                let heading = next_heading.peek().filter(|h| h.line_start == start).copied();
+                if title.is_none() && sections.len() == 1 {
+                    title = heading.filter(|h| h.level == 1);
+                }
+                let in_literal = next_literal.peek().is_some_and(|r| r.start < start + text.len().max(lead + 1));
+                if !in_literal && re.is_match(text) {
+                    sections.push((heading.map_or_else(|| plain(text), |h| h.text.clone()), start, start + text.len()));
                 }
             }
         }
     }
+    let ends: Vec<usize> = sections.iter().skip(1).map(|s| s.1).chain([body.len()]).collect();
+    let title_text = title.map(|h| h.text.clone()).unwrap_or_default();
+    // a preamble holding only the document's title (its H1s) is not a unit
+    let preamble_is_title = {
+        let mut at = 0;
+        let mut rest = String::new();
+        for h in headings.iter().filter(|h| h.level == 1 && h.end <= ends[0]) {
+            rest.push_str(&body[at.min(h.line_start)..h.line_start]);
+            at = h.end;
+        }
+        rest.push_str(&body[at.min(ends[0])..ends[0]]);
+        rest.trim().is_empty()
+    };
 
     let mut units: Vec<MigratedUnit> = Vec::new();
     let count = sections.len();
@@ -282,12 +357,12 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
     let mut carried: Option<(String, String)> = None;
     let mut taken: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let mut suffixes: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    for (i, (heading, lines)) in sections.into_iter().enumerate() {
-        let mut content = lines.join("\n").trim().to_string();
+    for (i, ((heading, start, head_end), end)) in sections.into_iter().zip(ends).enumerate() {
+        let mut content = body[start..end].trim().to_string();
         if content.is_empty() {
             continue;
         }
-        if i > 0 && i + 1 < count && content.lines().skip(1).all(|l| l.trim().is_empty()) {
+        if i > 0 && i + 1 < count && body[head_end.min(end)..end].trim().is_empty() {
             let (headings, text) = carried.get_or_insert_with(Default::default);
             if !headings.is_empty() {
                 headings.push_str(", ");
@@ -301,11 +376,10 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         if let Some((_, text)) = &above {
             content = format!("{text}{content}");
         }
-        // A preamble holding only the document title is not a unit.
-        if i == 0 && content.lines().all(|l| l.trim().is_empty() || heading_text(l).map(|(lv, _)| lv == 1).unwrap_or(false)) {
+        if i == 0 && preamble_is_title {
             continue;
         }
-        let head = if i == 0 { if title.is_empty() { "overview".to_string() } else { title.clone() } } else { heading.clone() };
+        let head = if i == 0 { if title_text.is_empty() { "overview".to_string() } else { title_text.clone() } } else { heading.clone() };
         let mut name = kebab(&head);
         if name.is_empty() || name == "manifest" {
             name = format!("section-{}", i);
@@ -349,7 +423,7 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
             name: u.name.clone(),
             description: u.description.clone(),
             // (an empty heading gives no intent: the draft's warning says so)
-            load_triggers: LoadTriggers { intents: Some(strip_markdown(&u.heading).to_lowercase()).filter(|i| !i.trim().is_empty()).into_iter().collect(), keywords: vec![], task_types: vec![] },
+            load_triggers: LoadTriggers { intents: Some(u.heading.to_lowercase()).filter(|i| !i.trim().is_empty()).into_iter().collect(), keywords: vec![], task_types: vec![] },
             fact_uri: Some(u.fact_uri.clone()),
             token_estimate: Some(u.token_estimate as u64),
             ..Default::default()
@@ -376,24 +450,6 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
     Ok(Migration { units, manifest, warnings })
 }
 
-/// Whether `line` is a setext H2's text: a one-line paragraph (`before` blank or none)
-/// whose `next` line is an underline of `-` (CommonMark: indented at most three spaces).
-/// After a blank line, `---` alone is a thematic break, not an underline.
-fn setext_h2(before: Option<&str>, line: &str, next: Option<&str>) -> bool {
-    let underline = next.is_some_and(|n| {
-        let indent = n.len() - n.trim_start_matches(' ').len();
-        let t = n.trim();
-        indent <= 3 && !t.is_empty() && t.bytes().all(|b| b == b'-')
-    });
-    let t = line.trim_start();
-    let paragraph = !t.is_empty()
-        && line.len() - t.len() <= 3
-        && heading_text(line).is_none()
-        && !t.starts_with(['>', '|', '-', '*', '+', '`', '~'])
-        && !t.split_once(". ").is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    underline && paragraph && before.is_none_or(|b| b.trim().is_empty())
-}
-
 /// Where a leading YAML front matter block (`---` … `---` or `...`) ends, if the file
 /// starts with one.
 fn front_matter_end(markdown: &str) -> Option<usize> {
@@ -409,24 +465,6 @@ fn front_matter_end(markdown: &str) -> Option<usize> {
         }
     }
     None
-}
-
-/// The fence state after `line` (CommonMark code fences: three or more backticks or
-/// tildes, indented at most three spaces; closed by a run of the same character at
-/// least as long, with nothing after it). `None` outside a fence.
-fn next_fence(open: Option<(u8, usize)>, line: &str) -> Option<(u8, usize)> {
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    let t = &line.as_bytes()[indent..];
-    // a blank line changes nothing: inside a fence it is part of the code
-    let Some(&c) = t.first() else { return open };
-    let run = t.iter().take_while(|&&b| b == c).count();
-    let is_fence = indent <= 3 && matches!(c, b'`' | b'~') && run >= 3;
-    match open {
-        None if is_fence && !(c == b'`' && t[run..].contains(&b'`')) => Some((c, run)),
-        None => None,
-        Some((oc, olen)) if is_fence && c == oc && run >= olen && t[run..].iter().all(u8::is_ascii_whitespace) => None,
-        Some(f) => Some(f),
-    }
 }
 
 #[cfg(test)]
@@ -545,6 +583,49 @@ mod tests {
         assert!(m.units[1].content.starts_with("Deploying\n---------") && m.units[1].content.contains("Still deploying."));
         assert_eq!(m.units[1].description, "Run the deploy script first.");
         assert!(m.units[2].content.contains("Not a heading\n---"));
+    }
+
+    #[test]
+    fn commonmark_blocks_decide_what_a_heading_is() {
+        // `##` inside an HTML comment is not a heading; a setext heading may run over
+        // several lines; a heading inside a block quote or a list item is no boundary; a
+        // mid-document H1 starts a new part, never the tail of the unit before it (and,
+        // bare, it heads the unit after it).
+        let md = "# Guide\n\nIntro text of the guide.\n\n## Deploy\n\nShip with care.\n\n<!--\n## commented out\n-->\n\n> ## quoted heading\n\n- ## listed heading\n\nA setext heading\nover two lines\n---\n\nIts own text comes here.\n\n# Part two\n\n## Rollback\n\nRevert the release.\n";
+        let m = migrate(md, &opts()).unwrap();
+        let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["guide", "deploy", "a-setext-heading-over-two-lines", "rollback"], "{m:#?}");
+        assert!(m.units[1].content.contains("## commented out\n-->") && m.units[1].content.contains("> ## quoted heading") && m.units[1].content.contains("- ## listed heading"));
+        assert_eq!(m.units[2].heading, "A setext heading over two lines");
+        assert_eq!(m.units[2].description, "Its own text comes here.");
+        assert!(!m.units[2].content.contains("Part two"), "{}", m.units[2].content);
+        assert!(m.units[3].content.starts_with("# Part two\n\n## Rollback"), "{}", m.units[3].content);
+        assert!(m.warnings.iter().any(|w| w.contains("Part two") && w.contains("rollback")), "{:?}", m.warnings);
+        // a split regex never matches inside a code block or an HTML block
+        let md = "STEP one\nfirst\n\n```\nSTEP fenced\n```\n\n<!--\nSTEP commented\n-->\n\nSTEP two\nsecond\n";
+        let m = migrate(md, &MigrateOptions { split_regex: Some("^STEP ".into()), ..opts() }).unwrap();
+        assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["step-one", "step-two"], "{m:#?}");
+        // line endings do not change the units
+        let crlf = migrate(&DOC.replace('\n', "\r\n"), &opts()).unwrap();
+        assert_eq!(crlf, migrate(DOC, &opts()).unwrap());
+    }
+
+    #[test]
+    fn headings_and_descriptions_are_plain_text() {
+        let m = migrate("## **Bold** `code` and [a link](https://example.com)\n\n> Quoted advice that is long enough.\n", &opts()).unwrap();
+        assert_eq!(m.units[0].heading, "Bold code and a link");
+        assert_eq!(m.units[0].name, "bold-code-and-a-link");
+        assert_eq!(m.manifest.entries[0].load_triggers.intents, ["bold code and a link"]);
+        assert_eq!(m.units[0].description, "Quoted advice that is long enough.");
+        // a table is not prose; a loose list item's paragraph is
+        let d = describe("Heading", "## H\n\n| a | b |\n|---|---|\n| table cell text | x |\n\n1. First loose item of the list.\n\n2. Second.\n");
+        assert_eq!(d, "First loose item of the list.");
+        // a task list's box and a heading's `{#id}` are markup; a numbered heading whose
+        // section has no prose is its own description, number and all
+        let m = migrate("## Close day 1 {#day-1}\n\n- [ ] Confirm the sub-ledgers are closed.\n\n### 6. Escalate\n\n```\ncode only\n```\n", &opts()).unwrap();
+        assert_eq!((m.units[0].heading.as_str(), m.units[0].name.as_str()), ("Close day 1", "close-day-1"));
+        assert_eq!(m.units[0].description, "Confirm the sub-ledgers are closed.");
+        assert_eq!(m.units[1].description, "6. Escalate");
     }
 
     #[test]

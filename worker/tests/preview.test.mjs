@@ -102,11 +102,31 @@ test('the preview shows validation errors and token counts computed in the brows
     await page.setInputFiles('#files', { name: 'latin1.json', mimeType: 'application/json', buffer: Buffer.from([0x7b, 0x22, 0xe9, 0x22, 0x7d]) });
     await page.waitForFunction(() => document.querySelector('#file-note').textContent.includes('latin1.json: not valid UTF-8'));
     assert.equal(await page.inputValue('#manifest'), '\uFEFF' + demoText);
+    // Only `.md` files are units, and one drop holds one manifest: a second `.json` and a
+    // `.txt` are refused by name, the first manifest taken, the `.md` a unit.
+    await page.setInputFiles('#files', [
+      { name: 'first.json', mimeType: 'application/json', buffer: Buffer.from(demoText) },
+      { name: 'second.json', mimeType: 'application/json', buffer: Buffer.from('{}') },
+      { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a unit') },
+      { name: 'extra-unit.md', mimeType: 'text/markdown', buffer: Buffer.from('An extra unit.') },
+    ]);
+    await page.waitForFunction(() => document.querySelector('#file-note').textContent.includes('second.json: a second manifest'));
+    const note = await page.textContent('#file-note');
+    assert.match(note, /notes\.txt: not a unit file/);
+    assert.equal(await page.inputValue('#manifest'), demoText);
+    assert.match(await page.textContent('#units'), /extra-unit\.md/);
+    assert.doesNotMatch(await page.textContent('#units'), /notes/);
     // The screenshot shows the error case: paste it back.
     await page.fill('#manifest', text);
     await page.waitForSelector('#problems tbody tr.error');
     mkdirSync(out, { recursive: true });
     await page.screenshot({ path: join(out, 'preview.png'), fullPage: true });
+    // An engine that does not load is said, not a page that silently computes nothing.
+    const broken = await browser.newPage();
+    await broken.route('**/*.wasm', (r) => r.abort());
+    await broken.goto(`${base}/preview/`);
+    await broken.waitForSelector('body[data-ready="failed"]', { timeout: 60_000 });
+    assert.match(await broken.textContent('#engine'), /did not load, so nothing can be previewed/);
   } finally {
     await browser.close();
   }

@@ -188,9 +188,22 @@ async function fileText(f) {
   return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(await f.arrayBuffer());
 }
 
+// Files as an agent directory holds them: one manifest (`.json`) and unit files
+// (`units/<name>.md`, the only unit files the CLI and the services read). Anything else,
+// and a second manifest in the same drop, is refused by name, never taken silently.
 async function addFiles(files) {
   const refused = [];
+  let manifest = null;
   for (const f of files) {
+    const isManifest = /\.json$/i.test(f.name);
+    if (!isManifest && !/\.md$/i.test(f.name)) {
+      refused.push(`${f.name}: not a unit file (units are .md files, as units/<name>.md in an agent directory) nor a manifest (.json)`);
+      continue;
+    }
+    if (isManifest && manifest !== null) {
+      refused.push(`${f.name}: a second manifest in one drop (${manifest} is the manifest now); drop one .json at a time`);
+      continue;
+    }
     let text;
     try {
       text = await fileText(f);
@@ -198,9 +211,10 @@ async function addFiles(files) {
       refused.push(`${f.name}: not valid UTF-8 (lid reads manifests and units as UTF-8 text)`);
       continue;
     }
-    const name = f.name.replace(/\.(md|markdown|txt)$/i, '');
-    if (/\.json$/i.test(f.name)) $('manifest').value = text;
-    else units.set(name, text);
+    if (isManifest) {
+      manifest = f.name;
+      $('manifest').value = text;
+    } else units.set(f.name.replace(/\.md$/i, ''), text);
   }
   $('file-note').textContent = refused.join('\n');
   renderUnits();
@@ -220,7 +234,15 @@ async function loadDemo() {
   update();
 }
 
-await init();
+try {
+  await init();
+} catch (e) {
+  // without the engine nothing on this page can be computed: say so, and why
+  $('engine').textContent = `the lid engine (WebAssembly) did not load, so nothing can be previewed: ${e && e.message ? e.message : e}`;
+  $('engine').classList.add('engine-failed');
+  document.body.dataset.ready = 'failed';
+  throw e;
+}
 const info = parse(lid.info());
 $('engine').textContent = `engine ${info.engine} · ranker ${info.ranker_version} · stub schema v${info.stub_version} · running in this page`;
 $('manifest').addEventListener('input', schedule);
