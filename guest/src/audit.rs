@@ -14,6 +14,10 @@ pub struct AuditRecord {
     pub agent_id: String,
     pub heartbeat_id: String,
     pub session_start: u64,
+    /// Who made the call ([`crate::recall::RecallContext::caller`]); empty when the host
+    /// named no one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub caller: String,
     pub intent: String,
     pub loaded_chunks: Vec<String>,
     #[serde(default)]
@@ -204,7 +208,13 @@ pub const TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// Live-audit metrics over a set of closed records (§21.5.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditMetrics {
+    /// The agent's own events: its recalls and preloads, made with its own key or an
+    /// admin's (a scheduler's); see [`AuditRecord::by_supervisor`].
     pub events: usize,
+    /// Events a supervisor made with its own key (another agent's), left out of every
+    /// figure here: looking at what an agent would be given is not the agent's session.
+    #[serde(default)]
+    pub supervisor_events: usize,
     pub closed_events: usize,
     pub k: usize,
     /// Over closed events: Σ|used ∩ loaded[..k]| / Σ|used| (§21.5.3, pooled as `miss_rate` is).
@@ -227,9 +237,19 @@ fn r4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
 }
 
-/// Compute §21.5.3 metrics over `records` (the caller selects the 7-day window).
+impl AuditRecord {
+    /// Whether another agent made this call with its own key (a supervisor reading what
+    /// the agent would be given, §21.4.5), rather than the agent or an admin for it.
+    pub fn by_supervisor(&self) -> bool {
+        self.caller.strip_prefix("agent:").is_some_and(|id| id != self.agent_id)
+    }
+}
+
+/// Compute §21.5.3 metrics over `records` (the caller selects the 7-day window): the
+/// agent's own events, not a supervisor's.
 pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
-    let closed: Vec<&AuditRecord> = records.iter().filter(|r| r.audit_closed.is_some()).collect();
+    let (supervised, records): (Vec<&AuditRecord>, Vec<&AuditRecord>) = records.iter().partition(|r| r.by_supervisor());
+    let closed: Vec<&AuditRecord> = records.iter().copied().filter(|r| r.audit_closed.is_some()).collect();
     let with_feedback: Vec<&&AuditRecord> = closed.iter().filter(|r| !r.used_chunks.is_empty() || !r.missed_chunks.is_empty()).collect();
     // §21.5.3: "fraction of `used_chunks` that appear in `loaded_chunks` within rank k",
     // pooled over the records (as the miss rate is), not a mean of per-record fractions
@@ -252,6 +272,7 @@ pub fn metrics(records: &[AuditRecord], k: usize) -> AuditMetrics {
     let n = with_feedback.len();
     AuditMetrics {
         events: records.len(),
+        supervisor_events: supervised.len(),
         closed_events: closed.len(),
         k,
         recall_at_k: (used_total > 0).then(|| r4(found_total as f64 / used_total as f64)),
@@ -314,6 +335,7 @@ mod tests {
             agent_id: "a".into(),
             heartbeat_id: "h".into(),
             session_start: 0,
+            caller: String::new(),
             intent: "i".into(),
             loaded_chunks: s(loaded),
             used_chunks: s(used),
@@ -331,6 +353,24 @@ mod tests {
             warnings: vec![],
             error: None,
         }
+    }
+
+    #[test]
+    fn a_supervisors_calls_are_recorded_but_not_the_agents_metrics() {
+        let by = |caller: &str, used: &[&str], missed: &[&str]| AuditRecord { caller: caller.into(), id: format!("audevent_{caller}"), heartbeat_id: String::new(), ..rec(&["a"], used, missed, true) };
+        let own = by("agent:a", &["a"], &[]);
+        let admin = by("admin:ops", &["a"], &[]);
+        let supervisor = by("agent:boss", &[], &["z"]);
+        let unnamed = by("", &["a"], &[]);
+        assert!(supervisor.by_supervisor() && !own.by_supervisor() && !admin.by_supervisor() && !unnamed.by_supervisor());
+        let m = metrics(&[own.clone(), admin, supervisor.clone(), unnamed], 3);
+        assert_eq!((m.events, m.supervisor_events, m.closed_events), (3, 1, 3));
+        assert_eq!(m.miss_rate, Some(0.0), "the supervisor's missed unit is not the agent's miss");
+        // the caller goes into the record as the engine writes it, and back
+        let json = serde_json::to_string(&supervisor).unwrap();
+        assert!(json.contains(r#""caller":"agent:boss""#), "{json}");
+        assert_eq!(serde_json::from_str::<AuditRecord>(&json).unwrap(), supervisor);
+        assert!(!serde_json::to_string(&rec(&["a"], &[], &[], false)).unwrap().contains("caller"), "no caller named, no field");
     }
 
     #[test]

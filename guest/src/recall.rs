@@ -140,6 +140,11 @@ pub struct RecallContext {
     pub heartbeat_id: String,
     #[serde(default)]
     pub session_start_ms: Option<u64>,
+    /// Who made the call: the identity of the key the host authenticated (`agent:{id}`
+    /// for the agent's own key or a supervisor's, an admin's `admin:…`); recorded in the
+    /// call's audit record. Empty where the host has no keys (the CLI).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub caller: String,
     #[serde(default)]
     pub weights: Option<Weights>,
     /// Coverage-critical units that get the §21.5.5 soft lift.
@@ -993,6 +998,7 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
         agent_id: m.agent_id.clone(),
         heartbeat_id: ctx.heartbeat_id.clone(),
         session_start: ctx.session_start_ms.unwrap_or(ctx.now_ms),
+        caller: ctx.caller.clone(),
         intent: intent.to_string(),
         loaded_chunks: resp.chunks.iter().map(|c| c.name.clone()).collect(),
         used_chunks: vec![],

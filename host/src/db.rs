@@ -39,6 +39,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0006_audit_heartbeats.sql", include_str!("../../migrations/0006_audit_heartbeats.sql")),
     ("0007_attestation.sql", include_str!("../../migrations/0007_attestation.sql")),
     ("0008_org_key.sql", include_str!("../../migrations/0008_org_key.sql")),
+    ("0009_audit_caller.sql", include_str!("../../migrations/0009_audit_caller.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -1301,7 +1302,7 @@ fn insert_audit(c: &Connection, r: &AuditRow) -> DbResult<()> {
     .execute(params![
         r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version, json!(r.content_served).to_string(),
         json!(r.chunk_sha256).to_string(), r.assembly_sha256, r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string),
-        json!(r.warnings).to_string(), r.error.as_ref().map(Value::to_string)
+        json!(r.warnings).to_string(), r.error.as_ref().map(Value::to_string), r.caller
     ])?;
     Ok(())
 }
@@ -1429,7 +1430,7 @@ impl Db {
         self.read(|c| {
             let mut st = c.prepare_cached(
                 "SELECT a.id, a.agent_id, a.heartbeat_id, a.session_start, a.intent, a.loaded_chunks, a.used_chunks, a.missed_chunks,
-                        a.audit_token, a.audit_closed, a.created_at, coalesce(m.source, 'recall_instruction'), coalesce(m.manifest_version, '')
+                        a.audit_token, a.audit_closed, a.created_at, coalesce(m.source, 'recall_instruction'), coalesce(m.manifest_version, ''), coalesce(m.caller, '')
                  FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
                  WHERE a.agent_id = ?1 AND a.created_at >= ?2 ORDER BY a.created_at, a.id",
             )?;
@@ -1449,6 +1450,7 @@ impl Db {
                     created_at: r.get(10)?,
                     source: r.get(11)?,
                     manifest_version: r.get(12)?,
+                    caller: r.get(13)?,
                     content_served: vec![],
                     chunk_sha256: vec![],
                     assembly_sha256: String::new(),

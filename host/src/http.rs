@@ -245,7 +245,7 @@ async fn recall(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap,
     let p = auth::authenticate_at(&svc.db, bearer(&h).as_deref(), stamp)?;
     p.require_read(&svc.db, &id)?;
     let body = std::str::from_utf8(&body).map_err(ApiError::invalid_json)?;
-    let (response, audit) = svc.recall_deferred(&id, body, stamp)?;
+    let (response, audit) = svc.recall_deferred(&id, &p.entity_uri, body, stamp)?;
     Ok(raw_json(match audit.committed().await {
         Ok(()) => response,
         Err(e) => crate::service::with_audit_warning(response, &e),
@@ -266,7 +266,7 @@ async fn boot_context(State(svc): State<Shared>, method: axum::http::Method, Pat
     q.head = head;
     let v = as_caller(svc, &h, move |svc, p| {
         p.require_boot(&id, q.trigger.is_some())?;
-        svc.boot_context(&id, &q)
+        svc.boot_context(&id, &p.entity_uri, &q)
     })
     .await?;
     let sha = v["bundle"]["bundle_sha256"].as_str().and_then(|s| HeaderValue::from_str(s).ok());
@@ -295,7 +295,7 @@ async fn heartbeat(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderM
     let markdown = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.starts_with("text/markdown"));
     let v = as_caller(svc, &h, move |svc, p| {
         p.require_boot(&id, true)?;
-        svc.heartbeat(&id, &json_body(&body)?)
+        svc.heartbeat(&id, &p.entity_uri, &json_body(&body)?)
     })
     .await?;
     if markdown {

@@ -121,8 +121,9 @@ impl Backend for ServiceBackend {
         agent: &str,
         request: &Value,
     ) -> Result<String, ApiError> {
-        principal(caller)?.require_read(&self.0.db, agent)?;
-        self.0.recall(agent, &request.to_string())
+        let p = principal(caller)?;
+        p.require_read(&self.0.db, agent)?;
+        self.0.recall(agent, &p.entity_uri, &request.to_string())
     }
 
     fn submit_audit(&self, caller: Option<&Principal>, body: &Value) -> Result<(), ApiError> {
@@ -155,12 +156,13 @@ impl Backend for ServiceBackend {
         profile: Option<&str>,
         markdown: bool,
     ) -> Result<String, ApiError> {
-        principal(caller)?.require_boot(agent, false)?;
+        let p = principal(caller)?;
+        p.require_boot(agent, false)?;
         let q = ContextQuery {
             profile: profile.map(str::to_string),
             ..ContextQuery::default()
         };
-        let v = self.0.boot_context(agent, &q)?;
+        let v = self.0.boot_context(agent, &p.entity_uri, &q)?;
         Ok(if markdown {
             v["markdown"].as_str().unwrap_or_default().to_string()
         } else {

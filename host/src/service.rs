@@ -155,11 +155,12 @@ impl Service {
         self.db.snapshot_at(agent, stamp).map_err(ApiError::snapshot)?.ok_or_else(|| ApiError::manifest_not_found(agent))
     }
 
-    /// The engine call's context: time, entropy, heartbeat, the snapshot's soft-lifted
-    /// units, the registered wake reasons, and its identity as `corpus_key` (the manifest
-    /// row and its generation change with every publish and fact write), so the engine
-    /// keeps the corpus prepared.
-    fn context(&self, heartbeat_id: &str, session_start: Option<u64>, s: &crate::db::Snapshot) -> String {
+    /// The engine call's context: time, entropy, heartbeat, who is calling (the key's
+    /// identity, for the audit record), the snapshot's soft-lifted units, the registered
+    /// wake reasons, and its identity as `corpus_key` (the manifest row and its
+    /// generation change with every publish and fact write), so the engine keeps the
+    /// corpus prepared.
+    fn context(&self, heartbeat_id: &str, session_start: Option<u64>, caller: &str, s: &crate::db::Snapshot) -> String {
         /// The context's fields (`wit/lid.wit`, `recall`), in this order.
         #[derive(serde::Serialize)]
         struct Context<'a> {
@@ -167,6 +168,7 @@ impl Service {
             entropy: String,
             heartbeat_id: &'a str,
             session_start_ms: u64,
+            caller: &'a str,
             lift_units: &'a [String],
             corpus_key: String,
             /// the deployment's registered wake reasons (`--wake-reason`), for preloads
@@ -179,6 +181,7 @@ impl Service {
             entropy: random_hex(20),
             heartbeat_id,
             session_start_ms: session_start.unwrap_or(now),
+            caller,
             lift_units: &s.lift_units,
             corpus_key: format!("{}:{}", s.manifest_id, s.generation),
             wake_reasons: self.wake_reasons.as_deref(),
@@ -249,8 +252,8 @@ impl Service {
 
     /// §21.8.4 / §21.3: recall for `agent`; the engine appends the audit record before
     /// answering. `body` is the request JSON, passed to the engine as is.
-    pub fn recall(&self, agent: &str, body: &str) -> Result<String, ApiError> {
-        self.recall_with(agent, body, Arc::new(DbAudit(self.db.clone())), self.db.stamp())
+    pub fn recall(&self, agent: &str, caller: &str, body: &str) -> Result<String, ApiError> {
+        self.recall_with(agent, caller, body, Arc::new(DbAudit(self.db.clone())), self.db.stamp())
     }
 
     /// [`Service::recall`] whose audit row is queued, not yet committed: the caller must
@@ -258,16 +261,16 @@ impl Service {
     /// [`with_audit_warning`] makes when that fails), as the HTTP route does.
     /// `stamp`: the [`crate::db::Stamp`] the caller authenticated against (the agent's head
     /// is checked against the same one).
-    pub fn recall_deferred(&self, agent: &str, body: &str, stamp: Option<crate::db::Stamp>) -> Result<(String, Arc<DeferredAudit>), ApiError> {
+    pub fn recall_deferred(&self, agent: &str, caller: &str, body: &str, stamp: Option<crate::db::Stamp>) -> Result<(String, Arc<DeferredAudit>), ApiError> {
         let audit = Arc::new(DeferredAudit::new(self.db.clone()));
-        Ok((self.recall_with(agent, body, audit.clone(), stamp)?, audit))
+        Ok((self.recall_with(agent, caller, body, audit.clone(), stamp)?, audit))
     }
 
-    fn recall_with(&self, agent: &str, body: &str, audit: Arc<dyn crate::engine::AuditLog>, stamp: Option<crate::db::Stamp>) -> Result<String, ApiError> {
+    fn recall_with(&self, agent: &str, caller: &str, body: &str, audit: Arc<dyn crate::engine::AuditLog>, stamp: Option<crate::db::Stamp>) -> Result<String, ApiError> {
         // The host reads only the heartbeat id; the engine reads (and checks) the rest.
         let (body, heartbeat_id) = lid_shared::heartbeat::recall_body(body)?;
         let s = self.snapshot_at(agent, stamp)?;
-        let ctx = self.context(&heartbeat_id, None, &s);
+        let ctx = self.context(&heartbeat_id, None, caller, &s);
         let st = Storage { facts: s.facts.clone(), audit };
         // The first recall of a snapshot may build its corpus's index: not on the recall
         // slots, which then stay small (see `Runtime::recall_preparing`). Later ones send
@@ -285,7 +288,7 @@ impl Service {
     /// Heartbeat (ours): verify the signed trigger, then the boot stub followed by the
     /// task-type preloads for its wake reason (§21.1.5), audited as `task_type_preload`.
     /// Any `wake_reason` outside the signed trigger is ignored (S1).
-    pub fn heartbeat(&self, agent: &str, body: &Value) -> Result<Value, ApiError> {
+    pub fn heartbeat(&self, agent: &str, caller: &str, body: &Value) -> Result<Value, ApiError> {
         let Some(key) = &self.trigger_key else {
             return Err(ApiError::new(503, "heartbeat_not_configured", "this server has no heartbeat signing key: set LID_HEARTBEAT_SECRET (the HS256 secret the control plane signs triggers with; another variable with --heartbeat-secret-env) or start it with --heartbeat-public-key FILE (Ed25519)"));
         };
@@ -293,7 +296,7 @@ impl Service {
         let t = key.verify(token, agent)?;
         let s = self.snapshot(agent)?;
         let (stub, version, stub_tokens, _) = self.stub_of(&s, profile)?;
-        let ctx = self.context(&t.heartbeat_id, t.session_start, &s);
+        let ctx = self.context(&t.heartbeat_id, t.session_start, caller, &s);
         let st = Storage { facts: s.facts.clone(), audit: Arc::new(DbAudit(self.db.clone())) };
         let p = parse_json(&engine(self.rt.preload(&st, &s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx))?)?;
         Ok(lid_shared::heartbeat::Heartbeat { agent, trigger: &t, manifest_version: &version, stub: &stub, stub_tokens, profile, preloads: p }.response())
@@ -333,7 +336,7 @@ impl Service {
     /// boot stub), session (the latest handoff), task (the preloads of the wake reason of a
     /// verified trigger, S1), knowledge; `q` holds the profile, budgets and trigger. An
     /// unreadable session degrades the bundle with a warning instead of failing it.
-    pub fn boot_context(&self, agent: &str, q: &ContextQuery) -> Result<Value, ApiError> {
+    pub fn boot_context(&self, agent: &str, caller: &str, q: &ContextQuery) -> Result<Value, ApiError> {
         let s = self.snapshot(agent)?;
         let mut req = json!({"profile": q.profile, "budgets": q.budget, "knowledge_query": q.query});
         let mut heartbeat = (String::new(), None);
@@ -346,7 +349,7 @@ impl Service {
             heartbeat = (t.heartbeat_id, t.session_start);
         }
         lid_shared::heartbeat::session_source(&mut req, self.latest_handoff(agent).map_err(|e| e.0.message));
-        let ctx = self.context(&heartbeat.0, heartbeat.1, &s);
+        let ctx = self.context(&heartbeat.0, heartbeat.1, caller, &s);
         let audit: Arc<dyn crate::engine::AuditLog> = if q.head { Arc::new(NoAudit) } else { Arc::new(DbAudit(self.db.clone())) };
         let st = Storage { facts: s.facts.clone(), audit };
         parse_json(&engine(self.rt.compose_context(&st, &s.manifest_json, &req.to_string(), &ctx))?)

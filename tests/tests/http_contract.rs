@@ -1050,6 +1050,28 @@ fn coverage_report_hides_status_labels_from_agents() {
     assert!(unit(&a, "ground-rules").get("guarantee_relevance").is_none() && a.get("warnings").is_none(), "admins only: {a}");
 }
 
+/// An audited call records who made it (the key's identity, `migrations/0009_audit_caller.sql`),
+/// and §21.5.3's figures are the agent's own: a supervisor's recall, looking at what the
+/// agent would be given, is counted apart, never as one of the agent's events.
+#[test]
+fn a_supervisors_recalls_are_recorded_apart_from_the_agents_metrics() {
+    let (agent, key) = setup_agent("callr");
+    let boss = agent_id("callrboss");
+    assert_eq!(c().put("/v1/org-manifest", admin(), &json!({"agents": [{"agent_id": boss, "supervises": [agent]}]})).status, 200);
+    let boss_key = new_key("agent", Some(&boss), None);
+    let audit = |k: Option<&str>| c().get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), k).json()["audit_7d"].clone();
+    let before = audit(admin());
+    let (events, supervised) = (before["events"].as_u64().unwrap(), before["supervisor_events"].as_u64().unwrap());
+    recall(&agent, &key, "roll back the deploy");
+    recall(&agent, &boss_key, "roll back the deploy");
+    recall(&agent, &boss_key, "review a pull request");
+    recall(&agent, admin().unwrap(), "cut a release");
+    let after = audit(admin());
+    assert_eq!(after["events"].as_u64(), Some(events + 2), "the agent's own recall and an admin's for it: {after}");
+    assert_eq!(after["supervisor_events"].as_u64(), Some(supervised + 2), "{after}");
+    assert_eq!(audit(Some(&key))["supervisor_events"], after["supervisor_events"], "the agent sees the same figures");
+}
+
 #[test]
 fn access_matrix_every_route_every_caller() {
     let (agent, own) = setup_agent("own");

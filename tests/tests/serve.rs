@@ -376,10 +376,12 @@ fn service_audit_rows_replay_and_prove_what_the_agent_saw() {
     let (token, assembly) = (v["audit_token"].as_str().unwrap().to_string(), v["assembly_sha256"].as_str().unwrap().to_string());
     let first = v["chunks"][0]["name"].as_str().unwrap().to_string();
     let c = Connection::open(&server.db).unwrap();
-    let (chunks, stored, request): (String, String, String) = c
-        .query_row("SELECT m.chunk_sha256, m.assembly_sha256, m.request FROM instruction_audit a JOIN instruction_audit_meta m ON m.id = a.id WHERE a.audit_token = ?1", [&token], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let (chunks, stored, request, caller): (String, String, String, String) = c
+        .query_row("SELECT m.chunk_sha256, m.assembly_sha256, m.request, m.caller FROM instruction_audit a JOIN instruction_audit_meta m ON m.id = a.id WHERE a.audit_token = ?1", [&token], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .unwrap();
     assert_eq!(stored, assembly);
+    // who made the call: the admin key's identity (`migrations/0009_audit_caller.sql`)
+    assert!(caller.starts_with("admin:"), "{caller:?}");
     let want: Vec<&str> = v["chunks"].as_array().unwrap().iter().map(|c| c["sha256"].as_str().unwrap()).collect();
     assert_eq!(serde_json::from_str::<Vec<String>>(&chunks).unwrap(), want);
     assert_eq!(serde_json::from_str::<Value>(&request).unwrap()["max_chunks"], 2);

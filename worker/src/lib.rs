@@ -250,7 +250,7 @@ async fn recall(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<Res
         let (p, head) = auth::authenticate_with_head(&svc.store, &svc.env_keys, h.as_deref(), &id).await?;
         p.require_read(&svc.store, &id).await?;
         let body = body_text(&mut req).await?;
-        raw_json(svc.recall(&id, &body, head).await?)
+        raw_json(svc.recall(&id, &p.entity_uri, &body, head).await?)
     }
     .await)
 }
@@ -263,7 +263,7 @@ async fn heartbeat(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<
         let p = caller(&svc, &req).await?;
         p.require_boot(&id, true)?;
         let body = json_body(&mut req).await?;
-        let v = svc.heartbeat(&id, &body).await?;
+        let v = svc.heartbeat(&id, &p.entity_uri, &body).await?;
         if md {
             // the audit token travels in a header, as the Markdown has no place for it
             return markdown(v["context"].as_str().unwrap_or_default().to_string(), &[("x-audit-token", v["audit_token"].as_str().unwrap_or_default().to_string())]);
@@ -290,7 +290,14 @@ async fn boot_context(req: Request, ctx: RouteContext<Head>) -> worker::Result<R
         let p = caller(&svc, &req).await?;
         p.require_boot(&id, trigger.is_some())?;
         let head = ctx.data.0;
-        let v = svc.boot_context(&id, q.get("profile").map(String::as_str), q.get("budget").map(String::as_str), q.get("query").map(String::as_str), trigger.as_deref(), !head).await?;
+        let bq = service::BootQuery {
+            profile: q.get("profile").map(String::as_str),
+            budget: q.get("budget").map(String::as_str),
+            query: q.get("query").map(String::as_str),
+            trigger: trigger.as_deref(),
+            record: !head,
+        };
+        let v = svc.boot_context(&id, &p.entity_uri, &bq).await?;
         let sha = v["bundle"]["bundle_sha256"].as_str().unwrap_or_default().to_string();
         // the task-type preloads' audit record (§21.5.2), in both formats, as the heartbeat's
         let mut headers = vec![("x-bundle-sha256", sha)];

@@ -85,9 +85,22 @@ fn current_of(s: &Snapshot) -> (String, String) {
     (m["deployment"].as_str().unwrap_or_default().to_string(), s.version.clone())
 }
 
-fn context(heartbeat_id: &str, session_start: Option<u64>, lift: &[String]) -> String {
+/// A boot-context request as the route reads it: `?profile=`, `?budget=`, `?query=`, the
+/// `X-Lid-Trigger` header, and whether to record the preloads' audit (not for a HEAD).
+#[derive(Clone, Copy)]
+pub struct BootQuery<'a> {
+    pub profile: Option<&'a str>,
+    pub budget: Option<&'a str>,
+    pub query: Option<&'a str>,
+    pub trigger: Option<&'a str>,
+    pub record: bool,
+}
+
+/// The engine call's context: time, entropy, heartbeat, who is calling (the key's
+/// identity, for the audit record) and the soft-lifted units.
+fn context(heartbeat_id: &str, session_start: Option<u64>, caller: &str, lift: &[String]) -> String {
     let now = now_ms() as u64;
-    json!({"now_ms": now, "entropy": random_hex(20), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now), "lift_units": lift}).to_string()
+    json!({"now_ms": now, "entropy": random_hex(20), "heartbeat_id": heartbeat_id, "session_start_ms": session_start.unwrap_or(now), "caller": caller, "lift_units": lift}).to_string()
 }
 
 /// How to give the worker a heartbeat trigger key (the `heartbeat_not_configured` message).
@@ -126,7 +139,8 @@ impl Service {
                     r.assembly_sha256,
                     r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string),
                     json!(r.warnings).to_string(),
-                    r.error.as_ref().map(Value::to_string)
+                    r.error.as_ref().map(Value::to_string),
+                    r.caller
                 ],
             );
             stmts.push(ins.map_err(|e| e.0.message)?);
@@ -204,11 +218,11 @@ impl Service {
 
     /// §21.8.4 / §21.3: recall; the audit record is stored before the answer.
     /// `head` is the agent's snapshot head, read with the caller's key.
-    pub async fn recall(&self, agent: &str, body: &str, head: Option<(String, i64)>) -> ApiResult<String> {
+    pub async fn recall(&self, agent: &str, caller: &str, body: &str, head: Option<(String, i64)>) -> ApiResult<String> {
         // Only the heartbeat id is read here; the engine reads (and checks) the rest.
         let (body, heartbeat_id) = lid_shared::heartbeat::recall_body(body)?;
         let s = self.store.snapshot_at(agent, head).await?.ok_or_else(|| ApiError::manifest_not_found(agent))?;
-        let ctx = context(&heartbeat_id, None, &s.lift_units);
+        let ctx = context(&heartbeat_id, None, caller, &s.lift_units);
         let audit = Buffered::default();
         let out = lid_core::api::recall(&s.manifest_json, body, &ctx, &s.facts, &audit)?;
         match self.flush_audit(&audit).await {
@@ -223,7 +237,7 @@ impl Service {
 
     /// Heartbeat: verify the signed trigger (S1), then the boot stub and the §21.1.5
     /// preloads for its wake reason, audited as `task_type_preload`.
-    pub async fn heartbeat(&self, agent: &str, body: &Value) -> ApiResult<Value> {
+    pub async fn heartbeat(&self, agent: &str, caller: &str, body: &Value) -> ApiResult<Value> {
         let Some(key) = self.trigger_key()? else {
             return Err(ApiError::new(503, "heartbeat_not_configured", format!("this worker has no heartbeat signing key: {KEY_HOWTO}")));
         };
@@ -231,7 +245,7 @@ impl Service {
         let t = key.verify(token, agent, (now_ms() / 1000) as u64)?;
         let s = self.snapshot(agent).await?;
         let (stub, version, stub_tokens, _) = self.stub_of(&s, profile).await?;
-        let ctx = context(&t.heartbeat_id, t.session_start, &s.lift_units);
+        let ctx = context(&t.heartbeat_id, t.session_start, caller, &s.lift_units);
         let audit = Buffered::default();
         let preloaded = lid_core::api::preload(&s.manifest_json, &t.wake_reason, stub_tokens.max(0) as u32, &ctx, &s.facts, &audit);
         if preloaded.is_err() {
@@ -279,7 +293,8 @@ impl Service {
     }
 
     /// `GET /v1/agents/{id}/boot-context`, as `lid serve` does it.
-    pub async fn boot_context(&self, agent: &str, profile: Option<&str>, budget: Option<&str>, query: Option<&str>, trigger: Option<&str>, record: bool) -> ApiResult<Value> {
+    pub async fn boot_context(&self, agent: &str, caller: &str, q: &BootQuery<'_>) -> ApiResult<Value> {
+        let BootQuery { profile, budget, query, trigger, record } = *q;
         let s = self.snapshot(agent).await?;
         let mut req = json!({"profile": profile, "budgets": budget, "knowledge_query": query});
         let mut heartbeat = (String::new(), None);
@@ -292,7 +307,7 @@ impl Service {
             heartbeat = (t.heartbeat_id, t.session_start);
         }
         lid_shared::heartbeat::session_source(&mut req, self.latest_handoff(agent).await.map_err(|e| e.0.message));
-        let ctx = context(&heartbeat.0, heartbeat.1, &s.lift_units);
+        let ctx = context(&heartbeat.0, heartbeat.1, caller, &s.lift_units);
         let audit = Buffered::default();
         let mut v = parse(&lid_core::api::compose_context(&s.manifest_json, &req.to_string(), &ctx, &s.facts, &audit)?)?;
         // (a HEAD audits nothing: RFC 9110 §9.2.1)
@@ -365,7 +380,8 @@ impl Service {
                 "SELECT a.id AS id, a.agent_id AS agent_id, a.heartbeat_id AS heartbeat_id, a.session_start AS session_start, a.intent AS intent,
                         a.loaded_chunks AS loaded_chunks, a.used_chunks AS used_chunks, a.missed_chunks AS missed_chunks,
                         a.audit_token AS audit_token, a.audit_closed AS audit_closed, a.created_at AS created_at,
-                        coalesce(m.source, 'recall_instruction') AS source, coalesce(m.manifest_version, '') AS manifest_version
+                        coalesce(m.source, 'recall_instruction') AS source, coalesce(m.manifest_version, '') AS manifest_version,
+                        coalesce(m.caller, '') AS caller
                  FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
                  WHERE a.agent_id = ?1 AND a.created_at >= ?2 ORDER BY a.created_at, a.id",
                 args![agent, since],

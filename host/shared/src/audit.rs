@@ -11,6 +11,10 @@ pub struct AuditRow {
     pub agent_id: String,
     pub heartbeat_id: String,
     pub session_start: i64,
+    /// Who made the call (the engine's record has it from the host's context): the key's
+    /// identity, `''` on rows written before `migrations/0009_audit_caller.sql`.
+    #[serde(default)]
+    pub caller: String,
     pub intent: String,
     #[serde(deserialize_with = "crate::string_list")]
     pub loaded_chunks: Vec<String>,
@@ -56,9 +60,9 @@ pub const INSERT_AUDIT_SQL: &str = "INSERT INTO instruction_audit (id, agent_id,
 
 /// Insert one audit row's meta (`instruction_audit_meta`), as both hosts do: parameters
 /// `id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request,
-/// warnings, error`.
-pub const INSERT_AUDIT_META_SQL: &str = "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error)
- VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+/// warnings, error, caller`.
+pub const INSERT_AUDIT_META_SQL: &str = "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error, caller)
+ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 
 /// How long an audit token takes feedback (§21.5.2: 24 hours after its recall).
 pub const TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;

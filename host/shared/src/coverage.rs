@@ -90,7 +90,7 @@ pub fn report(subject: &Subject, rows: Vec<CoverageRow>, audit: &[AuditRow], met
         "embedding_model_version": subject.ranker_version,
         "evaluated_at": iso(evaluated_at),
         "units": units,
-        "audit_7d": {"events": metrics["events"], "closed_events": metrics["closed_events"], "recall_at_3": metrics["recall_at_k"], "hit_at_3": metrics["hit_at_k"], "miss_rate": metrics["miss_rate"]},
+        "audit_7d": {"events": metrics["events"], "supervisor_events": metrics["supervisor_events"], "closed_events": metrics["closed_events"], "recall_at_3": metrics["recall_at_k"], "hit_at_3": metrics["hit_at_k"], "miss_rate": metrics["miss_rate"]},
     });
     if admin {
         out["audit_7d"]["alert"] = metrics["alert"].clone();
