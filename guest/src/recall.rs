@@ -974,6 +974,14 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
     also.extend(req.manifest_hint.iter().filter_map(|h| corpus.position(h)));
     let ranked = corpus.rank_top(intent, req.wake_reason.as_deref(), &weights, &ctx.lift_units, max_chunks.saturating_add(also.len()), &also);
     let mut resp = assemble(corpus, &ranked, &req.manifest_hint, max_chunks, budget, req.min_score.unwrap_or(0.0));
+    // A wake reason that is not registered and that no unit names lifts nothing: said,
+    // as a preload says it, rather than a ranking that quietly ignored it.
+    if let Some(w) = req.wake_reason.as_deref() {
+        let named = m.entries.iter().any(|e| e.load_triggers.task_types.iter().chain(&e.required_by_task_types).any(|t| t == w));
+        if let Some(warning) = crate::preload::unregistered(w, ctx.wake_reasons.as_deref()).filter(|_| !named) {
+            resp.warnings.push(format!("{}: wake reason {w:?} is not registered and no unit names it, so it lifts no unit", warning.code));
+        }
+    }
     // A unit that could not be read is not ranked: said in the response, never silent
     // (a guaranteed one is already named by the assembly).
     for i in corpus.unavailable_entries().into_iter().filter(|&i| !corpus.guaranteed(i)) {
@@ -1267,6 +1275,24 @@ mod tests {
         // and one that reaches a unit still gets it
         let v: serde_json::Value = serde_json::from_str(&crate::api::recall(&m, r#"{"intent": "deploy to production"}"#, ctx, &facts, &crate::store::NoAudit).unwrap()).unwrap();
         assert_eq!(v["chunks"][0]["name"], "deploy-rules", "{v}");
+    }
+
+    #[test]
+    fn a_wake_reason_that_lifts_nothing_is_said() {
+        let (m, facts) = agent();
+        let ctx = r#"{"now_ms": 1700000000000, "entropy": "00112233445566778899"}"#;
+        // (this agent's content channel has warnings of its own)
+        let warnings = |req: &str, ctx: &str| -> Vec<String> {
+            let v: serde_json::Value = serde_json::from_str(&crate::api::recall(&m, req, ctx, &facts, &crate::store::NoAudit).unwrap()).unwrap();
+            let all: Vec<String> = serde_json::from_value(v["warnings"].clone()).unwrap();
+            all.into_iter().filter(|w| w.contains("wake reason")).collect()
+        };
+        let typo = warnings(r#"{"intent": "deploy to production", "wake_reason": "issue-assigned"}"#, ctx);
+        assert!(typo.iter().any(|w| w.starts_with("wake_reason_unregistered: wake reason \"issue-assigned\"")), "{typo:?}");
+        // a registered one (the defaults, or the deployment's own) is no news, and neither is none
+        assert!(warnings(r#"{"intent": "deploy to production", "wake_reason": "issue_assigned"}"#, ctx).is_empty());
+        assert!(warnings(r#"{"intent": "deploy to production", "wake_reason": "pager"}"#, r#"{"now_ms": 1700000000000, "wake_reasons": ["pager"]}"#).is_empty());
+        assert!(warnings(r#"{"intent": "deploy to production"}"#, ctx).is_empty());
     }
 
     #[test]
