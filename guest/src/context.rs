@@ -342,6 +342,13 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
     if let Some(k) = req.budgets.keys().find(|k| !SECTIONS.iter().any(|s| s.0 == k.as_str())) {
         return Err(EngineError::InvalidRequest(format!("budget for unknown section {k:?}: sections are identity, session, task and knowledge")));
     }
+    if let Some(q) = req.knowledge_query.as_deref().filter(|q| q.len() > crate::recall::INTENT_MAX_BYTES) {
+        return Err(EngineError::InvalidRequest(format!(
+            "`knowledge_query` (`?query=`) is {} bytes, longer than the {} an intent may be: describe what to look up in a sentence or two",
+            q.len(),
+            crate::recall::INTENT_MAX_BYTES
+        )));
+    }
     let mut warnings: Vec<String> = req.unavailable.iter().map(|u| format!("source_unavailable: {} ({}); composed without it", u.source, u.reason)).collect();
     let manifest_uri = crate::uri::manifest_uri(&m.deployment, &m.agent_id, &m.manifest_version);
 
@@ -804,6 +811,18 @@ mod tests {
         }
         facts.set_content_sources("eng", crate::content::ContentSources { facts: keys, packs: vec![] });
         (m, facts)
+    }
+
+    #[test]
+    fn a_knowledge_query_is_held_to_the_intent_limit() {
+        let (m, facts) = agent_with_stored_knowledge();
+        let at = |n: usize| -> Result<Bundle, EngineError> {
+            let req: ContextRequest = serde_json::from_value(serde_json::json!({"knowledge_query": "q".repeat(n)})).unwrap();
+            compose(&m, &facts, &NoAudit, &req, &Default::default())
+        };
+        assert!(at(crate::recall::INTENT_MAX_BYTES).is_ok());
+        let e = at(crate::recall::INTENT_MAX_BYTES + 1).unwrap_err();
+        assert!(e.code() == "invalid_request" && e.to_string().contains("`knowledge_query` (`?query=`)"), "{e}");
     }
 
     fn knowledge_at(budget: &str) -> Section {

@@ -53,7 +53,9 @@ pub struct RecallRequest {
     /// Ranked units scoring below this are not returned (hints and guaranteed units are).
     #[serde(default)]
     pub min_score: Option<f64>,
-    /// A wake reason the host has verified; used only as a ranking signal here.
+    /// The caller's wake reason: only a ranking hint (the graph signal lifts the units
+    /// whose task types name it); it never places, guarantees or preloads a unit, which
+    /// only a verified wake reason may (§21.1.5 S1: preloads).
     #[serde(default)]
     pub wake_reason: Option<String>,
     /// Most items in the `content` channel (default 3, Spec-13).
@@ -122,7 +124,21 @@ impl<'de> serde::de::Visitor<'de> for Count {
             Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self)),
         }
     }
+    /// `3.0` is the whole number 3: the recall tool schema's `"type": "integer"` admits it
+    /// (JSON Schema: a number with a zero fractional part), so a client whose JSON writes
+    /// every number as a float is not refused. `2.5` is not.
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        if v.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&v) {
+            Ok(Some(v as u32))
+        } else {
+            Err(E::invalid_value(serde::de::Unexpected::Float(v), &self))
+        }
+    }
 }
+
+/// The longest intent a recall takes, in bytes (and the longest knowledge query a boot
+/// context takes, which is an intent for the packs).
+pub const INTENT_MAX_BYTES: usize = 8192;
 
 /// What the host supplies besides the request: time, entropy, heartbeat identity.
 /// Everything that would make output non-deterministic comes in here.
@@ -931,8 +947,8 @@ pub fn check_request(req: &RecallRequest) -> Result<(), EngineError> {
     if intent.is_empty() {
         return Err(EngineError::IntentRequired);
     }
-    if intent.len() > 8192 {
-        return Err(EngineError::InvalidRequest("`intent` is longer than 8192 bytes; describe the task in a sentence or two".into()));
+    if intent.len() > INTENT_MAX_BYTES {
+        return Err(EngineError::InvalidRequest(format!("`intent` is longer than {INTENT_MAX_BYTES} bytes; describe the task in a sentence or two")));
     }
     for (field, v, min) in [("max_chunks", req.max_chunks, 1), ("max_content", req.max_content, 0)] {
         if let Some(n) = v.filter(|n| !(min..=MAX_CHUNKS_LIMIT).contains(n)) {
@@ -1202,6 +1218,14 @@ mod tests {
             assert!(e.code() == "invalid_request" && e.to_string().contains("manifest_hint"), "{e}");
         }
         assert!(super::check_request(&req(serde_json::json!({"intent": "x", "manifest_hint": many[..super::MAX_HINTS].to_vec()}))).is_ok());
+        // a whole number written as a float is that number (JSON Schema's integer); the
+        // request then reads, and is kept in the audit, as the integer
+        let r = req(serde_json::json!({"intent": "x", "max_chunks": 3.0, "token_budget": 1200.0, "max_content": 0.0}));
+        assert_eq!((r.max_chunks, r.token_budget, r.max_content), (Some(3), Some(1200), Some(0)));
+        assert_eq!(serde_json::to_value(&r).unwrap()["max_chunks"], serde_json::json!(3));
+        for bad in [2.5, -1.0, 5e9] {
+            assert!(serde_json::from_value::<super::RecallRequest>(serde_json::json!({"intent": "x", "max_chunks": bad})).is_err(), "{bad}");
+        }
         // §21.8.4: an absent or empty intent is `intent_required`; null is absent
         assert_eq!(req(serde_json::json!({"intent": null})).intent, "");
     }

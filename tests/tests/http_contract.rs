@@ -755,6 +755,11 @@ fn boot_context_is_ordered_budgeted_verified_and_byte_identical() {
     assert_eq!(stub["text"].as_str().unwrap(), c().get(&format!("/v1/agents/{agent}/boot-stub"), Some(&key)).body);
     assert_eq!(a.header("x-bundle-sha256"), v["bundle_sha256"].as_str());
     assert!(v["sections"][2]["items"].as_array().unwrap().is_empty(), "no trigger, no task preloads");
+    // a knowledge query is an intent for the packs, held to the intent's 8,192 bytes
+    assert_eq!(c().get(&format!("{path}?query={}", "q".repeat(8192)), Some(&key)).status, 200);
+    let long = c().get(&format!("{path}?query={}", "q".repeat(8193)), Some(&key));
+    assert_eq!((long.status, long.code().as_str()), (400, "invalid_request"), "{}", long.body);
+    assert!(long.body.contains("?query="), "{}", long.body);
 
     // With a signed trigger the task section holds the wake reason's preloads.
     let claims = json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_bc", "exp": now_s() + 600});
@@ -966,6 +971,10 @@ fn requests_of_the_wrong_shape_are_refused_and_change_nothing() {
         assert_eq!((r.status, r.code().as_str()), (400, "invalid_request"), "{bad}: {}", r.body);
         assert!(r.body.contains("a whole number from 1 to 50") && !r.body.contains("4294967295"), "{bad}: {}", r.body);
     }
+    // a whole number written as a float is that number (the schema's "integer")
+    let r = c().post(&recall_path, Some(&key), &json!({"intent": "roll back", "max_chunks": 1.0}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["chunks"].as_array().unwrap().iter().filter(|c| c["selected_by"] == "ranked").count(), 1, "{}", r.body);
     // a malformed org manifest is refused whole: the supervision in force stays
     let boss = agent_id("shapeboss");
     assert_eq!(c().put("/v1/org-manifest", admin(), &json!({"agents": [{"agent_id": boss, "supervises": [agent]}]})).status, 200);
