@@ -58,6 +58,16 @@ fn ascii_fold(c: char) -> char {
     folded.map(|&b| b as char).unwrap_or(c)
 }
 
+/// The most characters a unit's name takes from its heading.
+const NAME_CHARS: usize = 48;
+
+/// `s` without its leading blank lines and its trailing whitespace: the first line keeps
+/// its indentation (four spaces make an indented code block).
+fn lines_of(s: &str) -> &str {
+    let blank: usize = s.split_inclusive('\n').take_while(|l| l.trim().is_empty()).map(str::len).sum();
+    s[blank..].trim_end()
+}
+
 /// kebab-case of a heading: `## 3. Checkout & Context!` → `checkout-context`,
 /// `## Sécurité` → `securite`.
 pub fn kebab(s: &str) -> String {
@@ -74,7 +84,7 @@ pub fn kebab(s: &str) -> String {
             dash = true;
         }
     }
-    let mut cut: String = out.chars().take(48).collect();
+    let mut cut: String = out.chars().take(NAME_CHARS).collect();
     while cut.ends_with('-') {
         cut.pop();
     }
@@ -86,14 +96,18 @@ pub fn kebab(s: &str) -> String {
 /// words stays: "3D printing", "2FA setup", "404 pages". A heading that is only a number
 /// is kept whole.
 fn without_step_number(s: &str) -> &str {
-    let t = s.trim_start();
+    // a section sign marks what follows as a section number (`§21.1 Boot Stub`)
+    let (t, section) = match s.trim_start().strip_prefix('§') {
+        Some(rest) => (rest.trim_start_matches('§').trim_start(), true),
+        None => (s.trim_start(), false),
+    };
     if !t.starts_with(|c: char| c.is_ascii_digit()) {
         return s;
     }
     let end = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, rest) = t.split_at(end);
     let after = rest.strip_prefix([')', ':']).unwrap_or(rest);
-    let marked = number.contains('.') || after.len() != rest.len();
+    let marked = section || number.contains('.') || after.len() != rest.len();
     let words = after.trim_start();
     if marked && after.starts_with(char::is_whitespace) && !words.is_empty() {
         words
@@ -102,9 +116,21 @@ fn without_step_number(s: &str) -> &str {
     }
 }
 
-/// The CommonMark extensions migrate reads: tables (not prose), task list markers (`[ ]`
-/// is not a description's text) and heading attributes (`{#id}` is not a heading's).
-const MARKDOWN: Options = Options::ENABLE_TABLES.union(Options::ENABLE_TASKLISTS).union(Options::ENABLE_HEADING_ATTRIBUTES);
+/// The CommonMark extensions migrate reads: tables (not prose) and task list markers (`[ ]`
+/// is not a description's text). Not heading attributes: pulldown-cmark would take any
+/// trailing `{…}` for them, and `## Configure {service_name}` is a template's heading, so
+/// only an `{#id}` or `{.class}` block is left out of a heading's text ([`without_attributes`]).
+const MARKDOWN: Options = Options::ENABLE_TABLES.union(Options::ENABLE_TASKLISTS);
+
+/// `text` without a trailing heading attribute block that names an id or a class
+/// (`Recall {#section-21-3}` → `Recall`); other braces are the heading's own text.
+fn without_attributes(text: &str) -> &str {
+    let t = text.trim_end();
+    match t.rfind('{') {
+        Some(i) if t.ends_with('}') && t[i + 1..].starts_with(['#', '.']) && !t[i + 1..t.len() - 1].contains(['{', '}']) => t[..i].trim_end(),
+        _ => text,
+    }
+}
 
 /// A heading at the top level of the document (not inside a list or a block quote), as
 /// pulldown-cmark reads it (CommonMark: ATX and setext alike, never inside a code block
@@ -144,7 +170,7 @@ fn outline(body: &str) -> (Vec<Heading>, Vec<Range<usize>>) {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
                     if let Some(mut h) = open.take() {
-                        h.text = h.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                        h.text = without_attributes(&h.text.split_whitespace().collect::<Vec<_>>().join(" ")).to_string();
                         headings.push(h);
                     }
                 }
@@ -180,14 +206,29 @@ fn plain(md: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Stand-ins for `.`, `!` and `?` inside a code span or a link's text in [`first_prose`]'s
+/// text (private-use characters), so that no sentence ends there; [`restore_marks`] puts
+/// them back.
+const QUOTED_MARKS: [(char, char); 3] = [('.', '\u{E000}'), ('!', '\u{E001}'), ('?', '\u{E002}')];
+
+fn quote_marks(t: &str) -> String {
+    t.chars().map(|c| QUOTED_MARKS.iter().find(|m| m.0 == c).map_or(c, |m| m.1)).collect()
+}
+
+fn restore_marks(t: &str) -> String {
+    t.chars().map(|c| QUOTED_MARKS.iter().find(|m| m.1 == c).map_or(c, |m| m.0)).collect()
+}
+
 /// The first block of prose in `body` as plain text: its first paragraph (its lines
 /// joined, as a hard-wrapped paragraph is one), or the text of its first list item.
-/// Headings, code, HTML and tables are not prose.
+/// Headings, code, HTML and tables are not prose. Sentence marks inside a code span or a
+/// link's text come as [`QUOTED_MARKS`].
 fn first_prose(body: &str) -> String {
     let mut out = String::new();
     // how deep inside a block that is not prose (a heading, code, a table) we are
     let mut skipping = 0usize;
     let mut in_prose = false;
+    let mut in_link = 0usize;
     for event in Parser::new_ext(body, MARKDOWN) {
         match event {
             Event::Start(Tag::Heading { .. } | Tag::CodeBlock(_) | Tag::HtmlBlock | Tag::Table(_)) => skipping += 1,
@@ -204,7 +245,11 @@ fn first_prose(body: &str) -> String {
                 }
                 in_prose = false;
             }
-            Event::Text(t) | Event::Code(t) if in_prose => out.push_str(&t),
+            Event::Start(Tag::Link { .. } | Tag::Image { .. }) => in_link += 1,
+            Event::End(TagEnd::Link | TagEnd::Image) => in_link = in_link.saturating_sub(1),
+            Event::Code(t) if in_prose => out.push_str(&quote_marks(&t)),
+            Event::Text(t) if in_prose && in_link > 0 => out.push_str(&quote_marks(&t)),
+            Event::Text(t) if in_prose => out.push_str(&t),
             Event::SoftBreak | Event::HardBreak if in_prose => out.push(' '),
             _ => {}
         }
@@ -237,7 +282,7 @@ fn first_sentence(prose: &str) -> &str {
 /// item), else its heading.
 fn describe(heading: &str, body: &str) -> String {
     let prose = first_prose(body);
-    let first = first_sentence(&prose).to_string();
+    let first = restore_marks(first_sentence(&prose));
     // (`heading` is plain text already)
     let mut d = if first.len() >= 12 { first } else { heading.trim().to_string() };
     if d.is_empty() {
@@ -272,9 +317,10 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
 
     // YAML front matter is the file's metadata, not an instruction: left out.
     let mut warnings = Vec::new();
+    // CommonMark's line endings: CRLF, and a lone CR, are line feeds
     let normalized;
-    let markdown = if markdown.contains("\r\n") {
-        normalized = markdown.replace("\r\n", "\n");
+    let markdown = if markdown.contains('\r') {
+        normalized = markdown.replace("\r\n", "\n").replace('\r', "\n");
         normalized.as_str()
     } else {
         markdown
@@ -338,7 +384,7 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
     }
     let ends: Vec<usize> = sections.iter().skip(1).map(|s| s.1).chain([body.len()]).collect();
     let title_text = title.map(|h| h.text.clone()).unwrap_or_default();
-    // a preamble holding only the document's title (its H1s) is not a unit
+    // a preamble holding only the document's title (its H1s) and thematic breaks is not a unit
     let preamble_is_title = {
         let mut at = 0;
         let mut rest = String::new();
@@ -347,35 +393,37 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
             at = h.end;
         }
         rest.push_str(&body[at.min(ends[0])..ends[0]]);
-        rest.trim().is_empty()
+        // (thematic breaks around the title are not text either)
+        rest.lines().all(|l| {
+            let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+            t.is_empty() || (t.len() >= 3 && [b'-', b'*', b'_'].iter().any(|&m| t.bytes().all(|c| c == m)))
+        })
     };
 
     let mut units: Vec<MigratedUnit> = Vec::new();
     let count = sections.len();
     // a section holding only its heading (an H2 right before its first H3), kept at the
-    // top of the unit that follows, so that no unit is a bare heading and no text is lost
-    let mut carried: Option<(String, String)> = None;
-    let mut taken: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    // top of the unit that follows, so that no unit is a bare heading and no text is lost:
+    // its headings, and where the first of them starts (that unit's text then starts there)
+    let mut carried: Option<(String, usize)> = None;
+    // each name given, and the heading that has it
+    let mut taken: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     let mut suffixes: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for (i, ((heading, start, head_end), end)) in sections.into_iter().zip(ends).enumerate() {
-        let mut content = body[start..end].trim().to_string();
-        if content.is_empty() {
+        if body[start..end].trim().is_empty() {
             continue;
         }
         if i > 0 && i + 1 < count && body[head_end.min(end)..end].trim().is_empty() {
-            let (headings, text) = carried.get_or_insert_with(Default::default);
+            let (headings, _) = carried.get_or_insert_with(|| (String::new(), start));
             if !headings.is_empty() {
                 headings.push_str(", ");
             }
             headings.push_str(&heading);
-            text.push_str(&content);
-            text.push_str("\n\n");
             continue;
         }
         let above = carried.take();
-        if let Some((_, text)) = &above {
-            content = format!("{text}{content}");
-        }
+        // the text exactly as written, from the first carried heading on
+        let content = lines_of(&body[above.as_ref().map_or(start, |a| a.1)..end]).to_string();
         if i == 0 && preamble_is_title {
             continue;
         }
@@ -388,18 +436,29 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
         }
         let base = name.clone();
         // the next suffix to try for each name, so that a heading repeated n times costs
-        // n lookups, not n² comparisons
+        // n lookups, not n² comparisons; the suffix fits in the name's 48 characters
         let n = suffixes.entry(base.clone()).or_insert(2);
-        while taken.contains(&name) {
-            name = format!("{base}-{n}");
+        while taken.contains_key(&name) {
+            let suffix = format!("-{n}");
+            name = format!("{}{suffix}", base[..base.len().min(NAME_CHARS.saturating_sub(suffix.len()))].trim_end_matches('-'));
             *n += 1;
         }
-        taken.insert(name.clone());
         if name != base {
-            warnings.push(format!("heading {head:?} repeats; unit named {name:?}"));
+            let other = taken.get(&base).cloned().unwrap_or_default();
+            warnings.push(if other == head {
+                format!("heading {head:?} repeats; unit named {name:?}")
+            } else {
+                format!("heading {head:?} gives the name {base:?}, which heading {other:?} has already; unit named {name:?}")
+            });
         }
+        taken.insert(name.clone(), head.clone());
         if let Some((headings, _)) = &above {
             warnings.push(format!("heading {headings:?} has no text of its own; it was kept at the top of unit {name:?}"));
+        }
+        // what a publish's admission lint would refuse in the unit's text, said now
+        let (refused, _) = crate::lint::lint_unit(&crate::lint::UnitText { name: name.clone(), content: content.clone(), interpret_as: "instruction".into() });
+        for f in refused {
+            warnings.push(format!("unit {name:?} would be refused by a publish (unit_admission_rejected, {}): {}", f.code, f.message));
         }
         let tokens = crate::tokens::count(&unit_file(&content));
         if tokens > 600 {
@@ -451,17 +510,32 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
 }
 
 /// Where a leading YAML front matter block (`---` … `---` or `...`) ends, if the file
-/// starts with one.
+/// starts with one: its first line, right after the opening `---`, a YAML mapping's key
+/// (`key: value`), and each line after it a key, an indented or `- ` continuation, a `#`
+/// comment or blank.
+/// Anything else after a leading `---` (a blank line, prose, a heading) is markdown: a
+/// thematic break, or a setext heading's underline, whose text is never left out.
 fn front_matter_end(markdown: &str) -> Option<usize> {
     let mut lines = markdown.split_inclusive('\n');
     if lines.next()?.trim_end() != "---" {
         return None;
     }
+    let yaml_key = |l: &str| {
+        let key = l.split_once(':').map_or("", |(k, _)| k.trim_end());
+        let rest = &l[key.len()..];
+        !key.is_empty() && !key.contains(char::is_whitespace) && (rest == ":" || rest.starts_with(": ") || rest.starts_with(":\t"))
+    };
     let mut at = markdown.find('\n')? + 1;
-    for line in lines {
+    for (i, line) in lines.enumerate() {
         at += line.len();
-        if matches!(line.trim_end(), "---" | "...") {
-            return Some(at);
+        let l = line.trim_end();
+        if matches!(l, "---" | "...") {
+            return (i > 0).then_some(at);
+        }
+        // the block opens with a key (a `# …` line there would be a markdown heading)
+        let yaml = yaml_key(l) || (i > 0 && (l.starts_with('#') || l.starts_with([' ', '\t', '-']) || l.is_empty()));
+        if !yaml {
+            return None;
         }
     }
     None
@@ -626,6 +700,81 @@ mod tests {
         assert_eq!((m.units[0].heading.as_str(), m.units[0].name.as_str()), ("Close day 1", "close-day-1"));
         assert_eq!(m.units[0].description, "Confirm the sub-ledgers are closed.");
         assert_eq!(m.units[1].description, "6. Escalate");
+    }
+
+    #[test]
+    fn braces_in_a_heading_are_its_text_unless_they_name_an_id() {
+        let m = migrate("## Configure {service_name}\n\nSet the service name first.\n\n## {placeholder}\n\nFill in the placeholder.\n\n## Recall {#section-21-3}\n\nRecall by intent, always.\n", &opts()).unwrap();
+        let got: Vec<(&str, &str)> = m.units.iter().map(|u| (u.name.as_str(), u.heading.as_str())).collect();
+        assert_eq!(got, [("configure-service-name", "Configure {service_name}"), ("placeholder", "{placeholder}"), ("recall", "Recall")]);
+        assert_eq!(m.manifest.entries[0].load_triggers.intents, ["configure {service_name}"]);
+    }
+
+    #[test]
+    fn no_sentence_ends_inside_inline_code_or_a_links_text() {
+        for (body, description) in [
+            ("## R\n\nReply with `LGTM. Ship it` when the change is ready. Then wait.", "Reply with LGTM. Ship it when the change is ready."),
+            ("## S\n\nSee [the guide. It explains](https://example.com) everything you need. More.", "See the guide. It explains everything you need."),
+            ("## T\n\nSet `a.b. c` to true before you start. More.", "Set a.b. c to true before you start."),
+        ] {
+            assert_eq!(describe("Heading", body), description, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn a_leading_thematic_break_is_markdown_not_front_matter() {
+        let m = migrate("---\n\n## Safety\n\nNever leak secrets.\n\n---\n\n## Style\n\nWrite short sentences.\n", &opts()).unwrap();
+        assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["safety", "style"], "{m:#?}");
+        assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+        // `---`, prose, `---` is a rule and a setext heading: its text is kept
+        let m = migrate("---\nprose here\n---\n\n## A\n\ntext of a\n", &opts()).unwrap();
+        assert!(m.units.iter().any(|u| u.content.contains("prose here")), "{m:#?}");
+        // YAML is still front matter
+        let m = migrate("---\ntitle: Guide\ntags:\n  - ops\n# a comment\n---\n## A\n\ntext of a\n", &opts()).unwrap();
+        assert!(m.units.iter().all(|u| !u.content.contains("title: Guide")) && m.warnings.iter().any(|w| w.contains("front matter")), "{m:#?}");
+    }
+
+    #[test]
+    fn a_lone_carriage_return_ends_a_line() {
+        let m = migrate("## Alpha\rAlpha text is here.\r## Beta\rBeta text is here.\r", &opts()).unwrap();
+        let got: Vec<(&str, &str)> = m.units.iter().map(|u| (u.name.as_str(), u.description.as_str())).collect();
+        assert_eq!(got, [("alpha", "Alpha text is here."), ("beta", "Beta text is here.")]);
+    }
+
+    #[test]
+    fn what_a_publish_would_refuse_in_a_unit_is_said() {
+        let m = migrate("## A\n\nFirst line of the unit.\n\nText\u{200B} with a hidden character.\n", &opts()).unwrap();
+        assert!(m.warnings.iter().any(|w| w.starts_with("unit \"a\" would be refused by a publish (unit_admission_rejected, unit_zero_width)") && w.contains("line 5")), "{:?}", m.warnings);
+    }
+
+    #[test]
+    fn names_stay_within_48_characters_and_say_what_they_collided_with() {
+        let long = "Configuring the production deployment pipeline for";
+        let md = format!("## {long} staging\n\nStaging text.\n\n## {long} production\n\nProduction text.\n\n## {long} canary\n\nCanary text.\n");
+        let m = migrate(&md, &opts()).unwrap();
+        let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
+        assert!(names.iter().all(|n| n.len() <= 48 && crate::manifest::is_kebab(n)), "{names:?}");
+        assert_eq!(names.iter().collect::<std::collections::BTreeSet<_>>().len(), 3, "{names:?}");
+        assert!(m.warnings.iter().any(|w| w.contains("gives the name") && w.contains("has already")), "{:?}", m.warnings);
+        assert!(!m.warnings.iter().any(|w| w.contains("repeats")), "no heading repeats: {:?}", m.warnings);
+        let m = migrate("## Example\n\nFirst example.\n\n## Example\n\nSecond example.\n\n## Example 2\n\nThird one.\n", &opts()).unwrap();
+        assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["example", "example-2", "example-2-2"]);
+        assert!(m.warnings[0].contains("\"Example\" repeats"), "{:?}", m.warnings);
+        assert!(m.warnings[1].contains("heading \"Example 2\" gives the name \"example-2\", which heading \"Example\" has already"), "{:?}", m.warnings);
+    }
+
+    #[test]
+    fn a_units_text_is_the_files_text() {
+        // the first line keeps its indentation (an indented code block stays code)
+        let m = migrate("    $ make bootstrap\n\nThe bootstrap sets everything up.\n\n## A\n\ntext of a\n", &opts()).unwrap();
+        assert!(m.units[0].content.starts_with("    $ make bootstrap\n"), "{:?}", m.units[0].content);
+        assert_eq!(m.units[0].description, "The bootstrap sets everything up.");
+        // a line with no text of its own joins the next unit as written, with no blank line added
+        let m = migrate("STEP 1: Prepare\nSTEP 2: Build the thing.\n", &MigrateOptions { split_regex: Some("^STEP".into()), ..opts() }).unwrap();
+        assert_eq!(m.units.len(), 1, "{m:#?}");
+        assert_eq!(m.units[0].content, "STEP 1: Prepare\nSTEP 2: Build the thing.");
+        // a section sign marks a section number, left out of the name
+        assert_eq!((kebab("§21.1 Boot Stub"), kebab("§§ 4 Scope"), kebab("§21.5.4")), ("boot-stub".into(), "scope".into(), "21-5-4".into()));
     }
 
     #[test]

@@ -173,11 +173,23 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
 /// without a leading UTF-8 byte-order mark: editors on Windows write one, and the JSON
 /// and Markdown read here begin after it.
 pub fn read_text(path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{} is not UTF-8 text: {}", path.display(), not_utf8(e.as_bytes(), e.utf8_error().valid_up_to())))?;
     Ok(match text.strip_prefix('\u{feff}') {
         Some(rest) => rest.to_string(),
         None => text,
     })
+}
+
+/// Where `bytes` stop being UTF-8 (`at`, the length of their valid start), said so that
+/// the file can be fixed: the line and byte, or that the file is UTF-16.
+pub fn not_utf8(bytes: &[u8], at: usize) -> String {
+    if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        return "it is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8".into();
+    }
+    let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = at - bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    format!("byte {at} (line {line}, byte {column} of the line) is 0x{:02X}, which is not UTF-8; convert the file to UTF-8 (for example `iconv -f latin1 -t utf-8`)", bytes.get(at).copied().unwrap_or_default())
 }
 
 /// The directory of a manifest file `f`: its parent, `.` for a bare file name (whose

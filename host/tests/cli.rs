@@ -328,6 +328,22 @@ fn preload_problems_are_written_to_the_audit_log() {
     assert_eq!(rows[1]["loaded_chunks"], json!([]));
 }
 
+/// A file that is not UTF-8 is refused with where it stops being UTF-8 and how to fix it.
+#[test]
+fn a_file_that_is_not_utf8_is_refused_with_its_place() {
+    let d = scratch("not-utf8");
+    let md = d.join("AGENTS.md");
+    std::fs::write(&md, b"## Deploying\n\nRun the d\xe9ploy script.\n").unwrap();
+    let out = lid(&["migrate-instructions", s(&md), "--deployment", "acme", "--agent", "builder", "--out", s(&d.join("out"))]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not UTF-8 text: byte 23 (line 3, byte 10 of the line) is 0xE9") && err.contains("iconv"), "{err}");
+    assert!(!d.join("out").exists(), "nothing written");
+    std::fs::write(&md, [0xFF, 0xFE, b'#', 0]).unwrap();
+    let err = String::from_utf8_lossy(&lid(&["migrate-instructions", s(&md), "--deployment", "acme", "--agent", "builder", "--out", s(&d.join("out"))]).stderr).to_string();
+    assert!(err.contains("it is UTF-16"), "{err}");
+}
+
 #[test]
 fn migrate_writes_units_and_a_draft_that_validates() {
     let d = scratch("migrate");
