@@ -1,5 +1,6 @@
 //! The markdown splitter (§21.6.3) on arbitrary text; a first line `re:<regex>` selects
-//! the `split_regex` mode. Properties: deterministic; unit names are unique kebab-case;
+//! the `split_regex` mode. Properties: deterministic; unit names are unique kebab-case of
+//! at most 48 characters;
 //! the draft manifest lists exactly the units, each with its exact token count.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -16,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(out) = a else { return };
     let m: Migration = serde_json::from_str(&out).expect("the migration has its documented shape");
     let mut names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
-    assert!(names.iter().all(|n| is_kebab(n)), "unit names are kebab-case: {names:?}");
+    assert!(names.iter().all(|n| is_kebab(n) && n.len() <= 48), "unit names are kebab-case, at most 48 characters: {names:?}");
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), m.units.len(), "unit names are unique");

@@ -382,6 +382,9 @@ pub fn migrate(markdown: &str, opts: &MigrateOptions) -> Result<Migration, Engin
             }
         }
     }
+    if let (Some(r), 1) = (&opts.split_regex, sections.len()) {
+        warnings.push(format!("the split regex {r:?} matched no line (outside code and HTML blocks), so the file is one unit: check the pattern (it is matched against each line, without its line ending)"));
+    }
     let ends: Vec<usize> = sections.iter().skip(1).map(|s| s.1).chain([body.len()]).collect();
     let title_text = title.map(|h| h.text.clone()).unwrap_or_default();
     // a preamble holding only the document's title (its H1s) and thematic breaks is not a unit
@@ -798,6 +801,11 @@ mod tests {
         let names: Vec<&str> = m.units.iter().map(|u| u.name.as_str()).collect();
         assert_eq!(names, vec!["overview", "step-one", "step-two"]);
         assert!(migrate(md, &MigrateOptions { split_regex: Some("(".into()), ..opts() }).is_err());
+        // a pattern that matches nothing is said, not a silent single unit
+        let m = migrate(md, &MigrateOptions { split_regex: Some("^PHASE ".into()), ..opts() }).unwrap();
+        assert_eq!(m.units.len(), 1);
+        assert!(m.warnings.iter().any(|w| w.contains("\"^PHASE \" matched no line")), "{:?}", m.warnings);
+        assert!(!migrate(md, &MigrateOptions { split_regex: Some("^STEP ".into()), ..opts() }).unwrap().warnings.iter().any(|w| w.contains("matched no line")));
     }
 
     #[test]

@@ -80,13 +80,18 @@ pub enum Command {
     },
     /// Split a markdown instruction file into units and a draft manifest (§21.6.3).
     MigrateInstructions {
+        /// The markdown instruction file (UTF-8)
         file: PathBuf,
+        /// Deployment of the units' fact URIs (`instruction:{deployment}/{agent}/{unit}/v1`)
         #[arg(long)]
         deployment: String,
+        /// Agent id of the draft manifest and of the units' fact URIs
         #[arg(long)]
         agent: String,
+        /// Directory to write `units/<name>.md` and `manifest.draft.json` into (all or none)
         #[arg(long)]
         out: PathBuf,
+        /// The draft manifest's `agent_role` (one line)
         #[arg(long)]
         role: Option<String>,
         /// Split before lines matching this regex instead of at H2/H3
