@@ -1083,6 +1083,9 @@ fn run(cli: &Cli) -> Result<i32> {
                     "{} event(s), {} closed; recall@{k} {}  hit@{k} {}  miss_rate {}",
                     m["events"], m["closed_events"], f(&m["recall_at_k"]), f(&m["hit_at_k"]), f(&m["miss_rate"])
                 );
+                if m["supervisor_events"].as_u64().is_some_and(|n| n > 0) {
+                    outln!("({} more event(s) made with a supervisor's key, not counted: not the agent's sessions)", m["supervisor_events"]);
+                }
                 if m["alert"].as_bool().unwrap_or(false) {
                     outln!("ALERT: miss_rate above 0.15 over 100+ events (§21.5.3): review manifest descriptions and load_triggers");
                 }

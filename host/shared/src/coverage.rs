@@ -40,8 +40,8 @@ pub struct Subject<'a> {
 }
 
 /// The report over `rows` (the current version's) and `audit` (the last 7 days' rows,
-/// summarised by the engine into `metrics`: `{events, closed_events, recall_at_k,
-/// hit_at_k, miss_rate, alert}` at k = 3), in manifest order.
+/// summarised by the engine into `metrics`: `{events, supervisor_events, closed_events,
+/// recall_at_k, hit_at_k, miss_rate, alert}` at k = 3), in manifest order.
 pub fn report(subject: &Subject, rows: Vec<CoverageRow>, audit: &[AuditRow], metrics: &Value, admin: bool) -> Value {
     let by_unit: BTreeMap<String, CoverageRow> = rows.into_iter().map(|r| (r.unit.clone(), r)).collect();
     let mut counts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
