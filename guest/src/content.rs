@@ -232,14 +232,7 @@ pub const CONTENT_RANKED_BYTES: usize = 64 * 1024;
 
 /// `text` cut to at most `max` bytes, at a character boundary.
 fn head(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(max)]
 }
 
 /// Ranked candidates from the agent's content-typed facts.

@@ -152,7 +152,7 @@ pub fn record_delivered(m: &Manifest, p: &mut Preload, ids: &crate::audit::Ids, 
 /// into `required_by_task_types` (§21.2, `task_type_unknown`), so such a reason preloads
 /// nothing; the warning says why, instead of an empty answer that looks like a quiet one
 /// (a control plane's new event type, or `issue-assigned` for `issue_assigned`).
-pub(crate) fn unregistered(wake_reason: &str, registered: Option<&[String]>) -> Option<PreloadWarning> {
+fn unregistered(wake_reason: &str, registered: Option<&[String]>) -> Option<PreloadWarning> {
     let registered = crate::manifest::registered_wake_reasons(registered);
     (!registered.iter().any(|w| w == wake_reason)).then(|| PreloadWarning {
         code: "wake_reason_unregistered".into(),

@@ -994,8 +994,8 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
     // as a preload says it, rather than a ranking that quietly ignored it.
     if let Some(w) = req.wake_reason.as_deref() {
         let named = m.entries.iter().any(|e| e.load_triggers.task_types.iter().chain(&e.required_by_task_types).any(|t| t == w));
-        if let Some(warning) = crate::preload::unregistered(w, ctx.wake_reasons.as_deref()).filter(|_| !named) {
-            resp.warnings.push(format!("{}: wake reason {w:?} is not registered and no unit names it, so it lifts no unit", warning.code));
+        if !named && !crate::manifest::registered_wake_reasons(ctx.wake_reasons.as_deref()).iter().any(|r| r == w) {
+            resp.warnings.push(format!("wake_reason_unregistered: wake reason {w:?} is not registered and no unit names it, so it lifts no unit"));
         }
     }
     // A unit that could not be read is not ranked: said in the response, never silent

@@ -41,11 +41,6 @@ pub fn pack_entry(pack: &str, version: &str, catalog: &Value, digest: &str, at: 
     e
 }
 
-/// A pack's (`?2`) upload rows for agent `?1`: `version`, `digest`, `superseded_at` and
-/// how many of the version's facts are `quarantined`. An upload identical to the current
-/// version is `unchanged` only when none is: a file quarantined since (its row changed
-/// outside the service, §21.4.3) is not served, so the same upload stores the pack again,
-/// signed, as a new version.
 /// The recall an upload runs over a pack's staged facts alone to build (and cache) the
 /// pack's ranker index before anything is stored: `(manifest, request, context)`, the
 /// same on both hosts. The manifest names one unit no store holds, so the recall ranks
@@ -58,6 +53,11 @@ pub fn index_probe(agent: &str, deployment: &str, pack: &str, now_ms: i64) -> (S
     (manifest.to_string(), request.to_string(), context.to_string())
 }
 
+/// A pack's (`?2`) upload rows for agent `?1`: `version`, `digest`, `superseded_at` and
+/// how many of the version's facts are `quarantined`. An upload identical to the current
+/// version is `unchanged` only when none is: a file quarantined since (its row changed
+/// outside the service, §21.4.3) is not served, so the same upload stores the pack again,
+/// signed, as a new version.
 pub const PACK_UPLOADS_SQL: &str = "SELECT version, digest, superseded_at,
     (SELECT count(*) FROM instruction_facts f WHERE f.agent_id = k.agent_id AND substr(f.uri, 1, length(k.prefix)) = k.prefix AND f.quarantine IS NOT NULL) AS quarantined
   FROM knowledge_packs k WHERE k.agent_id = ?1 AND k.pack = ?2";
