@@ -84,7 +84,7 @@ impl Client {
         let status = r.status().as_u16();
         let headers = r.headers().iter().map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string())).collect();
         let body = r.body_mut().with_config().limit(64 << 20).read_to_string().map_err(|e| format!("{method} {url}: reading the body: {e}"))?;
-        Ok(Resp { status, headers, body })
+        Ok(documented(method, path, Resp { status, headers, body }))
     }
 
     /// POST a body the host is expected to refuse unread (413), as a client that reads the
@@ -128,7 +128,8 @@ impl Client {
         }
         let _ = reader.shutdown(std::net::Shutdown::Both);
         let _ = sender.join();
-        parse_response(&raw, true).unwrap_or_else(|e| panic!("POST {path} (oversized): {e}: {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
+        let resp = parse_response(&raw, true).unwrap_or_else(|e| panic!("POST {path} (oversized): {e}: {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])));
+        documented("POST", path, resp)
     }
 
     /// A request written byte for byte, for what an HTTP library will not send or read:
@@ -144,7 +145,8 @@ impl Client {
         stream.write_all(&req).unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let mut raw = Vec::new();
         let _ = stream.read_to_end(&mut raw);
-        parse_response(&raw, method != "HEAD").unwrap_or_else(|e| panic!("{method} {path}: {e}: {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
+        let resp = parse_response(&raw, method != "HEAD").unwrap_or_else(|e| panic!("{method} {path}: {e}: {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])));
+        documented(method, path, resp)
     }
 
     pub fn get(&self, path: &str, key: Option<&str>) -> Resp {
@@ -156,6 +158,46 @@ impl Client {
     pub fn put(&self, path: &str, key: Option<&str>, body: &Value) -> Resp {
         self.req("PUT", path, key, Some(&body.to_string()))
     }
+}
+
+/// `resp`, once its error code (if it is one of lid's JSON errors) is found with its
+/// status in the README's "Error codes" table: every refusal a host gives has a §21.9
+/// code or a documented one of ours, and the table says which status goes with it. Every
+/// test that talks to a host checks this, against `lid serve` and the worker alike.
+fn documented(method: &str, path: &str, resp: Resp) -> Resp {
+    if resp.status >= 400 {
+        let code = serde_json::from_str::<Value>(&resp.body).ok().and_then(|v| v["error"]["code"].as_str().map(str::to_string));
+        if let Some(code) = code {
+            assert!(
+                error_table().iter().any(|(c, s)| *c == code && *s == resp.status),
+                "{method} {path} answered {} `{code}`, which the README's \"Error codes\" table does not list with that status",
+                resp.status
+            );
+        }
+    }
+    resp
+}
+
+/// The README's "Error codes" table as (code, status) pairs: every backquoted code in a
+/// row's first cell with every status in its second.
+pub fn error_table() -> &'static [(&'static str, u16)] {
+    static TABLE: std::sync::OnceLock<Vec<(&'static str, u16)>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let readme: &'static str = include_str!("../../README.md");
+        let start = readme.find("\n### Error codes\n").expect("the README has an \"Error codes\" section");
+        let mut pairs = Vec::new();
+        for row in readme[start..].lines().skip(2).skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|')) {
+            let cells: Vec<&str> = row.split('|').collect();
+            let (Some(codes), Some(statuses)) = (cells.get(1), cells.get(2)) else { continue };
+            let statuses: Vec<u16> = statuses.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+            for code in codes.split('`').skip(1).step_by(2) {
+                for s in &statuses {
+                    pairs.push((code, *s));
+                }
+            }
+        }
+        pairs
+    })
 }
 
 /// An HTTP/1.1 response read off a socket to its end: the status, the headers and the
@@ -426,4 +468,20 @@ pub fn b64url(bytes: &[u8]) -> String {
 /// Unix seconds now.
 pub fn now_s() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The table the hosts' refusals are checked against is read, not empty: a README
+    /// reworded past the parser would otherwise fail every refusal, or one reworded into
+    /// another shape could list nothing.
+    #[test]
+    fn the_readme_error_table_is_read_row_by_row() {
+        let t = super::error_table();
+        for pair in [("intent_required", 400), ("manifest_coverage_failure", 400), ("instruction_scope_denied", 403), ("mcp_sessions_exhausted", 429), ("mcp_sessions_exhausted", 503), ("engine_failed", 500), ("fact_too_large", 413)] {
+            assert!(t.contains(&pair), "{pair:?} not read from the README's table");
+        }
+        assert!(!t.contains(&("intent_required", 404)));
+        assert!(t.len() > 60, "{} pairs", t.len());
+    }
 }
