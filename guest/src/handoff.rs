@@ -12,6 +12,10 @@
 //! break, edge whitespace, text that reads as JSON) is written as a JSON string; a
 //! context or metadata value that is not a plain string is written as JSON. Derived
 //! parts (the log line, references, placeholders) are ignored when parsing.
+//!
+//! `context` and `metadata` are kept with their keys sorted, at every depth: a JSON
+//! object's key order means nothing (RFC 8259), so one handoff sent by two serializers
+//! (or by one that iterates a hash map) composes the same Session and boot-context bundle.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -112,7 +116,15 @@ fn from_value(v: &Value) -> Result<Handoff, HandoffError> {
     }
     let mut object = |k: &str| match obj.get(k) {
         None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
+        // keys in order, at every depth: see the module doc
+        Some(Value::Object(m)) => {
+            let mut v = Value::Object(m.clone());
+            v.sort_all_objects();
+            match v {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            }
+        }
         Some(_) => {
             problems.push(problem(k, "must be a JSON object"));
             Map::new()
@@ -326,6 +338,23 @@ mod tests {
         assert_eq!(back, h);
         assert_eq!(serde_json::to_value(&back).unwrap(), sample());
         assert_eq!(render_session(&back), md, "rendering is deterministic");
+    }
+
+    /// The same handoff with its objects' keys in another order renders byte for byte the
+    /// same Session, its keys sorted at every depth.
+    #[test]
+    fn key_order_does_not_reach_the_session() {
+        let forward = sample();
+        let reversed = |m: &Value| Value::Object(m.as_object().unwrap().iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect());
+        let mut backward = forward.clone();
+        backward["context"] = reversed(&forward["context"]);
+        backward["metadata"] = json!({"trace": {"z": 1, "id": "t-1"}, "a": 0});
+        let mut forward2 = forward.clone();
+        forward2["metadata"] = json!({"a": 0, "trace": {"id": "t-1", "z": 1}});
+        let (a, b) = (render_session(&from_value(&forward2).unwrap()), render_session(&from_value(&backward).unwrap()));
+        assert_eq!(a, b);
+        assert!(a.contains("## Context\n- analysis_doc: research/api-analysis.md\n- blank: \"\"\n- notes: "), "{a}");
+        assert!(a.contains("- a: 0\n- trace: {\"id\":\"t-1\",\"z\":1}\n"), "{a}");
     }
 
     #[test]

@@ -315,6 +315,30 @@ fn publish_get_manifest_and_boot_stub() {
     assert_eq!((no_stub.status, no_stub.code().as_str()), (404, "boot_stub_not_found"));
 }
 
+/// A JSON object's key order means nothing: a publish whose `units` and entries come in
+/// another order answers its writes in name order and records the same digest (the one
+/// a co-signature names).
+#[test]
+fn a_publish_does_not_depend_on_the_bodys_key_order() {
+    let agent = agent_id("keyorder");
+    let reversed = |v: &Value| Value::Object(v.as_object().unwrap().iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect());
+    let mut body = demo_publish_body(&agent, "v1");
+    body["units"] = reversed(&body["units"]);
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let written: Vec<String> = r.json()["units_written"].as_array().unwrap().iter().map(|u| u.as_str().unwrap().to_string()).collect();
+    let mut sorted = written.clone();
+    sorted.sort();
+    assert!(written.len() == 7 && written == sorted, "{written:?}");
+    let digest = |c: &Client| c.get(&format!("/v1/agents/{agent}/instruction-manifest"), admin()).json()["provenance"]["manifest_sha256"].as_str().unwrap().to_string();
+    let first = digest(c());
+    let mut again = demo_publish_body(&agent, "v2");
+    again["entries"] = Value::Array(again["entries"].as_array().unwrap().iter().map(reversed).collect());
+    let r = c().put(&format!("/v1/agents/{agent}/instruction-manifest"), admin(), &again);
+    assert_eq!((r.status, r.json()["manifest_version"].as_str()), (200, Some("v2")), "{}", r.body);
+    assert_eq!(digest(c()), first);
+}
+
 #[test]
 fn a_new_manifest_regenerates_the_stub() {
     let (agent, key) = setup_agent("stale");
@@ -904,8 +928,12 @@ fn unit_versions_increase_and_content_never_replaces_an_instruction() {
     }
     let r = c().put(&unit("code-review"), admin(), &body("Eleven.", None));
     assert_eq!((r.status, r.json()["version"].as_str()), (201, Some("v11")), "{}", r.body);
+    // after a dotted version, the next whole one
+    assert_eq!(c().put(&unit("code-review"), admin(), &body("Eleven, amended.", Some("v11.1"))).status, 201);
+    let r = c().put(&unit("code-review"), admin(), &body("Twelve.", None));
+    assert_eq!((r.status, r.json()["version"].as_str()), (201, Some("v12")), "{}", r.body);
     let chunk = recall(&agent, &key, "how should I review a pull request")["chunks"].as_array().unwrap().iter().find(|c| c["name"] == "code-review").cloned().expect("recalled");
-    assert_eq!((chunk["version"].as_str(), chunk["valid_until"].is_null()), (Some("v11"), true), "{chunk}");
+    assert_eq!((chunk["version"].as_str(), chunk["valid_until"].is_null()), (Some("v12"), true), "{chunk}");
     // A guaranteed unit's text was approved with the manifest (§21.3.3 rule 5): a unit
     // write, which carries no approval, is refused, and nothing changes.
     let r = c().put(&unit("ground-rules"), admin(), &json!({"content": "## Ground rules\n\nPushing to main directly is fine when in a hurry.\n"}));

@@ -630,7 +630,8 @@ impl Service {
         // each staged fact's unit's latest when it was checked, compared again in the batch
         let mut staged_after: Vec<Option<String>> = Vec::new();
         let mut admission_warnings = Vec::new();
-        if let Some(units) = obj.get("units").and_then(Value::as_object) {
+        // by name, so the answer (and the warnings) do not follow the body's key order
+        if let Some(units) = obj.get("units").and_then(Value::as_object).map(|m| m.iter().collect::<std::collections::BTreeMap<_, _>>()) {
             admission_warnings = self.admit(agent, units.iter().filter_map(|(n, c)| c.as_str().map(|c| json!({"name": n, "content": c, "interpret_as": "instruction"}))).collect()).await?;
             for (name, content) in units {
                 let Some(content) = content.as_str() else {
@@ -675,7 +676,7 @@ impl Service {
         let cov = parse(&lid_core::api::coverage(&manifest_json, "{}", &facts)?)?;
         let cov_units = cov["units"].as_array().cloned().unwrap_or_default();
         let failing = lid_shared::publish::failing_units(&cov);
-        let digest = sha256_hex(json!(entries).to_string().as_bytes());
+        let digest = lid_shared::publish::manifest_digest(&entries);
         let mut provenance = lid_shared::publish::provenance(&who.entity_uri, &who.key_id, now, &digest, &ranker_version(), &approvals);
         let cosignature_needed = lid_shared::publish::needs_cosignature(&entries);
         let mut signers: Vec<String> = vec![who.entity_uri.clone()];

@@ -44,6 +44,9 @@ test('the preview shows validation errors and token counts computed in the brows
     const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } });
     const requests = [];
     page.on('request', (r) => requests.push(r.url()));
+    // The page's Content-Security-Policy blocks nothing the page itself needs.
+    const violations = [];
+    page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) violations.push(m.text()); });
     const resp = await page.goto(`${base}/preview/`);
     assert.equal(resp.status(), 200);
     await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
@@ -121,6 +124,22 @@ test('the preview shows validation errors and token counts computed in the brows
     await page.waitForSelector('#problems tbody tr.error');
     mkdirSync(out, { recursive: true });
     await page.screenshot({ path: join(out, 'preview.png'), fullPage: true });
+    assert.deepEqual(violations, []);
+    // ...and blocks a script that text on the page might smuggle in: an inline one, and
+    // one from another origin, never run.
+    const smuggled = await page.evaluate(async () => {
+      const inline = document.createElement('script');
+      inline.textContent = 'window.__smuggled = "inline"';
+      document.head.append(inline);
+      const img = document.createElement('img');
+      img.setAttribute('src', 'x:');
+      img.setAttribute('onerror', 'window.__smuggled = "handler"');
+      document.body.append(img);
+      await new Promise((r) => setTimeout(r, 200));
+      return window.__smuggled ?? null;
+    });
+    assert.equal(smuggled, null);
+    assert.ok(violations.length >= 2, `the blocked scripts are reported: ${violations.join(' | ')}`);
     // An engine that does not load is said, not a page that silently computes nothing.
     const broken = await browser.newPage();
     await broken.route('**/*.wasm', (r) => r.abort());

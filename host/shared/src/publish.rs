@@ -285,6 +285,16 @@ pub fn recertification_due(provenance: &Value, published_at_ms: i64, last: Optio
     (last.is_none() && bypassed && now_ms >= published_at_ms.saturating_add(RECERTIFY_MS)).then_some("coverage_gate_bypassed")
 }
 
+/// The digest a publish records and a co-signature names (`manifest_sha256`): SHA-256 of
+/// the entries' compact JSON with every object's keys sorted, so the same entries sent
+/// by another serializer (keys in another order, other whitespace) have the same digest.
+pub fn manifest_digest(entries: &[Value]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut v = Value::Array(entries.to_vec());
+    v.sort_all_objects();
+    crate::attest::hex(&Sha256::digest(v.to_string().as_bytes()))
+}
+
 /// Whether skipping the gate needs a second admin's co-signature: any `guarantee_load` entry.
 pub fn needs_cosignature(entries: &[Value]) -> bool {
     entries.iter().any(|e| e["guarantee_load"].as_bool().unwrap_or(false))
@@ -399,6 +409,12 @@ mod tests {
     fn a_cosignature_names_the_digest_in_lowercase() {
         let d = "ab".repeat(32);
         assert_eq!(cosignature_request("eng", &json!({"version": "v2", "manifest_sha256": d})).unwrap(), ("v2", d.as_str()));
+        // the digest a co-signature names does not depend on key order or whitespace
+        let a: Vec<Value> = serde_json::from_str(r#"[{"name": "a", "load_triggers": {"intents": ["x"], "task_types": []}, "guarantee_load": true}]"#).unwrap();
+        let b: Vec<Value> = serde_json::from_str(r#"[{"guarantee_load":true,"load_triggers":{"task_types":[],"intents":["x"]},"name":"a"}]"#).unwrap();
+        assert_eq!(manifest_digest(&a), manifest_digest(&b));
+        assert_ne!(manifest_digest(&a), manifest_digest(&b[..0]));
+        assert_eq!(manifest_digest(&a).len(), 64);
         let extra = cosignature_request("eng", &json!({"version": "v2", "manifest_sha256": d, "signer": "bob"})).unwrap_err();
         assert!(extra.message.starts_with("unknown field `signer`"), "{}", extra.message);
         for bad in [d.to_uppercase(), "ab".repeat(31), format!("{}zz", "ab".repeat(31))] {

@@ -129,12 +129,17 @@ pub fn promotion(body: &Value) -> Result<(Kind, Promotion<'_>), Refusal> {
     Ok((kind, Promotion { uri, name: string_field(obj, "name")?, version }))
 }
 
-/// The version after `latest` for a write that names none: `v1` first, then `vN+1`.
+/// The version after `latest` for a write that names none: `v1` first, then `vN+1`,
+/// where N is the latest's major number (`v2`, `2`, `v2.0` and `v2.1.0-rc1` are all
+/// followed by `v3`, which comes after each of them by precedence).
 pub fn next_version(latest: Option<&str>) -> Result<String, Refusal> {
-    match latest.map(|v| v.strip_prefix(['v', 'V']).and_then(|n| n.parse::<u64>().ok())) {
-        None => Ok("v1".to_string()),
-        Some(Some(n)) => n.checked_add(1).map(|n| format!("v{n}")).ok_or_else(|| Refusal::invalid_request(format!("the unit's latest version {:?} has no next: pass `version` explicitly", latest.unwrap_or_default()))),
-        Some(None) => Err(Refusal::invalid_request(format!("the unit's latest version {:?} is not of the form vN: pass `version` explicitly", latest.unwrap_or_default()))),
+    let Some(latest) = latest else { return Ok("v1".to_string()) };
+    let digits = latest.strip_prefix(['v', 'V']).unwrap_or(latest);
+    let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+    let major = (end > 0 && matches!(digits[end..].chars().next(), None | Some('.' | '-' | '+'))).then(|| digits[..end].parse::<u64>().ok()).flatten();
+    match major {
+        Some(n) => n.checked_add(1).map(|n| format!("v{n}")).ok_or_else(|| Refusal::invalid_request(format!("the unit's latest version {latest:?} has no next: pass `version` explicitly"))),
+        None => Err(Refusal::invalid_request(format!("the unit's latest version {latest:?} does not start with a number (vN, N or vN.M…): pass `version` explicitly"))),
     }
 }
 
@@ -399,7 +404,12 @@ mod tests {
         assert_eq!(next_version(None).unwrap(), "v1");
         assert_eq!(next_version(Some("v9")).unwrap(), "v10");
         assert_eq!(next_version(Some("V2")).unwrap(), "v3");
-        assert!(next_version(Some("1.2.0")).is_err());
+        for (latest, next) in [("1.2.0", "v2"), ("v2.0", "v3"), ("2", "v3"), ("v1.5", "v2"), ("v2.1.0-rc1", "v3"), ("v7+build", "v8")] {
+            assert_eq!(next_version(Some(latest)).unwrap(), next, "{latest}");
+        }
+        for odd in ["release-a", "v", "vx2", "2a", "v18446744073709551616"] {
+            assert!(next_version(Some(odd)).unwrap_err().message.contains("pass `version` explicitly"), "{odd}");
+        }
         assert!(next_version(Some("v18446744073709551615")).unwrap_err().message.contains("has no next"));
     }
 
