@@ -327,6 +327,26 @@ fn check_recorded(tx: &Transaction, key: &OrgKey, path: &Path) -> DbResult<()> {
     }
 }
 
+/// Remove what a key write stopped mid-way left behind: `<key>.tmp-*` and
+/// `<key>.next.tmp-*` files ([`write_private`]'s temporaries, each a private key) older
+/// than a minute, so that none is a write still under way in another process.
+fn sweep_key_temporaries(key: &Path) {
+    let Some(name) = key.file_name().and_then(|n| n.to_str()) else { return };
+    let dir = key.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let prefixes = [format!("{name}.tmp-"), format!("{name}.next.tmp-")];
+    for e in entries.flatten() {
+        let file = e.file_name();
+        if !file.to_str().is_some_and(|f| prefixes.iter().any(|p| f.starts_with(p.as_str()))) {
+            continue;
+        }
+        let stale = e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age.as_secs() >= 60);
+        if stale && std::fs::remove_file(e.path()).is_ok() {
+            tracing::warn!(file = %e.path().display(), "removed a copy of an org key that an interrupted key write left behind");
+        }
+    }
+}
+
 /// Finish, or undo, a rotation that stopped between its steps ([`Db::rotate_org_key`]): a
 /// `.next` key file the database records is put in place of the key file (the rotation
 /// committed); one it does not record is removed (it never did). Under the write lock, which
@@ -457,6 +477,7 @@ impl Db {
         migrate(&mut w).map_err(opening)?;
         let key_path = key.map(Path::to_path_buf).unwrap_or_else(|| org_key_path(path));
         settle_rotation(&mut w, &key_path)?;
+        sweep_key_temporaries(&key_path);
         let key = org_key(&w, path, &key_path)?;
         {
             let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -592,10 +613,29 @@ impl Db {
 
     /// Run `f` in one write transaction; committed only when `f` returns `Ok`.
     pub fn write<R, E: From<DbError>>(&self, f: impl FnOnce(&Transaction) -> Result<R, E>) -> Result<R, E> {
+        self.write_synced(false, f)
+    }
+
+    /// [`Db::write`], with the commit on disk when it returns when `durable` (SQLite's
+    /// `synchronous = FULL` for this transaction: in WAL mode the log is synced at its
+    /// commit, which `NORMAL` leaves to the next checkpoint, so a power loss can undo a
+    /// commit that has returned; what follows such a commit outside the database must
+    /// not be undone that way).
+    fn write_synced<R, E: From<DbError>>(&self, durable: bool, f: impl FnOnce(&Transaction) -> Result<R, E>) -> Result<R, E> {
         let mut w = self.writer.lock().map_err(|_| DbError::Poisoned)?;
-        let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(DbError::from)?;
-        let r = f(&tx)?;
-        tx.commit().map_err(DbError::from)?;
+        if durable {
+            w.pragma_update(None, "synchronous", "FULL").map_err(DbError::from)?;
+        }
+        let r = (|| -> Result<R, E> {
+            let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(DbError::from)?;
+            let r = f(&tx)?;
+            tx.commit().map_err(DbError::from)?;
+            Ok(r)
+        })();
+        if durable {
+            w.pragma_update(None, "synchronous", "NORMAL").map_err(DbError::from)?;
+        }
+        let r = r?;
         // After the commit: a reader that saw the old count re-reads what it cached.
         self.local_writes.fetch_add(1, Ordering::AcqRel);
         Ok(r)
@@ -700,7 +740,9 @@ impl Db {
         let new = OrgKey::from_seed(seed);
         let text = format!("{}\n", new.to_text());
         let mut wrote_next = false;
-        let done = self.write(|tx| -> DbResult<Rotated> {
+        // durable: the key file is replaced after the commit, and a power loss that undid
+        // the commit then would leave the facts signed by a key no file holds
+        let done = self.write_synced(true, |tx| -> DbResult<Rotated> {
             let old = self.attestor.for_write(tx)?;
             write_private(&next, &text).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AlreadyExists => DbError::OrgKey(format!("{} exists: another rotation of this org key is under way (or stopped in the middle: the next start of lid serve settles it)", next.display())),
@@ -1267,9 +1309,9 @@ pub fn current_manifest_id(c: &rusqlite::Connection, agent: &str) -> DbResult<Op
 /// A unit's latest fact (the one no later version has superseded).
 pub fn latest_in(c: &rusqlite::Connection, unit_key: &str) -> DbResult<Option<lid_shared::units::Latest>> {
     Ok(c.query_row(
-        "SELECT uri, version, interpret_as FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        "SELECT uri, version, interpret_as, sha256 FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1",
         params![unit_key],
-        |r| Ok(lid_shared::units::Latest { uri: r.get(0)?, version: r.get(1)?, interpret_as: r.get(2)? }),
+        |r| Ok(lid_shared::units::Latest { uri: r.get(0)?, version: r.get(1)?, interpret_as: r.get(2)?, sha256: r.get(3)? }),
     )
     .optional()?)
 }
@@ -1533,6 +1575,35 @@ impl crate::engine::AuditLog for DeferredAudit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key write killed between its temporary file and its link leaves a private key
+    /// behind: the next open removes such files once they are a minute old, and leaves a
+    /// newer one (another process's write may be under way) and unrelated files alone.
+    #[test]
+    fn opening_removes_the_key_copies_an_interrupted_write_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("lid.db");
+        let key = org_key_path(&db);
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let file = |name: &str, modified: Option<std::time::SystemTime>| {
+            let p = dir.path().join(name);
+            let f = std::fs::File::create(&p).unwrap();
+            if let Some(t) = modified {
+                f.set_modified(t).unwrap();
+            }
+            p
+        };
+        let stale = [file("lid.db.org-key.tmp-0a1b2c", Some(old)), file("lid.db.org-key.next.tmp-3d4e5f", Some(old))];
+        let kept = [file("lid.db.org-key.tmp-777777", None), file("other.db.org-key.tmp-0a1b2c", Some(old)), file("lid.db.org-key.tmpfile", Some(old))];
+        Db::open(&db).unwrap();
+        assert!(key.exists());
+        for p in &stale {
+            assert!(!p.exists(), "{} was left", p.display());
+        }
+        for p in &kept {
+            assert!(p.exists(), "{} was removed", p.display());
+        }
+    }
 
     #[test]
     fn the_derived_cache_keeps_to_its_budget_dropping_the_least_recently_used() {

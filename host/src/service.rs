@@ -494,7 +494,7 @@ impl Service {
         lid_shared::units::check_reviewed(name, req.kind, entry.as_ref())?;
         let latest = self.latest_fact(&unit_key)?;
         lid_shared::units::check_kind(name, req.kind, latest.as_ref(), entry.is_some())?;
-        let version = lid_shared::units::plan_version(req.version, latest.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;
+        let version = lid_shared::units::plan_version(req.version, latest.as_ref(), Some((req.content, req.kind)), |v, t| engine(self.rt.version_order(v, t)))?;
         let uri = format!("{unit_key}/{version}");
         if crate::db::split_fact_uri(&uri).is_none() {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
@@ -1070,7 +1070,7 @@ impl Service {
         let in_manifest = entry.is_some();
         let latest = self.latest_fact(&unit_key)?;
         lid_shared::units::check_kind(&name, kind, latest.as_ref(), in_manifest)?;
-        let version = lid_shared::units::plan_version(requested.version, latest.as_ref(), |v, t| engine(self.rt.version_order(v, t)))?;
+        let version = lid_shared::units::plan_version(requested.version, latest.as_ref(), None, |v, t| engine(self.rt.version_order(v, t)))?;
         let live = format!("{unit_key}/{version}");
         if crate::db::split_fact_uri(&live).is_none() {
             return Err(ApiError::bad_request("invalid_request", format!("{live:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2)")));

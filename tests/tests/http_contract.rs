@@ -932,6 +932,9 @@ fn unit_versions_increase_and_content_never_replaces_an_instruction() {
     assert_eq!(c().put(&unit("code-review"), admin(), &body("Eleven, amended.", Some("v11.1"))).status, 201);
     let r = c().put(&unit("code-review"), admin(), &body("Twelve.", None));
     assert_eq!((r.status, r.json()["version"].as_str()), (201, Some("v12")), "{}", r.body);
+    // the same write again (a retry whose answer was lost): unchanged, no second copy
+    let r = c().put(&unit("code-review"), admin(), &body("Twelve.", None));
+    assert_eq!((r.status, r.json()["version"].as_str(), r.json()["unchanged"].as_bool()), (200, Some("v12"), Some(true)), "{}", r.body);
     let chunk = recall(&agent, &key, "how should I review a pull request")["chunks"].as_array().unwrap().iter().find(|c| c["name"] == "code-review").cloned().expect("recalled");
     assert_eq!((chunk["version"].as_str(), chunk["valid_until"].is_null()), (Some("v12"), true), "{chunk}");
     // A guaranteed unit's text was approved with the manifest (§21.3.3 rule 5): a unit

@@ -472,8 +472,8 @@ impl Service {
         let entry = current.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
         lid_shared::units::check_reviewed(name, req.kind, entry.as_ref())?;
         let latest = current_version(&self.store, &unit_key).await?;
-        lid_shared::units::check_kind(name, req.kind, latest.as_ref().map(|l| &l.0), entry.is_some())?;
-        let version = lid_shared::units::plan_version(req.version, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
+        lid_shared::units::check_kind(name, req.kind, latest.as_ref(), entry.is_some())?;
+        let version = lid_shared::units::plan_version(req.version, latest.as_ref(), Some((req.content, req.kind)), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
         let uri = format!("{unit_key}/{version}");
         if split_fact_uri(&uri).is_none() || lid_core::uri::InstructionUri::parse(&uri).is_err() {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));
@@ -490,7 +490,7 @@ impl Service {
         }
         let now = now_ms();
         self.store.put_fact(&fact).await?;
-        let mut stmts = ledger_insert(&self.store, &fact, &unit_key, agent, name, latest.as_ref().map(|l| l.1.as_str()), &json!({"written_by_key": who.key_id}), now)?;
+        let mut stmts = ledger_insert(&self.store, &fact, &unit_key, agent, name, latest.as_ref().map(|l| l.sha256.as_str()), &json!({"written_by_key": who.key_id}), now)?;
         // The stub embeds always-applicable units: a new version invalidates it.
         stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
         stmts.push(event(&self.store, Some(agent), "instruction_write", &json!({"uri": uri, "interpret_as": interpret_as, "entity_uri": who.entity_uri}), now)?);
@@ -653,8 +653,8 @@ impl Service {
                 }
                 // new content takes a version after the unit's latest (§21.4.1)
                 let latest = current_version(&self.store, &unit_key).await?;
-                lid_shared::units::check_published_version(uri, &v, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
-                staged_after.push(latest.map(|l| l.0.uri));
+                lid_shared::units::check_published_version(uri, &v, latest.as_ref(), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
+                staged_after.push(latest.map(|l| l.uri));
                 staged.push((fact, unit_key, unit_name));
             }
         }
@@ -1048,8 +1048,8 @@ impl Service {
         lid_shared::units::check_reviewed(&name, kind, entry.as_ref())?;
         let in_manifest = entry.is_some();
         let latest = current_version(&self.store, &unit_key).await?;
-        lid_shared::units::check_kind(&name, kind, latest.as_ref().map(|l| &l.0), in_manifest)?;
-        let version = lid_shared::units::plan_version(requested.version, latest.as_ref().map(|l| &l.0), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
+        lid_shared::units::check_kind(&name, kind, latest.as_ref(), in_manifest)?;
+        let version = lid_shared::units::plan_version(requested.version, latest.as_ref(), None, |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
         let live = format!("{unit_key}/{version}");
         if split_fact_uri(&live).is_none() || lid_core::uri::InstructionUri::parse(&live).is_err() {
             return Err(ApiError::bad_request("invalid_request", format!("{live:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2)")));
@@ -1065,7 +1065,7 @@ impl Service {
         let now = now_ms();
         self.store.put_fact(&fact).await?;
         let mut stmts = vec![self.store.stmt("UPDATE instruction_facts SET quarantine = CASE WHEN quarantine = 'quarantined' THEN 'promoted' ELSE 'not-quarantined' END WHERE uri = ?1", args![uri])?];
-        stmts.extend(ledger_insert(&self.store, &fact, &unit_key, agent, &name, latest.as_ref().map(|l| l.1.as_str()), &provenance, now)?);
+        stmts.extend(ledger_insert(&self.store, &fact, &unit_key, agent, &name, latest.as_ref().map(|l| l.sha256.as_str()), &provenance, now)?);
         if ia == InterpretAs::Instruction {
             stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
         }

@@ -803,8 +803,8 @@ pub fn ledger_insert(store: &Store, f: &Fact, unit_key: &str, agent: &str, unit_
 /// checked against, checked again in its batch ([`unless_moved`]).
 pub const LATEST_URI_SQL: &str = "SELECT uri FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1";
 
-/// The live version of a unit in the ledger: (uri, version, sha256).
-pub async fn current_version(store: &Store, unit_key: &str) -> ApiResult<Option<(lid_shared::units::Latest, String)>> {
+/// The live version of a unit in the ledger.
+pub async fn current_version(store: &Store, unit_key: &str) -> ApiResult<Option<lid_shared::units::Latest>> {
     #[derive(Deserialize)]
     struct R {
         uri: String,
@@ -815,7 +815,7 @@ pub async fn current_version(store: &Store, unit_key: &str) -> ApiResult<Option<
     let r: Option<R> = store
         .first("SELECT uri, version, interpret_as, sha256 FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", args![unit_key])
         .await?;
-    Ok(r.map(|r| (lid_shared::units::Latest { uri: r.uri, version: r.version, interpret_as: r.interpret_as }, r.sha256)))
+    Ok(r.map(|r| lid_shared::units::Latest { uri: r.uri, version: r.version, interpret_as: r.interpret_as, sha256: r.sha256 }))
 }
 
 /// The id of `agent`'s current `instruction_manifests` row, if it has one.

@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use sha2::Digest;
+
 use crate::Refusal;
 
 /// The unit name §21.4.1 reserves for the manifest's own URI.
@@ -237,10 +239,19 @@ pub fn promoted_author<'a>(origin: &'a str, promoted_by: &'a str) -> &'a str {
 }
 
 /// The version a write takes: the one asked for, which must come after the unit's latest
-/// (§21.4.1; the latest itself is left to the ledger's same-content check), or the next
-/// `vN`. `order` is the engine's `version-order` (an error for a version that is not
-/// one; else -1, 0 or 1 against the latest).
-pub fn plan_version<E: From<Refusal>>(requested: Option<&str>, latest: Option<&Latest>, order: impl FnOnce(&str, Option<&str>) -> Result<i8, E>) -> Result<String, E> {
+/// (§21.4.1; the latest itself is left to the ledger's same-content check), or else the
+/// next `vN`. A unit write passes its text and kind as `write`: when the latest already
+/// holds that text as that kind, a write that names no version takes the latest, which it
+/// answers as unchanged, so a retry of a write whose answer was lost stores no second
+/// copy (a promotion passes `None`: it always writes a version of its own). `order` is the
+/// engine's `version-order` (an error for a version that is not one; else -1, 0 or 1
+/// against the latest).
+pub fn plan_version<E: From<Refusal>>(requested: Option<&str>, latest: Option<&Latest>, write: Option<(&str, Kind)>, order: impl FnOnce(&str, Option<&str>) -> Result<i8, E>) -> Result<String, E> {
+    if let (None, Some(l), Some((content, kind))) = (requested, latest, write) {
+        if l.interpret_as == kind.as_str() && l.sha256 == crate::attest::hex(&sha2::Sha256::digest(content.as_bytes())) {
+            return Ok(l.version.clone());
+        }
+    }
     let version = match requested {
         Some(v) => {
             // A `vN` must leave room for the next write's version (`next_version`).
@@ -284,6 +295,8 @@ pub struct Latest {
     pub uri: String,
     pub version: String,
     pub interpret_as: String,
+    /// SHA-256 of its content (lowercase hex).
+    pub sha256: String,
 }
 
 /// Spec-13: a content write never supersedes an instruction. A unit whose latest fact is
@@ -415,7 +428,7 @@ mod tests {
 
     #[test]
     fn a_write_takes_a_version_after_the_latest() {
-        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into() };
+        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into(), sha256: String::new() };
         // a stand-in for the engine's order: by the number after the `v`
         let order = |v: &str, than: Option<&str>| -> Result<i8, Refusal> {
             let n = |s: &str| s.trim_start_matches('v').parse::<i64>().map_err(|_| Refusal::invalid_request("not a version"));
@@ -425,23 +438,29 @@ mod tests {
                 Some(t) => Ok((a - n(t)?).signum() as i8),
             }
         };
-        assert_eq!(plan_version(None, Some(&latest), order).unwrap(), "v11");
-        assert_eq!(plan_version(Some("v12"), Some(&latest), order).unwrap(), "v12");
-        assert_eq!(plan_version(Some("v10"), Some(&latest), order).unwrap(), "v10", "the latest itself: the ledger decides");
-        let e = plan_version(Some("v9"), Some(&latest), order).unwrap_err();
+        assert_eq!(plan_version(None, Some(&latest), Some(("new text", Kind::Instruction)), order).unwrap(), "v11");
+        assert_eq!(plan_version(Some("v12"), Some(&latest), Some(("new text", Kind::Instruction)), order).unwrap(), "v12");
+        assert_eq!(plan_version(Some("v10"), Some(&latest), Some(("new text", Kind::Instruction)), order).unwrap(), "v10", "the latest itself: the ledger decides");
+        let e = plan_version(Some("v9"), Some(&latest), Some(("new text", Kind::Instruction)), order).unwrap_err();
         assert!(e.code == "fact_version_conflict" && e.message.starts_with("instruction:d/a/u/v9:"), "{}", e.message);
-        assert_eq!(plan_version(Some("vx"), None, order).unwrap_err().code, "invalid_request");
-        assert_eq!(plan_version(None, None, order).unwrap(), "v1");
+        assert_eq!(plan_version(Some("vx"), None, Some(("new text", Kind::Instruction)), order).unwrap_err().code, "invalid_request");
+        assert_eq!(plan_version(None, None, Some(("new text", Kind::Instruction)), order).unwrap(), "v1");
+        // the latest's own text again, as its own kind: the latest (a retried write), not v11
+        let same = Latest { sha256: crate::attest::hex(&sha2::Sha256::digest(b"the text")), ..latest.clone() };
+        assert_eq!(plan_version(None, Some(&same), Some(("the text", Kind::Instruction)), order).unwrap(), "v10");
+        assert_eq!(plan_version(None, Some(&same), Some(("the text", Kind::Content)), order).unwrap(), "v11", "another kind is a new version");
+        assert_eq!(plan_version(None, Some(&same), Some(("the text.", Kind::Instruction)), order).unwrap(), "v11");
+        assert_eq!(plan_version(None, Some(&same), None, order).unwrap(), "v11", "a promotion writes a version of its own");
         // a version with no next is refused before anything is written
         for huge in ["v18446744073709551615", "v18446744073709551616", "v99999999999999999999999"] {
-            assert!(plan_version(Some(huge), None, order).unwrap_err().message.contains("is too large"), "{huge}");
+            assert!(plan_version(Some(huge), None, Some(("new text", Kind::Instruction)), order).unwrap_err().message.contains("is too large"), "{huge}");
         }
-        assert_eq!(plan_version(Some("v18446744073709551614"), None, |_, _| Ok::<i8, Refusal>(1)).unwrap(), "v18446744073709551614");
+        assert_eq!(plan_version(Some("v18446744073709551614"), None, Some(("new text", Kind::Instruction)), |_, _| Ok::<i8, Refusal>(1)).unwrap(), "v18446744073709551614");
     }
 
     #[test]
     fn published_content_takes_a_version_after_the_latest() {
-        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into() };
+        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into(), sha256: String::new() };
         let order = |v: &str, than: Option<&str>| -> Result<i8, Refusal> {
             let n = |s: &str| s.trim_start_matches('v').parse::<i64>().unwrap_or(0);
             Ok(than.map_or(1, |t| (n(v) - n(t)).signum() as i8))
@@ -466,7 +485,7 @@ mod tests {
 
     #[test]
     fn content_never_replaces_an_instruction() {
-        let latest = |ia: &str| Latest { uri: "instruction:d/a/u/v1".into(), version: "v1".into(), interpret_as: ia.into() };
+        let latest = |ia: &str| Latest { uri: "instruction:d/a/u/v1".into(), version: "v1".into(), interpret_as: ia.into(), sha256: String::new() };
         assert_eq!(check_kind("u", Kind::Content, Some(&latest("instruction")), false).unwrap_err().code, "unit_kind_conflict");
         assert_eq!(check_kind("u", Kind::Content, None, true).unwrap_err().code, "unit_kind_conflict");
         assert!(check_kind("u", Kind::Content, Some(&latest("content")), false).is_ok());
