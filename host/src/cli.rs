@@ -365,13 +365,24 @@ fn score_arg(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The log filter: `LID_LOG` (tracing's `EnvFilter` syntax, e.g. `debug` or
+/// `lid_host=trace`), else `info`; at any level the HTTP client `lid mcp` uses logs no
+/// more than `debug`, since its `trace` dumps each request, the API key's header included.
+fn log_filter() -> tracing_subscriber::EnvFilter {
+    let f = tracing_subscriber::EnvFilter::try_from_env("LID_LOG").unwrap_or_else(|_| "info".into());
+    if f.max_level_hint().is_some_and(|l| l < tracing::level_filters::LevelFilter::TRACE) {
+        return f;
+    }
+    ["ureq=debug", "ureq_proto=debug"].into_iter().filter_map(|d| d.parse().ok()).fold(f, |f, d| f.add_directive(d))
+}
+
 /// Run the CLI; returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LID_LOG").unwrap_or_else(|_| "info".into())).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(log_filter()).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init();
     match run(&cli) {
         Ok(code) => code,
         Err(e) => {

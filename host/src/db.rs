@@ -206,6 +206,15 @@ impl Attestor {
     }
 }
 
+/// Whether facts that failed their attestation were checked with the store's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyCheckedWith {
+    /// With the key the store records: what failed is quarantined.
+    Current,
+    /// With a key another process has since rotated away (now followed): read them again.
+    Stale,
+}
+
 /// What [`Db::rotate_org_key`] did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Rotated {
@@ -465,6 +474,14 @@ impl Db {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             let _ = std::fs::create_dir_all(dir);
         }
+        // A new database holds every agent's instructions and audit: readable by its owner
+        // only, as the org key beside it is (SQLite gives its WAL and shared-memory files
+        // the database file's mode). An existing file keeps the mode its operator gave it.
+        #[cfg(unix)]
+        if !path.exists() {
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path);
+        }
         // A file that is not a database fails here, at its first statement: said as the
         // path that could not be opened.
         let opening = |e: DbError| match e {
@@ -682,8 +699,11 @@ impl Db {
     /// The facts of an agent that has no manifest yet (units written before its first
     /// publish, which that publish may name without sending them again).
     pub fn unpublished_facts(self: &Arc<Self>, agent: &str) -> DbResult<SnapshotFacts> {
-        let read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
-        self.quarantine_unattested(agent, &read.unattested)?;
+        let mut read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
+        if self.quarantine_unattested(agent, &read.unattested)? == KeyCheckedWith::Stale {
+            read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
+            self.quarantine_unattested(agent, &read.unattested)?;
+        }
         let map = read.map;
         Ok(SnapshotFacts { map, db: self.clone(), prepared: Default::default() })
     }
@@ -712,8 +732,11 @@ impl Db {
 
     fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at_ms: Option<i64>) -> DbResult<Snapshot> {
         let mut unattested = Vec::new();
-        let snap = self.read_snapshot(agent, manifest_id, generation, at_ms, &mut unattested);
-        self.quarantine_unattested(agent, &unattested)?;
+        let mut snap = self.read_snapshot(agent, manifest_id, generation, at_ms, &mut unattested);
+        if self.quarantine_unattested(agent, &unattested)? == KeyCheckedWith::Stale {
+            snap = self.read_snapshot(agent, manifest_id, generation, at_ms, &mut unattested);
+            self.quarantine_unattested(agent, &unattested)?;
+        }
         snap
     }
 
@@ -802,12 +825,21 @@ impl Db {
     /// 'quarantined'` with the reason, so no read serves them again, and a `fact_unattested` service event
     /// each with the reason. An admin can read them (`GET …/federated-facts`) and promote
     /// one, which writes a new signed version.
-    fn quarantine_unattested(&self, agent: &str, facts: &[(String, Unattested)]) -> DbResult<()> {
+    ///
+    /// Only when this process checks with the key the store records: when another one
+    /// rotated it, the facts failed against a stale key, not their own signatures. The key
+    /// is followed to its file ([`Attestor::for_write`]) and nothing is quarantined
+    /// ([`KeyCheckedWith::Stale`]: read them again), or, with no file holding it, the read is
+    /// refused as 503 `org_key_mismatch`.
+    fn quarantine_unattested(&self, agent: &str, facts: &[(String, Unattested)]) -> DbResult<KeyCheckedWith> {
         if facts.is_empty() {
-            return Ok(());
+            return Ok(KeyCheckedWith::Current);
         }
         let kid = self.attestor.key().kid().to_string();
         self.write(|tx| {
+            if self.attestor.for_write(tx)?.kid() != kid {
+                return Ok(KeyCheckedWith::Stale);
+            }
             let now = now_ms();
             for (uri, why) in facts {
                 if tx.execute(lid_shared::attest::QUARANTINE_SQL, params![why.reason(), uri])? == 1 {
@@ -815,7 +847,7 @@ impl Db {
                     insert_event(tx, Some(agent), lid_shared::attest::EVENT, &json!({"uri": uri, "reason": why.reason(), "message": why.to_string(), "kid": kid}), now)?;
                 }
             }
-            Ok(())
+            Ok(KeyCheckedWith::Current)
         })
     }
 
@@ -1580,7 +1612,7 @@ mod tests {
     /// behind: the next open removes such files once they are a minute old, and leaves a
     /// newer one (another process's write may be under way) and unrelated files alone.
     #[test]
-    fn opening_removes_the_key_copies_an_interrupted_write_left() {
+    fn a_new_database_is_private_and_opening_removes_key_copies_a_killed_write_left() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("lid.db");
         let key = org_key_path(&db);
@@ -1595,8 +1627,15 @@ mod tests {
         };
         let stale = [file("lid.db.org-key.tmp-0a1b2c", Some(old)), file("lid.db.org-key.next.tmp-3d4e5f", Some(old))];
         let kept = [file("lid.db.org-key.tmp-777777", None), file("other.db.org-key.tmp-0a1b2c", Some(old)), file("lid.db.org-key.tmpfile", Some(old))];
-        Db::open(&db).unwrap();
+        let open = Db::open(&db).unwrap();
         assert!(key.exists());
+        // (a new database is its owner's alone, as its key is)
+        #[cfg(unix)]
+        for p in [db.clone(), key.clone(), db.with_extension("db-wal")] {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600, "{}", p.display());
+        }
+        drop(open);
         for p in &stale {
             assert!(!p.exists(), "{} was left", p.display());
         }

@@ -146,7 +146,7 @@ impl Service {
     fn writable_snapshot(&self, agent: &str) -> Result<Option<Arc<crate::db::Snapshot>>, ApiError> {
         match self.db.snapshot(agent) {
             Err(DbError::ManifestUnattested { .. }) => Ok(None),
-            r => r.map_err(ApiError::backend),
+            r => r.map_err(ApiError::snapshot),
         }
     }
 
@@ -665,7 +665,7 @@ impl Service {
         let base = match &snapshot {
             Some(s) => s.facts.clone(),
             // a first publish may name units written before it (`PUT …/units/{name}`)
-            None => Arc::new(self.db.unpublished_facts(agent).map_err(ApiError::backend)?),
+            None => Arc::new(self.db.unpublished_facts(agent).map_err(ApiError::snapshot)?),
         };
         let mut staged: Vec<NewFact> = Vec::new();
         // each staged fact's unit's latest when it was checked, compared again at the write
@@ -885,7 +885,7 @@ impl Service {
         lint.extend(files.iter().map(|f| json!({"name": f["path"], "content": text_of(f), "interpret_as": "content"})));
         let admission_warnings = self.admit(agent, lint)?;
         let deployment = self.deployment_of(agent, body)?;
-        let digest = read["digest"].as_str().unwrap_or_default().to_string();
+        let digest = lid_shared::packs::scoped_digest(agent, read["digest"].as_str().unwrap_or_default());
         let rows: Vec<(String, String, Option<i64>, i64)> = self.db.read(|c| {
             let mut st = c.prepare_cached(lid_shared::packs::PACK_UPLOADS_SQL)?;
             let rows = st.query_map(params![agent, pack], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;

@@ -1300,6 +1300,14 @@ fn knowledge_packs_upload_list_and_serve_in_the_content_channel() {
     assert_eq!(files, [format!("knowledge:demo/{agent}/acme-brief/v1/units/colours.md"), format!("knowledge:demo/{agent}/acme-brief/v1/units/offline.md")]);
     let again = c().put(&path, Some(&key), &body);
     assert_eq!((again.status, again.json()["unchanged"].as_bool()), (200, Some(true)), "{}", again.body);
+    // Another agent's upload of the very same pack gets a digest of its own (the key of
+    // the pack's cached index), so it never finds this agent's index: how long an upload
+    // takes tells nothing of what other agents hold.
+    let (peer, _) = setup_agent("packtwin");
+    let twin = c().put(&format!("/v1/agents/{peer}/knowledge/acme-brief"), admin(), &body);
+    assert_eq!(twin.status, 201, "{}", twin.body);
+    let (d1, d2) = (v["digest"].as_str().unwrap(), twin.json()["digest"].as_str().unwrap().to_string());
+    assert!(d1.len() == 64 && d2.len() == 64 && d1 != d2, "{d1} {d2}");
 
     let list = c().get(&format!("/v1/agents/{agent}/knowledge"), Some(&key));
     assert_eq!(list.status, 200, "{}", list.body);

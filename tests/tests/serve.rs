@@ -1185,6 +1185,44 @@ fn the_org_key_rotates_and_a_running_service_follows() {
     assert!(r.body.contains("once errors double"), "{}", r.body);
 }
 
+/// A rotation into a key file the running service does not read (`--org-key` naming a
+/// copy) leaves the service holding a key the store no longer records: its reads are
+/// refused (503 `org_key_mismatch`), never taken as forged facts to quarantine; once the
+/// new key is in the service's key file, it follows it and serves again.
+#[test]
+fn a_rotation_the_service_cannot_follow_is_refused_not_quarantined() {
+    let (server, admin) = fresh("rotate-elsewhere", &[]);
+    let c = server.client();
+    publish_demo(&c, &admin, "seen-agent");
+    publish_demo(&c, &admin, "unseen-agent");
+    let intent = json!({"intent": "roll back a bad deploy"});
+    let recall = |agent: &str| c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &intent);
+    assert_eq!(recall("seen-agent").status, 200);
+    let key_file = lid_host::db::org_key_path(&server.db);
+    let elsewhere = server.dir.join("elsewhere.org-key");
+    std::fs::copy(&key_file, &elsewhere).unwrap();
+    let r: Value = serde_json::from_str(&lid(&["--json", "org-key", "rotate", "--db", server.db.to_str().unwrap(), "--org-key", elsewhere.to_str().unwrap()])).unwrap();
+    let new_kid = r["to"].as_str().unwrap().to_string();
+    // a write, then reads of facts the service checks now, with its old key
+    let fed = c.post("/v1/agents/unseen-agent/federated-facts", Some(&admin), &json!({"name": "n1", "content": "hello", "origin": "org:x"}));
+    assert_eq!((fed.status, fed.code().as_str()), (503, "org_key_mismatch"), "{}", fed.body);
+    // (the facts it checked before the rotation stay served from memory)
+    assert_eq!(recall("seen-agent").status, 200);
+    let refused = recall("unseen-agent");
+    assert_eq!((refused.status, refused.code().as_str()), (503, "org_key_mismatch"), "{}", refused.body);
+    assert!(refused.body.contains(&new_kid), "{}", refused.body);
+    let sql = Connection::open(&server.db).unwrap();
+    let quarantined = || -> i64 { sql.query_row("SELECT count(*) FROM instruction_facts WHERE quarantine IS NOT NULL", [], |r| r.get(0)).unwrap() };
+    assert_eq!(quarantined(), 0);
+    // the new key where the service reads it: followed, served, nothing quarantined
+    std::fs::copy(&elsewhere, &key_file).unwrap();
+    for agent in ["seen-agent", "unseen-agent"] {
+        let served = recall(agent);
+        assert_eq!(served.status, 200, "{agent}: {}", served.body);
+    }
+    assert_eq!(quarantined(), 0);
+}
+
 /// SIGTERM (a supervisor's stop) drains the server: a request whose body is still arriving
 /// when the signal comes is answered, new connections are refused, and the process exits
 /// with status 0, not killed by the signal.

@@ -832,7 +832,7 @@ impl Service {
         lint.extend(files.iter().map(|f| json!({"name": f["path"], "content": text_of(f), "interpret_as": "content"})));
         let admission_warnings = self.admit(agent, lint).await?;
         let deployment = self.deployment_of(agent, body).await?;
-        let digest = read["digest"].as_str().unwrap_or_default().to_string();
+        let digest = lid_shared::packs::scoped_digest(agent, read["digest"].as_str().unwrap_or_default());
         #[derive(Deserialize)]
         struct Row {
             version: String,

@@ -30,6 +30,21 @@ pub fn upload_fields(body: &Value) -> Result<(&str, Map<String, Value>), Refusal
     Ok((kmd, units))
 }
 
+/// The digest a host stores for an upload of `agent`'s, from the engine's digest of the
+/// pack's files: scoped to the agent, so that the index cached under it (the engine's
+/// pack key) is never one another agent's identical upload built. Else an upload that
+/// found another tenant's index would be answered seconds faster, telling its sender
+/// that someone holds exactly those files.
+pub fn scoped_digest(agent: &str, files_digest: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in ["lid-pack-upload:v1", agent, files_digest] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    crate::attest::hex(&h.finalize())
+}
+
 /// The catalog entry of pack `pack` at upload `version` (uploaded at `at` Unix ms by `by`).
 pub fn pack_entry(pack: &str, version: &str, catalog: &Value, digest: &str, at: i64, by: &str) -> Value {
     let mut e = json!({"pack": pack, "upload_version": version, "digest": digest, "uploaded_at": iso(at), "uploaded_by": by});
@@ -68,5 +83,11 @@ mod tests {
     fn entry_then_catalog_fields() {
         let e = super::pack_entry("ops", "v2", &serde_json::json!({"name": "Ops", "status": "ready"}), "ab", 0, "key:1");
         assert_eq!(e.to_string(), r#"{"pack":"ops","upload_version":"v2","digest":"ab","uploaded_at":"1970-01-01T00:00:00Z","uploaded_by":"key:1","name":"Ops","status":"ready"}"#);
+        // one agent's digest of given files is stable and its own
+        let d = "0".repeat(64);
+        assert_eq!(super::scoped_digest("a", &d), super::scoped_digest("a", &d));
+        assert_ne!(super::scoped_digest("a", &d), super::scoped_digest("b", &d));
+        assert_ne!(super::scoped_digest("a", &d), super::scoped_digest("a", &"1".repeat(64)));
+        assert_eq!(super::scoped_digest("a", &d).len(), 64);
     }
 }
