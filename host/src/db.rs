@@ -650,7 +650,11 @@ impl Db {
             Ok(r)
         })();
         if durable {
-            w.pragma_update(None, "synchronous", "NORMAL").map_err(DbError::from)?;
+            // (after a commit the result stands: a connection left syncing every commit is
+            // slower, not wrong)
+            if let Err(e) = w.pragma_update(None, "synchronous", "NORMAL") {
+                tracing::warn!(error = %e, "could not set the database's synchronous mode back to NORMAL");
+            }
         }
         let r = r?;
         // After the commit: a reader that saw the old count re-reads what it cached.
@@ -699,10 +703,12 @@ impl Db {
     /// The facts of an agent that has no manifest yet (units written before its first
     /// publish, which that publish may name without sending them again).
     pub fn unpublished_facts(self: &Arc<Self>, agent: &str) -> DbResult<SnapshotFacts> {
+        let mut kid = self.attestor.key().kid().to_string();
         let mut read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
-        if self.quarantine_unattested(agent, &read.unattested)? == KeyCheckedWith::Stale {
+        if self.quarantine_unattested(agent, &read.unattested, &kid)? == KeyCheckedWith::Stale {
+            kid = self.attestor.key().kid().to_string();
             read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
-            self.quarantine_unattested(agent, &read.unattested)?;
+            self.quarantine_unattested(agent, &read.unattested, &kid)?;
         }
         let map = read.map;
         Ok(SnapshotFacts { map, db: self.clone(), prepared: Default::default() })
@@ -732,10 +738,13 @@ impl Db {
 
     fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at_ms: Option<i64>) -> DbResult<Snapshot> {
         let mut unattested = Vec::new();
+        let mut kid = self.attestor.key().kid().to_string();
         let mut snap = self.read_snapshot(agent, manifest_id, generation, at_ms, &mut unattested);
-        if self.quarantine_unattested(agent, &unattested)? == KeyCheckedWith::Stale {
+        if self.quarantine_unattested(agent, &unattested, &kid)? == KeyCheckedWith::Stale {
+            unattested.clear();
+            kid = self.attestor.key().kid().to_string();
             snap = self.read_snapshot(agent, manifest_id, generation, at_ms, &mut unattested);
-            self.quarantine_unattested(agent, &unattested)?;
+            self.quarantine_unattested(agent, &unattested, &kid)?;
         }
         snap
     }
@@ -826,16 +835,16 @@ impl Db {
     /// each with the reason. An admin can read them (`GET …/federated-facts`) and promote
     /// one, which writes a new signed version.
     ///
-    /// Only when this process checks with the key the store records: when another one
-    /// rotated it, the facts failed against a stale key, not their own signatures. The key
-    /// is followed to its file ([`Attestor::for_write`]) and nothing is quarantined
-    /// ([`KeyCheckedWith::Stale`]: read them again), or, with no file holding it, the read is
-    /// refused as 503 `org_key_mismatch`.
-    fn quarantine_unattested(&self, agent: &str, facts: &[(String, Unattested)]) -> DbResult<KeyCheckedWith> {
+    /// Only when `kid`, the key this process held when it read them (taken before the
+    /// read), is the one the store records: when another process rotated it, the facts
+    /// failed against a stale key, not their own signatures. The key is followed to its
+    /// file ([`Attestor::for_write`]) and nothing is quarantined ([`KeyCheckedWith::Stale`]:
+    /// read them again), or, with no file holding it, the read is refused as 503
+    /// `org_key_mismatch`.
+    fn quarantine_unattested(&self, agent: &str, facts: &[(String, Unattested)], kid: &str) -> DbResult<KeyCheckedWith> {
         if facts.is_empty() {
             return Ok(KeyCheckedWith::Current);
         }
-        let kid = self.attestor.key().kid().to_string();
         self.write(|tx| {
             if self.attestor.for_write(tx)?.kid() != kid {
                 return Ok(KeyCheckedWith::Stale);
@@ -1340,12 +1349,11 @@ pub fn current_manifest_id(c: &rusqlite::Connection, agent: &str) -> DbResult<Op
 
 /// A unit's latest fact (the one no later version has superseded).
 pub fn latest_in(c: &rusqlite::Connection, unit_key: &str) -> DbResult<Option<lid_shared::units::Latest>> {
-    Ok(c.query_row(
-        "SELECT uri, version, interpret_as, sha256 FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1",
-        params![unit_key],
-        |r| Ok(lid_shared::units::Latest { uri: r.get(0)?, version: r.get(1)?, interpret_as: r.get(2)?, sha256: r.get(3)? }),
-    )
-    .optional()?)
+    Ok(c
+        .query_row(lid_shared::units::LATEST_SQL, params![unit_key], |r| {
+            Ok(lid_shared::units::Latest { uri: r.get(0)?, version: r.get(1)?, interpret_as: r.get(2)?, sha256: r.get(3)?, authored_by: r.get(4)?, quarantined: r.get(5)? })
+        })
+        .optional()?)
 }
 
 /// Whether a fact is stored at exactly `uri`.

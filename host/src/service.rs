@@ -494,7 +494,7 @@ impl Service {
         lid_shared::units::check_reviewed(name, req.kind, entry.as_ref())?;
         let latest = self.latest_fact(&unit_key)?;
         lid_shared::units::check_kind(name, req.kind, latest.as_ref(), entry.is_some())?;
-        let version = lid_shared::units::plan_version(req.version, latest.as_ref(), Some((req.content, req.kind)), |v, t| engine(self.rt.version_order(v, t)))?;
+        let version = lid_shared::units::plan_version(req.version, latest.as_ref(), Some(lid_shared::units::Rewrite { content: req.content, kind: req.kind, author: &who.entity_uri }), |v, t| engine(self.rt.version_order(v, t)))?;
         let uri = format!("{unit_key}/{version}");
         if crate::db::split_fact_uri(&uri).is_none() {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));

@@ -178,8 +178,9 @@ fn documented(method: &str, path: &str, resp: Resp) -> Resp {
     resp
 }
 
-/// The README's "Error codes" table as (code, status) pairs: every backquoted code in a
-/// row's first cell with every status in its second.
+/// The README's "Error codes" table as (code, status) pairs: a row's backquoted codes
+/// (first cell) with its statuses (second cell), pair by pair when a row lists as many
+/// of each (`a`, `b` | 405, 413), else each code with every status.
 pub fn error_table() -> &'static [(&'static str, u16)] {
     static TABLE: std::sync::OnceLock<Vec<(&'static str, u16)>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
@@ -190,7 +191,12 @@ pub fn error_table() -> &'static [(&'static str, u16)] {
             let cells: Vec<&str> = row.split('|').collect();
             let (Some(codes), Some(statuses)) = (cells.get(1), cells.get(2)) else { continue };
             let statuses: Vec<u16> = statuses.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
-            for code in codes.split('`').skip(1).step_by(2) {
+            let codes: Vec<&'static str> = codes.split('`').skip(1).step_by(2).filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')).collect();
+            if codes.len() > 1 && codes.len() == statuses.len() {
+                pairs.extend(codes.into_iter().zip(statuses));
+                continue;
+            }
+            for code in codes {
                 for s in &statuses {
                     pairs.push((code, *s));
                 }
@@ -482,6 +488,8 @@ mod tests {
             assert!(t.contains(&pair), "{pair:?} not read from the README's table");
         }
         assert!(!t.contains(&("intent_required", 404)));
+        // a row of four codes and four statuses pairs them in order
+        assert!(t.contains(&("method_not_allowed", 405)) && t.contains(&("not_acceptable", 406)) && !t.contains(&("method_not_allowed", 413)));
         assert!(t.len() > 60, "{} pairs", t.len());
     }
 }

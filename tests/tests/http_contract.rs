@@ -39,6 +39,14 @@ fn new_key(role: &str, agent: Option<&str>, caps: Option<Vec<&str>>) -> String {
     r.json()["key"].as_str().unwrap().to_string()
 }
 
+/// Held by a test while it relies on the supervision it put in force: the org manifest
+/// is one for the whole host and a PUT replaces it, so tests that each set their own
+/// would otherwise undo each other's when they run at once.
+fn org_manifest_lock() -> std::sync::MutexGuard<'static, ()> {
+    static ORG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ORG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn recall(agent: &str, key: &str, intent: &str) -> Value {
     let r = c().post(&format!("/v1/agents/{agent}/recall-instruction"), Some(key), &json!({"intent": intent}));
     assert_eq!(r.status, 200, "recall: {}", r.body);
@@ -1007,6 +1015,7 @@ fn requests_of_the_wrong_shape_are_refused_and_change_nothing() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["chunks"].as_array().unwrap().iter().filter(|c| c["selected_by"] == "ranked").count(), 1, "{}", r.body);
     // a malformed org manifest is refused whole: the supervision in force stays
+    let _org = org_manifest_lock();
     let boss = agent_id("shapeboss");
     assert_eq!(c().put("/v1/org-manifest", admin(), &json!({"agents": [{"agent_id": boss, "supervises": [agent]}]})).status, 200);
     let boss_key = new_key("agent", Some(&boss), None);
@@ -1097,6 +1106,7 @@ fn coverage_report_hides_status_labels_from_agents() {
 fn a_supervisors_recalls_are_recorded_apart_from_the_agents_metrics() {
     let (agent, key) = setup_agent("callr");
     let boss = agent_id("callrboss");
+    let _org = org_manifest_lock();
     assert_eq!(c().put("/v1/org-manifest", admin(), &json!({"agents": [{"agent_id": boss, "supervises": [agent]}]})).status, 200);
     let boss_key = new_key("agent", Some(&boss), None);
     let audit = |k: Option<&str>| c().get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), k).json()["audit_7d"].clone();
@@ -1117,6 +1127,7 @@ fn access_matrix_every_route_every_caller() {
     let (agent, own) = setup_agent("own");
     let (peer, peer_key) = setup_agent("peer");
     let (boss, boss_key) = setup_agent("boss");
+    let _org = org_manifest_lock();
     let org = c().put("/v1/org-manifest", admin(), &json!({"agents": [{"agent_id": boss, "supervises": [agent]}]}));
     assert_eq!(org.status, 200, "{}", org.body);
     let _ = peer;

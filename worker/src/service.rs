@@ -473,7 +473,7 @@ impl Service {
         lid_shared::units::check_reviewed(name, req.kind, entry.as_ref())?;
         let latest = current_version(&self.store, &unit_key).await?;
         lid_shared::units::check_kind(name, req.kind, latest.as_ref(), entry.is_some())?;
-        let version = lid_shared::units::plan_version(req.version, latest.as_ref(), Some((req.content, req.kind)), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
+        let version = lid_shared::units::plan_version(req.version, latest.as_ref(), Some(lid_shared::units::Rewrite { content: req.content, kind: req.kind, author: &who.entity_uri }), |v, t| lid_core::api::version_order(v, t).map_err(ApiError::from))?;
         let uri = format!("{unit_key}/{version}");
         if split_fact_uri(&uri).is_none() || lid_core::uri::InstructionUri::parse(&uri).is_err() {
             return Err(ApiError::bad_request("invalid_request", format!("{uri:?} is not a valid instruction: URI (unit names are kebab-case, versions like v2; no floating aliases)")));

@@ -811,11 +811,11 @@ pub async fn current_version(store: &Store, unit_key: &str) -> ApiResult<Option<
         version: String,
         interpret_as: String,
         sha256: String,
+        authored_by: String,
+        quarantined: i64,
     }
-    let r: Option<R> = store
-        .first("SELECT uri, version, interpret_as, sha256 FROM instruction_facts WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1", args![unit_key])
-        .await?;
-    Ok(r.map(|r| lid_shared::units::Latest { uri: r.uri, version: r.version, interpret_as: r.interpret_as, sha256: r.sha256 }))
+    let r: Option<R> = store.first(lid_shared::units::LATEST_SQL, args![unit_key]).await?;
+    Ok(r.map(|r| lid_shared::units::Latest { uri: r.uri, version: r.version, interpret_as: r.interpret_as, sha256: r.sha256, authored_by: r.authored_by, quarantined: r.quarantined != 0 }))
 }
 
 /// The id of `agent`'s current `instruction_manifests` row, if it has one.

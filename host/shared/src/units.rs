@@ -238,17 +238,25 @@ pub fn promoted_author<'a>(origin: &'a str, promoted_by: &'a str) -> &'a str {
     }
 }
 
+/// What a unit write brings, for [`plan_version`]: its text, its kind and its writer's
+/// entity URI.
+pub struct Rewrite<'a> {
+    pub content: &'a str,
+    pub kind: Kind,
+    pub author: &'a str,
+}
+
 /// The version a write takes: the one asked for, which must come after the unit's latest
 /// (§21.4.1; the latest itself is left to the ledger's same-content check), or else the
-/// next `vN`. A unit write passes its text and kind as `write`: when the latest already
-/// holds that text as that kind, a write that names no version takes the latest, which it
-/// answers as unchanged, so a retry of a write whose answer was lost stores no second
-/// copy (a promotion passes `None`: it always writes a version of its own). `order` is the
-/// engine's `version-order` (an error for a version that is not one; else -1, 0 or 1
-/// against the latest).
-pub fn plan_version<E: From<Refusal>>(requested: Option<&str>, latest: Option<&Latest>, write: Option<(&str, Kind)>, order: impl FnOnce(&str, Option<&str>) -> Result<i8, E>) -> Result<String, E> {
-    if let (None, Some(l), Some((content, kind))) = (requested, latest, write) {
-        if l.interpret_as == kind.as_str() && l.sha256 == crate::attest::hex(&sha2::Sha256::digest(content.as_bytes())) {
+/// next `vN`. A unit write passes what it brings as `write`: when the latest is the same
+/// writer's same text as the same kind, served, a write that names no version takes the
+/// latest, which it answers as unchanged, so a retry of a write whose answer was lost
+/// stores no second copy (a promotion passes `None`: it always writes a version of its
+/// own). `order` is the engine's `version-order` (an error for a version that is not one;
+/// else -1, 0 or 1 against the latest).
+pub fn plan_version<E: From<Refusal>>(requested: Option<&str>, latest: Option<&Latest>, write: Option<Rewrite<'_>>, order: impl FnOnce(&str, Option<&str>) -> Result<i8, E>) -> Result<String, E> {
+    if let (None, Some(l), Some(w)) = (requested, latest, write) {
+        if !l.quarantined && l.interpret_as == w.kind.as_str() && l.authored_by == w.author && l.sha256 == crate::attest::hex(&sha2::Sha256::digest(w.content.as_bytes())) {
             return Ok(l.version.clone());
         }
     }
@@ -289,7 +297,7 @@ pub fn check_published_version<E: From<Refusal>>(uri: &str, version: &str, lates
     .into())
 }
 
-/// A unit's latest fact, as the host's ledger holds it.
+/// A unit's latest fact, as the host's ledger holds it ([`LATEST_SQL`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Latest {
     pub uri: String,
@@ -297,7 +305,16 @@ pub struct Latest {
     pub interpret_as: String,
     /// SHA-256 of its content (lowercase hex).
     pub sha256: String,
+    /// Who wrote it (the writer's entity URI).
+    pub authored_by: String,
+    /// Held back for its attestation (§21.4.3): not served.
+    pub quarantined: bool,
 }
+
+/// The query (both hosts, one schema) for a unit's [`Latest`] fact: its columns in the
+/// struct's order, `?1` the unit key (`instruction:{deployment}/{agent}/{unit}`).
+pub const LATEST_SQL: &str = "SELECT uri, version, interpret_as, sha256, authored_by, quarantine IS NOT NULL AS quarantined FROM instruction_facts
+     WHERE unit_key = ?1 AND valid_until IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1";
 
 /// Spec-13: a content write never supersedes an instruction. A unit whose latest fact is
 /// an instruction, or that the current manifest names, keeps its chain of instructions
@@ -428,7 +445,7 @@ mod tests {
 
     #[test]
     fn a_write_takes_a_version_after_the_latest() {
-        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into(), sha256: String::new() };
+        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into(), sha256: String::new(), authored_by: "admin:alice".into(), quarantined: false };
         // a stand-in for the engine's order: by the number after the `v`
         let order = |v: &str, than: Option<&str>| -> Result<i8, Refusal> {
             let n = |s: &str| s.trim_start_matches('v').parse::<i64>().map_err(|_| Refusal::invalid_request("not a version"));
@@ -438,29 +455,33 @@ mod tests {
                 Some(t) => Ok((a - n(t)?).signum() as i8),
             }
         };
-        assert_eq!(plan_version(None, Some(&latest), Some(("new text", Kind::Instruction)), order).unwrap(), "v11");
-        assert_eq!(plan_version(Some("v12"), Some(&latest), Some(("new text", Kind::Instruction)), order).unwrap(), "v12");
-        assert_eq!(plan_version(Some("v10"), Some(&latest), Some(("new text", Kind::Instruction)), order).unwrap(), "v10", "the latest itself: the ledger decides");
-        let e = plan_version(Some("v9"), Some(&latest), Some(("new text", Kind::Instruction)), order).unwrap_err();
+        assert_eq!(plan_version(None, Some(&latest), Some(Rewrite { content: "new text", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap(), "v11");
+        assert_eq!(plan_version(Some("v12"), Some(&latest), Some(Rewrite { content: "new text", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap(), "v12");
+        assert_eq!(plan_version(Some("v10"), Some(&latest), Some(Rewrite { content: "new text", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap(), "v10", "the latest itself: the ledger decides");
+        let e = plan_version(Some("v9"), Some(&latest), Some(Rewrite { content: "new text", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap_err();
         assert!(e.code == "fact_version_conflict" && e.message.starts_with("instruction:d/a/u/v9:"), "{}", e.message);
-        assert_eq!(plan_version(Some("vx"), None, Some(("new text", Kind::Instruction)), order).unwrap_err().code, "invalid_request");
-        assert_eq!(plan_version(None, None, Some(("new text", Kind::Instruction)), order).unwrap(), "v1");
+        assert_eq!(plan_version(Some("vx"), None, Some(Rewrite { content: "new text", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap_err().code, "invalid_request");
+        assert_eq!(plan_version(None, None, Some(Rewrite { content: "new text", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap(), "v1");
         // the latest's own text again, as its own kind: the latest (a retried write), not v11
         let same = Latest { sha256: crate::attest::hex(&sha2::Sha256::digest(b"the text")), ..latest.clone() };
-        assert_eq!(plan_version(None, Some(&same), Some(("the text", Kind::Instruction)), order).unwrap(), "v10");
-        assert_eq!(plan_version(None, Some(&same), Some(("the text", Kind::Content)), order).unwrap(), "v11", "another kind is a new version");
-        assert_eq!(plan_version(None, Some(&same), Some(("the text.", Kind::Instruction)), order).unwrap(), "v11");
+        assert_eq!(plan_version(None, Some(&same), Some(Rewrite { content: "the text", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap(), "v10");
+        assert_eq!(plan_version(None, Some(&same), Some(Rewrite { content: "the text", kind: Kind::Content, author: "admin:alice" }), order).unwrap(), "v11", "another kind is a new version");
+        assert_eq!(plan_version(None, Some(&same), Some(Rewrite { content: "the text.", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap(), "v11");
         assert_eq!(plan_version(None, Some(&same), None, order).unwrap(), "v11", "a promotion writes a version of its own");
+        let by_bob = Some(Rewrite { content: "the text", kind: Kind::Instruction, author: "admin:bob" });
+        assert_eq!(plan_version(None, Some(&same), by_bob, order).unwrap(), "v11", "another writer's own version");
+        let held = Latest { quarantined: true, ..same.clone() };
+        assert_eq!(plan_version(None, Some(&held), Some(Rewrite { content: "the text", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap(), "v11", "a quarantined latest is not served: the text is written again");
         // a version with no next is refused before anything is written
         for huge in ["v18446744073709551615", "v18446744073709551616", "v99999999999999999999999"] {
-            assert!(plan_version(Some(huge), None, Some(("new text", Kind::Instruction)), order).unwrap_err().message.contains("is too large"), "{huge}");
+            assert!(plan_version(Some(huge), None, Some(Rewrite { content: "new text", kind: Kind::Instruction, author: "admin:alice" }), order).unwrap_err().message.contains("is too large"), "{huge}");
         }
-        assert_eq!(plan_version(Some("v18446744073709551614"), None, Some(("new text", Kind::Instruction)), |_, _| Ok::<i8, Refusal>(1)).unwrap(), "v18446744073709551614");
+        assert_eq!(plan_version(Some("v18446744073709551614"), None, Some(Rewrite { content: "new text", kind: Kind::Instruction, author: "admin:alice" }), |_, _| Ok::<i8, Refusal>(1)).unwrap(), "v18446744073709551614");
     }
 
     #[test]
     fn published_content_takes_a_version_after_the_latest() {
-        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into(), sha256: String::new() };
+        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into(), sha256: String::new(), authored_by: "admin:alice".into(), quarantined: false };
         let order = |v: &str, than: Option<&str>| -> Result<i8, Refusal> {
             let n = |s: &str| s.trim_start_matches('v').parse::<i64>().unwrap_or(0);
             Ok(than.map_or(1, |t| (n(v) - n(t)).signum() as i8))
@@ -485,7 +506,7 @@ mod tests {
 
     #[test]
     fn content_never_replaces_an_instruction() {
-        let latest = |ia: &str| Latest { uri: "instruction:d/a/u/v1".into(), version: "v1".into(), interpret_as: ia.into(), sha256: String::new() };
+        let latest = |ia: &str| Latest { uri: "instruction:d/a/u/v1".into(), version: "v1".into(), interpret_as: ia.into(), sha256: String::new(), authored_by: "admin:alice".into(), quarantined: false };
         assert_eq!(check_kind("u", Kind::Content, Some(&latest("instruction")), false).unwrap_err().code, "unit_kind_conflict");
         assert_eq!(check_kind("u", Kind::Content, None, true).unwrap_err().code, "unit_kind_conflict");
         assert!(check_kind("u", Kind::Content, Some(&latest("content")), false).is_ok());
