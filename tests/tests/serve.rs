@@ -1322,3 +1322,78 @@ fn a_boot_stub_whose_record_cannot_be_written_is_served_and_recorded_later() {
     assert_eq!(c.get(&path, Some(&admin)).body, first.body);
     assert_eq!(rows(&sql), 1, "recorded once the database takes it");
 }
+
+/// The README's worked example of the two channels ("Two channels", from `$ cat
+/// pack.json`) is what the service answers: each request its code block shows (method,
+/// route, key and body read from the `curl` line) is sent to a server holding the demo
+/// agent as `lid serve --demo` publishes it, and the output under it is compared with
+/// the answer, projected as its `jq` filter does. A ranking change that moves the scores
+/// it prints fails here until the README is brought up to date.
+#[test]
+fn the_readme_two_channels_example_is_what_the_service_answers() {
+    let readme = std::fs::read_to_string(lid_tests::root().join("README.md")).unwrap();
+    let start = readme.find("$ cat pack.json\n").expect("the README's two-channels example");
+    let block = &readme[start..start + readme[start..].find("\n```").expect("its code block's end")];
+    // (command, the output lines under it); a command ending in `\` goes on
+    let mut steps: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut continued = false;
+    for line in block.lines() {
+        if continued {
+            let (cmd, _) = steps.last_mut().unwrap();
+            cmd.push(' ');
+            cmd.push_str(line.trim());
+        } else if let Some(cmd) = line.strip_prefix("$ ") {
+            steps.push((cmd.to_string(), Vec::new()));
+        } else {
+            steps.last_mut().expect("the block starts with a command").1.push(line);
+        }
+        continued = line.ends_with('\\');
+    }
+    assert_eq!(steps.len(), 10, "the example's shape changed: {steps:?}");
+
+    let (dir, db, _) = published_demo("readme-channels");
+    let agent_key = create_key(&db, "agent", Some("release-engineer"), &["read"], "agent:release-engineer");
+    let admin_key = create_key(&db, "admin", None, &CAPS, "admin:demo");
+    let server = Server::start(&dir, &db, SECRET, &[]);
+    let c = server.client();
+    let pack: Value = serde_json::from_str(&steps[0].1.join("\n")).expect("pack.json");
+    let quoted = |cmd: &str, after: &str| cmd.split_once(after).map(|(_, rest)| rest.split('\'').next().unwrap_or_default().to_string());
+    let mut last_recall = Value::Null;
+    for (i, (cmd, out)) in steps.iter().enumerate().skip(1) {
+        let expected = out.join("\n");
+        let answer = if cmd.starts_with("…") {
+            // `… | jq -r '.content[0].text'` of the recall before it
+            last_recall["content"][0]["text"].as_str().unwrap().trim_end().to_string()
+        } else {
+            let key = if cmd.contains("$ADMIN_KEY") { &admin_key } else { &agent_key };
+            let route = if cmd.starts_with("curl -s …") {
+                "/v1/agents/release-engineer/recall-instruction".to_string()
+            } else {
+                cmd.split("localhost:8080").nth(1).unwrap().split_whitespace().next().unwrap().to_string()
+            };
+            let body = if cmd.contains("-d @pack.json") { Some(pack.to_string()) } else { quoted(cmd, "-d '").or_else(|| cmd.starts_with("curl -s …").then(|| quoted(&steps[i - 2].0, "-d '").unwrap())) };
+            let method = if cmd.contains("-X PUT") { "PUT" } else if body.is_some() { "POST" } else { "GET" };
+            let r = c.req(method, &route, Some(key), body.as_deref());
+            assert!(r.status < 300, "step {i} ({cmd}): {} {}", r.status, r.body);
+            let v = r.json();
+            let filter = quoted(cmd, "jq -c '").expect("a jq filter");
+            let names = |v: &Value, list: &str| json!(v[list].as_array().unwrap().iter().map(|x| x["name"].clone()).collect::<Vec<_>>());
+            match filter.as_str() {
+                "{pack, upload_version, status, units, files: [.files[].uri]}" => {
+                    json!({"pack": v["pack"], "upload_version": v["upload_version"], "status": v["status"], "units": v["units"], "files": v["files"].as_array().unwrap().iter().map(|f| f["uri"].clone()).collect::<Vec<_>>()}).to_string()
+                }
+                ".packs[] | {pack, type, status, trust, version, units}" => v["packs"].as_array().unwrap().iter().map(|p| json!({"pack": p["pack"], "type": p["type"], "status": p["status"], "trust": p["trust"], "version": p["version"], "units": p["units"]}).to_string()).collect::<Vec<_>>().join("\n"),
+                "{uri, interpret_as}" => json!({"uri": v["uri"], "interpret_as": v["interpret_as"]}).to_string(),
+                "{chunks: [.chunks[].name], content: [.content[] | {name, pack, score, tokens}]}" => {
+                    last_recall = v.clone();
+                    json!({"chunks": names(&v, "chunks"), "content": v["content"].as_array().unwrap().iter().map(|x| json!({"name": x["name"], "pack": x["pack"], "score": x["score"], "tokens": x["tokens"]})).collect::<Vec<_>>()}).to_string()
+                }
+                "{uri, quarantine, ignored_claims}" => json!({"uri": v["uri"], "quarantine": v["quarantine"], "ignored_claims": v["ignored_claims"]}).to_string(),
+                "[.content[].name]" => names(&v, "content").to_string(),
+                "{uri, interpret_as, promoted_by}" => json!({"uri": v["uri"], "interpret_as": v["interpret_as"], "promoted_by": v["promoted_by"]}).to_string(),
+                other => panic!("step {i}: a jq filter this test does not know: {other}"),
+            }
+        };
+        assert_eq!(answer, expected, "step {i} of the README's two-channels example: {cmd}");
+    }
+}
