@@ -703,14 +703,11 @@ impl Db {
     /// The facts of an agent that has no manifest yet (units written before its first
     /// publish, which that publish may name without sending them again).
     pub fn unpublished_facts(self: &Arc<Self>, agent: &str) -> DbResult<SnapshotFacts> {
-        let mut kid = self.attestor.key().kid().to_string();
-        let mut read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
-        if self.quarantine_unattested(agent, &read.unattested, &kid)? == KeyCheckedWith::Stale {
-            kid = self.attestor.key().kid().to_string();
-            read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
-            self.quarantine_unattested(agent, &read.unattested, &kid)?;
-        }
-        let map = read.map;
+        let map = self.read_attested(agent, |unattested| {
+            let mut read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
+            *unattested = std::mem::take(&mut read.unattested);
+            Ok(read.map)
+        })?;
         Ok(SnapshotFacts { map, db: self.clone(), prepared: Default::default() })
     }
 
@@ -737,16 +734,25 @@ impl Db {
     }
 
     fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at_ms: Option<i64>) -> DbResult<Snapshot> {
-        let mut unattested = Vec::new();
-        let mut kid = self.attestor.key().kid().to_string();
-        let mut snap = self.read_snapshot(agent, manifest_id, generation, at_ms, &mut unattested);
-        if self.quarantine_unattested(agent, &unattested, &kid)? == KeyCheckedWith::Stale {
-            unattested.clear();
-            kid = self.attestor.key().kid().to_string();
-            snap = self.read_snapshot(agent, manifest_id, generation, at_ms, &mut unattested);
-            self.quarantine_unattested(agent, &unattested, &kid)?;
+        self.read_attested(agent, |unattested| self.read_snapshot(agent, manifest_id, generation, at_ms, unattested))
+    }
+
+    /// `read` an agent's facts (it lists those that failed their attestation), then
+    /// quarantine those; once more when they were checked with a key another process has
+    /// since rotated away ([`KeyCheckedWith::Stale`]). A quarantine's failure wins over
+    /// the read's own.
+    fn read_attested<T>(&self, agent: &str, mut read: impl FnMut(&mut Vec<(String, Unattested)>) -> DbResult<T>) -> DbResult<T> {
+        let mut attempt = || -> DbResult<(KeyCheckedWith, DbResult<T>)> {
+            // the key the facts are checked with, taken before they are read
+            let kid = self.attestor.key().kid().to_string();
+            let mut unattested = Vec::new();
+            let got = read(&mut unattested);
+            Ok((self.quarantine_unattested(agent, &unattested, &kid)?, got))
+        };
+        match attempt()? {
+            (KeyCheckedWith::Current, got) => got,
+            (KeyCheckedWith::Stale, _) => attempt()?.1,
         }
-        snap
     }
 
     /// The org key that signs and checks facts.

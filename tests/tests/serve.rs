@@ -1358,7 +1358,10 @@ fn the_readme_two_channels_example_is_what_the_service_answers() {
     let c = server.client();
     let pack: Value = serde_json::from_str(&steps[0].1.join("\n")).expect("pack.json");
     let quoted = |cmd: &str, after: &str| cmd.split_once(after).map(|(_, rest)| rest.split('\'').next().unwrap_or_default().to_string());
-    let mut last_recall = Value::Null;
+    // `{a, b}`: those fields of an object
+    let pick = |v: &Value, fields: &str| Value::Object(fields.split(',').map(|f| (f.trim().to_string(), v[f.trim()].clone())).collect());
+    let names = |v: &Value, list: &str| json!(v[list].as_array().unwrap().iter().map(|x| x["name"].clone()).collect::<Vec<_>>());
+    let (mut last_recall, mut last_recall_body) = (Value::Null, None);
     for (i, (cmd, out)) in steps.iter().enumerate().skip(1) {
         let expected = out.join("\n");
         let answer = if cmd.starts_with("…") {
@@ -1366,31 +1369,35 @@ fn the_readme_two_channels_example_is_what_the_service_answers() {
             last_recall["content"][0]["text"].as_str().unwrap().trim_end().to_string()
         } else {
             let key = if cmd.contains("$ADMIN_KEY") { &admin_key } else { &agent_key };
-            let route = if cmd.starts_with("curl -s …") {
-                "/v1/agents/release-engineer/recall-instruction".to_string()
-            } else {
-                cmd.split("localhost:8080").nth(1).unwrap().split_whitespace().next().unwrap().to_string()
+            // `curl -s … /recall-instruction`: the recall before it, sent again
+            let again = cmd.starts_with("curl -s …");
+            let route = match cmd.split("localhost:8080").nth(1) {
+                Some(rest) => rest.split_whitespace().next().unwrap().to_string(),
+                None if again => "/v1/agents/release-engineer/recall-instruction".to_string(),
+                None => panic!("step {i}: no route in {cmd}"),
             };
-            let body = if cmd.contains("-d @pack.json") { Some(pack.to_string()) } else { quoted(cmd, "-d '").or_else(|| cmd.starts_with("curl -s …").then(|| quoted(&steps[i - 2].0, "-d '").unwrap())) };
+            let body = if cmd.contains("-d @pack.json") { Some(pack.to_string()) } else if again { last_recall_body.clone() } else { quoted(cmd, "-d '") };
+            if route.ends_with("/recall-instruction") {
+                last_recall_body = body.clone();
+            }
             let method = if cmd.contains("-X PUT") { "PUT" } else if body.is_some() { "POST" } else { "GET" };
             let r = c.req(method, &route, Some(key), body.as_deref());
             assert!(r.status < 300, "step {i} ({cmd}): {} {}", r.status, r.body);
             let v = r.json();
             let filter = quoted(cmd, "jq -c '").expect("a jq filter");
-            let names = |v: &Value, list: &str| json!(v[list].as_array().unwrap().iter().map(|x| x["name"].clone()).collect::<Vec<_>>());
             match filter.as_str() {
                 "{pack, upload_version, status, units, files: [.files[].uri]}" => {
-                    json!({"pack": v["pack"], "upload_version": v["upload_version"], "status": v["status"], "units": v["units"], "files": v["files"].as_array().unwrap().iter().map(|f| f["uri"].clone()).collect::<Vec<_>>()}).to_string()
+                    let mut o = pick(&v, "pack, upload_version, status, units");
+                    o["files"] = json!(v["files"].as_array().unwrap().iter().map(|f| f["uri"].clone()).collect::<Vec<_>>());
+                    o.to_string()
                 }
-                ".packs[] | {pack, type, status, trust, version, units}" => v["packs"].as_array().unwrap().iter().map(|p| json!({"pack": p["pack"], "type": p["type"], "status": p["status"], "trust": p["trust"], "version": p["version"], "units": p["units"]}).to_string()).collect::<Vec<_>>().join("\n"),
-                "{uri, interpret_as}" => json!({"uri": v["uri"], "interpret_as": v["interpret_as"]}).to_string(),
+                ".packs[] | {pack, type, status, trust, version, units}" => v["packs"].as_array().unwrap().iter().map(|p| pick(p, "pack, type, status, trust, version, units").to_string()).collect::<Vec<_>>().join("\n"),
                 "{chunks: [.chunks[].name], content: [.content[] | {name, pack, score, tokens}]}" => {
                     last_recall = v.clone();
-                    json!({"chunks": names(&v, "chunks"), "content": v["content"].as_array().unwrap().iter().map(|x| json!({"name": x["name"], "pack": x["pack"], "score": x["score"], "tokens": x["tokens"]})).collect::<Vec<_>>()}).to_string()
+                    json!({"chunks": names(&v, "chunks"), "content": v["content"].as_array().unwrap().iter().map(|x| pick(x, "name, pack, score, tokens")).collect::<Vec<_>>()}).to_string()
                 }
-                "{uri, quarantine, ignored_claims}" => json!({"uri": v["uri"], "quarantine": v["quarantine"], "ignored_claims": v["ignored_claims"]}).to_string(),
                 "[.content[].name]" => names(&v, "content").to_string(),
-                "{uri, interpret_as, promoted_by}" => json!({"uri": v["uri"], "interpret_as": v["interpret_as"], "promoted_by": v["promoted_by"]}).to_string(),
+                f if f.starts_with('{') && f.ends_with('}') && !f.contains(['[', ':']) => pick(&v, &f[1..f.len() - 1]).to_string(),
                 other => panic!("step {i}: a jq filter this test does not know: {other}"),
             }
         };
