@@ -57,8 +57,21 @@ impl Client {
         self.try_req_with(method, path, key, body, headers).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// As [`Client::req_with`], with transport failures (refused, reset) as `Err`.
+    /// As [`Client::req_with`], with transport failures (refused, reset) as `Err`. Sent
+    /// once more when `wrangler dev` (the worker's local server) answers that it swapped
+    /// the worker's runtime during the request: its own 503, which asks for the request
+    /// again (it resends only GET and HEAD itself), not the worker's answer.
     pub fn try_req_with(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>, headers: &[(&str, &str)]) -> Result<Resp, String> {
+        let r = self.send(method, path, key, body, headers)?;
+        if r.status == 503 && r.body.starts_with("Your worker restarted mid-request") {
+            eprintln!("wrangler dev restarted the worker during {method} {path}: sent again");
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            return self.send(method, path, key, body, headers);
+        }
+        Ok(r)
+    }
+
+    fn send(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>, headers: &[(&str, &str)]) -> Result<Resp, String> {
         let url = format!("{}{}", self.base, path);
         let auth = key.map(|k| format!("Bearer {k}"));
         macro_rules! hdrs {

@@ -17,7 +17,20 @@ const { LID_WORKER_URL: base, LID_ADMIN_KEY: admin } = process.env;
  * `fetch` would reuse a kept-alive connection the server closed meanwhile, failing the
  * next request before it was sent ("fetch failed").
  */
-const request = (method, path, headers, data) =>
+const request = async (method, path, headers, data) => {
+  const r = await send(method, path, headers, data);
+  // wrangler dev's own answer when it swapped the worker's runtime during the request (a
+  // reload of the local server, not the worker's doing); it asks for the request again
+  // and resends only GET and HEAD itself
+  if (r.status === 503 && r.text.startsWith('Your worker restarted mid-request')) {
+    console.log(`# wrangler dev restarted the worker during ${method} ${path}: sent again`);
+    await new Promise((done) => setTimeout(done, 1000));
+    return send(method, path, headers, data);
+  }
+  return r;
+};
+
+const send = (method, path, headers, data) =>
   new Promise((resolve, reject) => {
     const req = http.request(base + path, { method, agent: false, headers }, (res) => {
       let text = '';
