@@ -1349,6 +1349,11 @@ pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, attestor: &Attestor)
 }
 
 /// The id of `agent`'s current `instruction_manifests` row, if it has one.
+/// What a write for `agent` is checked against ([`lid_shared::units::WRITE_BASIS_SQL`]).
+pub fn write_basis(c: &rusqlite::Connection, agent: &str) -> DbResult<Option<String>> {
+    Ok(c.query_row(lid_shared::units::WRITE_BASIS_SQL, params![agent], |r| r.get(0))?)
+}
+
 pub fn current_manifest_id(c: &rusqlite::Connection, agent: &str) -> DbResult<Option<String>> {
     Ok(c.query_row(lid_shared::publish::CURRENT_MANIFEST_ID_SQL, params![agent], |r| r.get(0)).optional()?)
 }

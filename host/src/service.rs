@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::apierror::ApiError;
 use crate::auth::Principal;
-use crate::db::{current_manifest_id, fact_exists, insert_event, insert_fact, iso, latest_in, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
+use crate::db::{current_manifest_id, fact_exists, write_basis, insert_event, insert_fact, iso, latest_in, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
 use crate::engine::{NoAudit, Runtime, Storage};
 use crate::trigger::TriggerKey;
 use lid_shared::coverage::CoverageRow;
@@ -487,6 +487,8 @@ impl Service {
             return Err(e.into());
         }
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})])?;
+        // read before the snapshot the checks use, so that a publish between them shows
+        let basis = self.db.read(|c| write_basis(c, agent))?;
         let snapshot = self.writable_snapshot(agent)?;
         let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
@@ -504,6 +506,9 @@ impl Service {
         self.stub_still_fits(snapshot.as_deref(), req.kind, entry.as_ref(), &fact)?;
         let now = now_ms();
         let w = self.db.write(|tx| {
+            if write_basis(tx, agent)? != basis {
+                return Err(lid_shared::units::basis_moved(agent).into());
+            }
             if latest_in(tx, &unit_key)? != latest && !fact_exists(tx, &uri)? {
                 return Err(lid_shared::units::written_concurrently(&uri).into());
             }
@@ -884,6 +889,7 @@ impl Service {
         let mut lint = vec![json!({"name": "KNOWLEDGE.md", "content": kmd, "interpret_as": "content"})];
         lint.extend(files.iter().map(|f| json!({"name": f["path"], "content": text_of(f), "interpret_as": "content"})));
         let admission_warnings = self.admit(agent, lint)?;
+        let basis = self.db.read(|c| write_basis(c, agent))?;
         let deployment = self.deployment_of(agent, body)?;
         let digest = lid_shared::packs::scoped_digest(agent, read["digest"].as_str().unwrap_or_default());
         let rows: Vec<(String, String, Option<i64>, i64)> = self.db.read(|c| {
@@ -930,6 +936,9 @@ impl Service {
         let listing = json!({"id": pack, "version": version, "prefix": prefix, "files": paths, "digest": digest});
         self.index_pack(agent, &deployment, pack, listing, &facts)?;
         self.db.write(|tx| {
+            if write_basis(tx, agent)? != basis {
+                return Err(lid_shared::units::basis_moved(agent).into());
+            }
             for f in &facts {
                 if let Err(h) = insert_fact(tx, f, now, self.db.attestor())? {
                     return Err(ApiError::new(409, "fact_version_conflict", format!("{} was written concurrently with other content (sha256 {h}); retry the upload", f.uri)));
@@ -1062,6 +1071,7 @@ impl Service {
         let name = requested.name.unwrap_or(&qname).to_string();
         lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
+        let basis = self.db.read(|c| write_basis(c, agent))?;
         let snapshot = self.writable_snapshot(agent)?;
         let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
@@ -1083,6 +1093,9 @@ impl Service {
         self.stub_still_fits(snapshot.as_deref(), kind, entry.as_ref(), &fact)?;
         let now = now_ms();
         self.db.write(|tx| {
+            if write_basis(tx, agent)? != basis {
+                return Err(lid_shared::units::basis_moved(agent).into());
+            }
             if latest_in(tx, &unit_key)? != latest {
                 return Err(lid_shared::units::written_concurrently(&live).into());
             }

@@ -1602,6 +1602,72 @@ fn racing_publishes_never_leave_an_older_manifest_current() {
     }
 }
 
+/// A refusal a racing write may get: 409 `fact_version_conflict`, marked retryable.
+fn retryable_conflict(r: &lid_tests::http::Resp) -> bool {
+    r.status == 409 && r.code() == "fact_version_conflict" && r.json()["error"]["details"]["retryable"] == json!(true)
+}
+
+/// Writes of one unit naming their versions, racing each other (§21.4.1: versions increase
+/// monotonically): each answers 201 or 409, a lower version that commits after
+/// a higher one never becomes the unit's latest, and a write with no version then takes
+/// the one after the highest accepted.
+#[test]
+fn racing_versioned_writes_leave_the_highest_accepted_latest() {
+    let (agent, _key) = setup_agent("vrace");
+    let path = format!("/v1/agents/{agent}/units/race-versions");
+    let body = |v: Option<u32>| {
+        let mut b = json!({"content": format!("# Race\n\nwritten as {v:?}\n"), "interpret_as": "content"});
+        if let Some(v) = v {
+            b["version"] = json!(format!("v{v}"));
+        }
+        b
+    };
+    for round in 0..3u32 {
+        let base = round * 10 + 2;
+        let r = c().put(&path, admin(), &body(Some(base)));
+        assert_eq!(r.status, 201, "{}", r.body);
+        let answers: Vec<(u32, lid_tests::http::Resp)> = std::thread::scope(|s| {
+            let path = &path;
+            let handles = [1, 3, 5].map(|d| (base + d, s.spawn(move || c().put(path, admin(), &body(Some(base + d))))));
+            handles.into_iter().map(|(v, h)| (v, h.join().unwrap())).collect()
+        });
+        let seen: Vec<(u32, u16, String)> = answers.iter().map(|(v, r)| (*v, r.status, r.code())).collect();
+        // a retryable 409, or (if a higher one committed before it was planned) "not newer"
+        assert!(answers.iter().all(|(_, r)| r.status == 201 || (r.status, r.code().as_str()) == (409, "fact_version_conflict")), "{seen:?}");
+        assert!(answers.iter().any(|(_, r)| r.status == 201), "{seen:?}");
+        let highest = answers.iter().filter(|(_, r)| r.status == 201).map(|(v, _)| *v).max().unwrap_or(base);
+        let next = c().put(&path, admin(), &body(None));
+        assert_eq!((next.status, next.json()["version"].as_str()), (201, Some(format!("v{}", highest + 1).as_str())), "after {seen:?}: {}", next.body);
+    }
+}
+
+/// The first writes for an agent with no manifest, racing with different `deployment`s:
+/// one deployment wins and the others are refused (400, or a retryable 409), so the
+/// agent's units never spread over two deployments that no one manifest could name.
+#[test]
+fn racing_first_writes_never_spread_an_agent_over_two_deployments() {
+    for round in 0..6 {
+        let agent = agent_id(&format!("deprace{round}"));
+        let answers: Vec<lid_tests::http::Resp> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|k| {
+                    let agent = &agent;
+                    s.spawn(move || c().put(&format!("/v1/agents/{agent}/units/unit-{k}"), admin(), &json!({"content": format!("# Unit {k}\n\nbody {k}\n"), "interpret_as": "content", "deployment": format!("dep{k}")})))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let seen: Vec<(u16, String)> = answers.iter().map(|r| (r.status, r.code())).collect();
+        assert!(answers.iter().all(|r| r.status == 201 || (r.status == 400 && r.code() == "invalid_request") || retryable_conflict(r)), "{seen:?}");
+        let deployments: std::collections::BTreeSet<String> = answers
+            .iter()
+            .filter(|r| r.status == 201)
+            .filter_map(|r| r.json()["uri"].as_str().and_then(|u| u.strip_prefix("instruction:")).and_then(|u| u.split('/').next()).map(str::to_string))
+            .collect();
+        assert_eq!(deployments.len(), 1, "{seen:?}: accepted under {deployments:?}");
+    }
+}
+
 /// Writes racing for one unit's next version: each answers 201 (a version of its own) or
 /// 409 `fact_version_conflict`, and every version accepted stays servable, never
 /// quarantined as tampered (the worker writes a fact to KV before D1 decides which write

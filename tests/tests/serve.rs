@@ -1404,3 +1404,70 @@ fn the_readme_two_channels_example_is_what_the_service_answers() {
         assert_eq!(answer, expected, "step {i} of the README's two-channels example: {cmd}");
     }
 }
+
+/// A unit write racing a publish is checked against the manifest current when it commits
+/// (§21.3.3 rule 5: a guaranteed unit's text is approved with its manifest): in the
+/// order the database committed them, no write of the unit lands while the current
+/// manifest makes it `guarantee_load`, however the writes and publishes interleave.
+#[test]
+fn a_unit_write_racing_a_publish_never_lands_in_a_guaranteed_unit() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (server, admin) = fresh("guarantee-race", &[]);
+    let c = server.client();
+    let (agent, unit) = ("release-engineer", "release-checklist");
+    let path = format!("/v1/agents/{agent}/units/{unit}");
+    let publish = |version: u32, guaranteed: bool| {
+        let mut body = demo_publish_body(agent, &format!("v{version}"));
+        for e in body["entries"].as_array_mut().unwrap() {
+            e.as_object_mut().unwrap().remove("always_applicable");
+            if e["name"] == unit {
+                e["guarantee_load"] = json!(guaranteed);
+            }
+        }
+        let r = c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &body);
+        assert_eq!(r.status, 200, "{}", r.body);
+    };
+    publish(1, false);
+    let stop = AtomicBool::new(false);
+    let answers: Vec<(u16, String)> = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..3)
+            .map(|i| {
+                let (c, path, admin, stop) = (server.client(), &path, &admin, &stop);
+                s.spawn(move || {
+                    let mut seen = Vec::new();
+                    for n in 0.. {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let r = c.put(path, Some(admin), &json!({"content": format!("# Release checklist\n\nUnreviewed text {i}-{n}: cut and tag the release.\n")}));
+                        seen.push((r.status, r.code()));
+                    }
+                    seen
+                })
+            })
+            .collect();
+        for round in 0..12 {
+            publish(round + 2, round % 2 == 0);
+        }
+        stop.store(true, Ordering::Relaxed);
+        writers.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let allowed = |(status, code): &(u16, String)| *status == 201 || (*status, code.as_str()) == (400, "guarantee_approval_required") || (*status, code.as_str()) == (409, "fact_version_conflict");
+    assert!(answers.iter().all(allowed), "{:?}", answers.iter().filter(|a| !allowed(a)).collect::<Vec<_>>());
+    assert!(answers.iter().any(|a| a.0 == 201) && answers.iter().any(|a| a.0 == 400), "both outcomes were exercised: {answers:?}");
+    // replay the commits in order: the manifest current at each written version
+    let sql = Connection::open(&server.db).unwrap();
+    let mut st = sql.prepare("SELECT uri, unit_name, content, provenance FROM instruction_facts WHERE agent_id = ?1 AND unit_name IN ('manifest', ?2) ORDER BY rowid").unwrap();
+    let rows: Vec<(String, String, String, String)> = st.query_map([agent, unit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).unwrap().map(Result::unwrap).collect();
+    let mut guaranteed = false;
+    let mut landed = Vec::new();
+    for (uri, name, content, provenance) in rows {
+        if name == "manifest" {
+            let m: Value = serde_json::from_str(&content).unwrap();
+            guaranteed = m["entries"].as_array().unwrap().iter().any(|e| e["name"] == unit && e["guarantee_load"] == json!(true));
+        } else if provenance.contains("written_by_key") && guaranteed {
+            landed.push(uri);
+        }
+    }
+    assert!(landed.is_empty(), "unit writes committed while the current manifest guaranteed {unit}: {landed:?}");
+}

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::args;
 use crate::auth::{check_agent_id, Principal, CAP_INSTRUCTION_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{current_manifest_id, current_version, event, ledger_insert, sha_of, split_fact_uri, unless_moved, Snapshot, Store, WorkerFacts};
+use crate::store::{current_manifest_id, current_version, event, ledger_insert, sha_of, split_fact_uri, unless_moved, write_basis, Snapshot, Store, WorkerFacts};
 use crate::util::{iso, now_ms, random_hex, sha256_hex, uuid4};
 
 pub use lid_shared::heartbeat::PROFILES;
@@ -466,6 +466,8 @@ impl Service {
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})]).await?;
         // (the org key's refusals keep their code: they say what to fix, and nothing is unreadable)
         let keep = ["recall_backend_unavailable", lid_shared::attest::ORG_KEY_MISMATCH, lid_shared::attest::ORG_KEY_MISSING];
+        // read before the snapshot the checks use, so that a publish between them shows
+        let basis = write_basis(&self.store, agent).await?;
         let current = self.store.writable_snapshot(agent).await.map_err(|e| if keep.contains(&&*e.code) { e } else { ApiError::backend(e.0.message) })?;
         let deployment = self.write_deployment(agent, current.as_deref().map(|s| current_of(s).0), body).await?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
@@ -490,7 +492,8 @@ impl Service {
         }
         let now = now_ms();
         self.store.put_fact(&fact).await?;
-        let mut stmts = ledger_insert(&self.store, &fact, &unit_key, agent, name, latest.as_ref().map(|l| l.sha256.as_str()), &json!({"written_by_key": who.key_id}), now)?;
+        let mut stmts = self.unmoved(agent, basis.as_deref(), &unit_key, latest.as_ref())?;
+        stmts.extend(ledger_insert(&self.store, &fact, &unit_key, agent, name, latest.as_ref().map(|l| l.sha256.as_str()), &json!({"written_by_key": who.key_id}), now)?);
         // The stub embeds always-applicable units: a new version invalidates it.
         stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
         stmts.push(event(&self.store, Some(agent), "instruction_write", &json!({"uri": uri, "interpret_as": interpret_as, "entity_uri": who.entity_uri}), now)?);
@@ -501,10 +504,32 @@ impl Service {
             return match sha_of(&self.store, &uri).await? {
                 Some(h) if h == sha => Ok(out(true)),
                 Some(_) => Err(lid_shared::units::version_taken(&uri, req.version).into()),
-                None => Err(ApiError::storage(e)),
+                None => Err(self.moved(agent, basis.as_deref(), &uri, e).await),
             };
         }
         Ok(out(false))
+    }
+
+    /// A unit write's guards, first in its batch: the agent's write basis and the unit's
+    /// latest version are still those its checks were made against (as `lid serve`
+    /// checks them in its transaction).
+    fn unmoved(&self, agent: &str, basis: Option<&str>, unit_key: &str, latest: Option<&lid_shared::units::Latest>) -> ApiResult<Vec<worker::D1PreparedStatement>> {
+        Ok(vec![
+            unless_moved(&self.store, lid_shared::units::WRITE_BASIS_SQL, agent, basis)?,
+            unless_moved(&self.store, crate::store::LATEST_URI_SQL, unit_key, latest.map(|l| l.uri.as_str()))?,
+        ])
+    }
+
+    /// The refusal for a unit write whose batch failed: retryable when a guard of
+    /// [`Service::unmoved`] failed (which one, read again), else the storage error.
+    async fn moved(&self, agent: &str, basis: Option<&str>, uri: &str, e: worker::Error) -> ApiError {
+        if !e.to_string().contains(crate::store::MOVED) {
+            return ApiError::storage(e);
+        }
+        match write_basis(&self.store, agent).await {
+            Ok(now) if now.as_deref() != basis => lid_shared::units::basis_moved(agent).into(),
+            _ => lid_shared::units::written_concurrently(uri).into(),
+        }
     }
 
     /// Re-certify every current manifest that is due (§21.8.3, S10), as `lid serve` does
@@ -831,6 +856,7 @@ impl Service {
         let mut lint = vec![json!({"name": "KNOWLEDGE.md", "content": kmd, "interpret_as": "content"})];
         lint.extend(files.iter().map(|f| json!({"name": f["path"], "content": text_of(f), "interpret_as": "content"})));
         let admission_warnings = self.admit(agent, lint).await?;
+        let basis = write_basis(&self.store, agent).await?;
         let deployment = self.deployment_of(agent, body).await?;
         let digest = lid_shared::packs::scoped_digest(agent, read["digest"].as_str().unwrap_or_default());
         #[derive(Deserialize)]
@@ -875,7 +901,7 @@ impl Service {
         let (probe, request, ctx) = lid_shared::packs::index_probe(agent, &deployment, pack, now);
         lid_core::api::recall(&probe, &request, &ctx, &staged, &lid_core::store::NoAudit)?;
         self.store.put_facts(facts.iter().map(|(f, _, _)| f)).await?;
-        let mut stmts = Vec::new();
+        let mut stmts = vec![unless_moved(&self.store, lid_shared::units::WRITE_BASIS_SQL, agent, basis.as_deref())?];
         for (f, key, name) in &facts {
             stmts.extend(ledger_insert(&self.store, f, key, agent, name, prev.get(key.as_str()).copied(), &provenance, now)?);
         }
@@ -893,6 +919,9 @@ impl Service {
             let uris: Vec<&str> = facts.iter().map(|(f, _, _)| f.uri.as_str()).collect();
             self.store.restore_committed(&uris).await?;
             let msg = e.to_string();
+            if msg.contains(crate::store::MOVED) {
+                return Err(lid_shared::units::basis_moved(agent).into());
+            }
             if msg.contains("UNIQUE") || msg.contains("constraint") {
                 return Err(ApiError::new(409, "fact_version_conflict", format!("pack {pack:?} {version} was uploaded concurrently; retry")));
             }
@@ -1041,6 +1070,7 @@ impl Service {
         let name = requested.name.unwrap_or(&row.unit_name).to_string();
         lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": row.content, "interpret_as": interpret_as})]).await?;
+        let basis = write_basis(&self.store, agent).await?;
         let current = self.store.writable_snapshot(agent).await?;
         let deployment = self.write_deployment(agent, current.as_deref().map(|s| current_of(s).0), body).await?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
@@ -1064,7 +1094,8 @@ impl Service {
         let provenance = json!({"promoted_from": uri, "promoted_by": who.entity_uri, "key_id": who.key_id, "origin": origin});
         let now = now_ms();
         self.store.put_fact(&fact).await?;
-        let mut stmts = vec![self.store.stmt("UPDATE instruction_facts SET quarantine = CASE WHEN quarantine = 'quarantined' THEN 'promoted' ELSE 'not-quarantined' END WHERE uri = ?1", args![uri])?];
+        let mut stmts = self.unmoved(agent, basis.as_deref(), &unit_key, latest.as_ref())?;
+        stmts.push(self.store.stmt("UPDATE instruction_facts SET quarantine = CASE WHEN quarantine = 'quarantined' THEN 'promoted' ELSE 'not-quarantined' END WHERE uri = ?1", args![uri])?);
         stmts.extend(ledger_insert(&self.store, &fact, &unit_key, agent, &name, latest.as_ref().map(|l| l.sha256.as_str()), &provenance, now)?);
         if ia == InterpretAs::Instruction {
             stmts.push(self.store.stmt("DELETE FROM boot_stubs WHERE agent_id = ?1", args![agent])?);
@@ -1076,6 +1107,9 @@ impl Service {
             let msg = e.to_string();
             if msg.contains("CHECK") {
                 return Err(already());
+            }
+            if msg.contains(crate::store::MOVED) {
+                return Err(self.moved(agent, basis.as_deref(), &live, e).await);
             }
             if msg.contains("UNIQUE") || msg.contains("constraint") {
                 return Err(ApiError::new(409, "fact_version_conflict", format!("{live} was written concurrently; pass another `version`")));

@@ -828,6 +828,15 @@ pub async fn current_manifest_id(store: &Store, agent: &str) -> ApiResult<Option
     Ok(r.map(|r| r.id))
 }
 
+/// What a write for `agent` is checked against ([`lid_shared::units::WRITE_BASIS_SQL`]).
+pub async fn write_basis(store: &Store, agent: &str) -> ApiResult<Option<String>> {
+    #[derive(Deserialize)]
+    struct R {
+        basis: Option<String>,
+    }
+    Ok(store.first::<R>(lid_shared::units::WRITE_BASIS_SQL, args![agent]).await?.and_then(|r| r.basis))
+}
+
 /// What the failure of an [`unless_moved`] statement says.
 pub const MOVED: &str = "NOT NULL constraint failed: instruction_manifests.agent_id";
 

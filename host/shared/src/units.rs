@@ -149,6 +149,18 @@ pub fn next_version(latest: Option<&str>) -> Result<String, Refusal> {
 /// under a deployment: its URI ([`deployment_in`]), for `earlier` in [`deployment`].
 pub const FIRST_DEPLOYED_FACT_SQL: &str = "SELECT uri FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL AND (uri LIKE 'instruction:%' OR uri LIKE 'knowledge:%') ORDER BY rowid LIMIT 1";
 
+/// What a write for an agent (`?1`) is checked against, as one value (NULL before it has
+/// anything): its current manifest row, whose entries decide review ([`check_reviewed`]),
+/// the stub's room and the deployment; else the deployment its first unit set
+/// ([`FIRST_DEPLOYED_FACT_SQL`]). A write reads it before its checks and again in its
+/// transaction (on D1, a guard statement in its batch): a publish or another first write
+/// committed in between makes the write [`basis_moved`], so a retry is checked against
+/// what is current, and an agent's units never spread over two deployments.
+pub const WRITE_BASIS_SQL: &str = "SELECT coalesce(\
+    (SELECT 'manifest:' || id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1), \
+    (SELECT 'deployment:' || substr(u, 1, instr(u, '/') - 1) FROM (SELECT substr(uri, instr(uri, ':') + 1) AS u FROM instruction_facts \
+     WHERE agent_id = ?1 AND quarantine IS NULL AND (uri LIKE 'instruction:%' OR uri LIKE 'knowledge:%') ORDER BY rowid LIMIT 1))) AS basis";
+
 /// The deployment an `instruction:` or `knowledge:` URI names (`instruction:{deployment}/…`).
 pub fn deployment_in(uri: &str) -> Option<&str> {
     let rest = uri.strip_prefix("instruction:").or_else(|| uri.strip_prefix("knowledge:"))?;
@@ -356,6 +368,13 @@ pub fn version_taken(uri: &str, asked: Option<&str>) -> Refusal {
 /// 409 `fact_version_conflict`: the unit gained a version while this write was planned.
 pub fn written_concurrently(uri: &str) -> Refusal {
     Refusal::new(409, "fact_version_conflict", format!("{uri}: the unit gained a new version while this write was being made; retry")).with_details(serde_json::json!({"retryable": true}))
+}
+
+/// 409 `fact_version_conflict` (retryable): the agent's manifest, or the deployment its
+/// first unit set, changed while this write was being checked ([`WRITE_BASIS_SQL`]).
+pub fn basis_moved(agent: &str) -> Refusal {
+    Refusal::new(409, "fact_version_conflict", format!("agent {agent:?} got a new manifest (or its first unit) while this write was being checked; retry: it is checked against the current one"))
+        .with_details(serde_json::json!({"retryable": true}))
 }
 
 #[cfg(test)]
