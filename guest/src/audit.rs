@@ -18,6 +18,11 @@ pub struct AuditRecord {
     /// named no one.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub caller: String,
+    /// The state the call ran on, as the host named it
+    /// ([`crate::recall::RecallContext::corpus_key`]): what a replay cuts the facts at
+    /// (`lid audit replay --db`). Empty when the host named none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub corpus_key: String,
     pub intent: String,
     pub loaded_chunks: Vec<String>,
     #[serde(default)]
@@ -336,6 +341,7 @@ mod tests {
             heartbeat_id: "h".into(),
             session_start: 0,
             caller: String::new(),
+            corpus_key: String::new(),
             intent: "i".into(),
             loaded_chunks: s(loaded),
             used_chunks: s(used),

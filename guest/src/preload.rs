@@ -174,6 +174,7 @@ fn record(m: &Manifest, p: &Preload, ids: &crate::audit::Ids, ctx: &RecallContex
         heartbeat_id: ctx.heartbeat_id.clone(),
         session_start: ctx.session_start_ms.unwrap_or(ctx.now_ms),
         caller: ctx.caller.clone(),
+        corpus_key: ctx.corpus_key.clone().unwrap_or_default(),
         intent: format!("wake_reason:{wake_reason}"),
         loaded_chunks: p.units.iter().map(|u| u.name.clone()).collect(),
         used_chunks: vec![],

@@ -1023,6 +1023,7 @@ pub fn recall_corpus(corpus: &Corpus<'_>, facts: &dyn Facts, audit: &dyn AuditSi
         heartbeat_id: ctx.heartbeat_id.clone(),
         session_start: ctx.session_start_ms.unwrap_or(ctx.now_ms),
         caller: ctx.caller.clone(),
+        corpus_key: ctx.corpus_key.clone().unwrap_or_default(),
         intent: intent.to_string(),
         loaded_chunks: resp.chunks.iter().map(|c| c.name.clone()).collect(),
         used_chunks: vec![],

@@ -1001,7 +1001,7 @@ fn run(cli: &Cli) -> Result<i32> {
                         // §21.5.3: the state at the recall, which every kept version allows
                         let at = rec["created_at"].as_i64().unwrap_or_default();
                         let version = rec["manifest_version"].as_str().filter(|v| !v.is_empty());
-                        Arc::new(db.snapshot_as_of(&agent, version, at)?.with_context(|| match version {
+                        Arc::new(db.snapshot_as_of(&agent, version, at, rec["corpus_key"].as_str().unwrap_or_default())?.with_context(|| match version {
                             Some(v) => format!("agent {agent:?} has no manifest {v:?} in the database (the one record {id:?} ran under); pass --current to replay against the current state"),
                             None => format!("agent {agent:?} had no manifest when record {id:?} was written; pass --current to replay against the current state"),
                         })?)

@@ -40,6 +40,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0007_attestation.sql", include_str!("../../migrations/0007_attestation.sql")),
     ("0008_org_key.sql", include_str!("../../migrations/0008_org_key.sql")),
     ("0009_audit_caller.sql", include_str!("../../migrations/0009_audit_caller.sql")),
+    ("0010_audit_corpus_key.sql", include_str!("../../migrations/0010_audit_corpus_key.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -704,7 +705,7 @@ impl Db {
     /// publish, which that publish may name without sending them again).
     pub fn unpublished_facts(self: &Arc<Self>, agent: &str) -> DbResult<SnapshotFacts> {
         let map = self.read_attested(agent, |unattested| {
-            let mut read = self.read(|c| agent_facts(c, agent, "", None, &self.attestor))?;
+            let mut read = self.read(|c| agent_facts(c, agent, "", None, None, &self.attestor))?;
             *unattested = std::mem::take(&mut read.unattested);
             Ok(read.map)
         })?;
@@ -712,12 +713,18 @@ impl Db {
     }
 
     /// The agent's state as it was at `at_ms` (§21.5.3 replay, §21.7 "replay recalls against
-    /// the manifest that was active at the time"): the manifest `version` when given (an
-    /// audit record names the one its recall ran under), else the one current then; the
-    /// facts written by then (a row is immutable but for `valid_until`, and quarantined
-    /// rows never become servable), and the knowledge packs current then. Not cached.
-    pub fn snapshot_as_of(self: &Arc<Self>, agent: &str, version: Option<&str>, at_ms: i64) -> DbResult<Option<Snapshot>> {
+    /// the manifest that was active at the time"): with the `corpus_key` an audit record
+    /// names ([`Snapshot::corpus_key`]), its manifest row and the facts up to its horizon,
+    /// exactly those the call read; for a record without one, the manifest `version`
+    /// when given, else the one current then, and the facts written by then. A row is
+    /// immutable but for `valid_until`, and quarantined rows never become servable. The
+    /// knowledge packs are those current then. Not cached.
+    pub fn snapshot_as_of(self: &Arc<Self>, agent: &str, version: Option<&str>, at_ms: i64, corpus_key: &str) -> DbResult<Option<Snapshot>> {
+        let named = Snapshot::parse_corpus_key(corpus_key);
         let id: Option<String> = self.read(|c| {
+            if let Some((id, _)) = named {
+                return Ok(c.query_row("SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND id = ?2", params![agent, id], |r| r.get(0)).optional()?);
+            }
             Ok(match version.filter(|v| !v.is_empty()) {
                 Some(v) => c.query_row("SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND version = ?2", params![agent, v], |r| r.get(0)).optional()?,
                 None => c
@@ -730,11 +737,11 @@ impl Db {
                     .optional()?,
             })
         })?;
-        id.map(|id| self.load_snapshot(agent, &id, 0, Some(at_ms))).transpose()
+        id.map(|id| self.load_snapshot(agent, &id, 0, Some((at_ms, named.map(|n| n.1))))).transpose()
     }
 
-    fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at_ms: Option<i64>) -> DbResult<Snapshot> {
-        self.read_attested(agent, |unattested| self.read_snapshot(agent, manifest_id, generation, at_ms, unattested))
+    fn load_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at: Option<(i64, Option<i64>)>) -> DbResult<Snapshot> {
+        self.read_attested(agent, |unattested| self.read_snapshot(agent, manifest_id, generation, at, unattested))
     }
 
     /// `read` an agent's facts (it lists those that failed their attestation), then
@@ -866,16 +873,17 @@ impl Db {
         })
     }
 
-    fn read_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at_ms: Option<i64>, unattested: &mut Vec<(String, Unattested)>) -> DbResult<Snapshot> {
+    fn read_snapshot(self: &Arc<Self>, agent: &str, manifest_id: &str, generation: i64, at: Option<(i64, Option<i64>)>, unattested: &mut Vec<(String, Unattested)>) -> DbResult<Snapshot> {
+        let (at_ms, horizon) = (at.map(|a| a.0), at.and_then(|a| a.1));
         self.read(|c| {
             let (version, fact_uri, token_count, created_at): (String, String, i64, i64) = c.query_row(
                 "SELECT version, fact_uri, token_count, created_at FROM instruction_manifests WHERE id = ?1",
                 params![manifest_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
-            let read = agent_facts(c, agent, &fact_uri, at_ms, &self.attestor)?;
+            let read = agent_facts(c, agent, &fact_uri, at_ms, horizon, &self.attestor)?;
             *unattested = read.unattested;
-            let AgentFacts { map, manifest_json, provenance, .. } = read;
+            let AgentFacts { map, manifest_json, provenance, horizon, .. } = read;
             let manifest_json = match (manifest_json, unattested.iter().find(|(u, _)| *u == fact_uri)) {
                 (Some(m), _) => m,
                 (None, Some((_, why))) => return Err(DbError::ManifestUnattested { agent: agent.to_string(), uri: fact_uri, reason: why.to_string() }),
@@ -899,6 +907,7 @@ impl Db {
                 agent_id: agent.to_string(),
                 manifest_id: manifest_id.to_string(),
                 generation,
+                fact_horizon: horizon,
                 version,
                 fact_uri,
                 token_count,
@@ -1017,6 +1026,8 @@ pub struct Snapshot {
     pub agent_id: String,
     pub manifest_id: String,
     pub generation: i64,
+    /// The newest fact row this snapshot holds (with `manifest_id`, its `corpus_key`).
+    pub fact_horizon: i64,
     pub version: String,
     pub fact_uri: String,
     pub token_count: i64,
@@ -1030,6 +1041,23 @@ pub struct Snapshot {
     pub facts: Arc<SnapshotFacts>,
     /// Its boot stubs, rendered from these facts (never read from `boot_stubs`).
     pub stubs: lid_shared::heartbeat::StubMemo,
+}
+
+impl Snapshot {
+    /// The name the engine's calls get for this state (`corpus_key`; it keeps the corpus
+    /// prepared, and every audit record keeps it): `{manifest row}:{generation}:{fact
+    /// horizon}`. The generation moves with every fact write and re-certification.
+    pub fn corpus_key(&self) -> String {
+        format!("{}:{}:{}", self.manifest_id, self.generation, self.fact_horizon)
+    }
+
+    /// The manifest row and fact horizon a [`Snapshot::corpus_key`] names.
+    pub fn parse_corpus_key(key: &str) -> Option<(&str, i64)> {
+        let mut parts = key.rsplitn(3, ':');
+        let horizon = parts.next()?.parse().ok()?;
+        parts.next()?.parse::<i64>().ok()?;
+        Some((parts.next().filter(|id| !id.is_empty())?, horizon))
+    }
 }
 
 /// Column `i` of a fact row as text: stored as TEXT, or as a BLOB of UTF-8 bytes.
@@ -1055,7 +1083,7 @@ fn opt_text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<String>>
 /// key, and the content channel's sources; with the manifest fact at `manifest_uri`, if
 /// there is one, and its provenance. With `at_ms`, as they were then: the facts written by
 /// then and the packs current then ([`Db::snapshot_as_of`]).
-fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i64>, attestor: &Attestor) -> DbResult<AgentFacts> {
+fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i64>, horizon: Option<i64>, attestor: &Attestor) -> DbResult<AgentFacts> {
     let mut map = BTreeMap::new();
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut manifest_json = None;
@@ -1063,14 +1091,16 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
     // Quarantined (and promoted-from) rows never reach the engine (Spec-13).
     let mut st = c.prepare_cached(
         "SELECT uri, unit_key, version, content, interpret_as, valid_until, authored_by, authored_at, source_trust,
-                derived_from, tokens, sha256, provenance, unit_name, attestation_chain
-         FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL AND (?2 IS NULL OR created_at <= ?2) ORDER BY rowid",
+                derived_from, tokens, sha256, provenance, unit_name, attestation_chain, rowid
+         FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL AND (?2 IS NULL OR created_at <= ?2) AND (?3 IS NULL OR rowid <= ?3) ORDER BY rowid",
     )?;
     let mut content_units = std::collections::BTreeSet::new();
     let mut unattested = Vec::new();
-    let mut rows = st.query(params![agent, at_ms])?;
+    let mut rows = st.query(params![agent, at_ms, horizon])?;
+    let mut newest = 0;
     while let Some(r) = rows.next()? {
         let uri: String = r.get(0)?;
+        newest = r.get(15)?;
         // A row whose columns no longer hold what the service wrote (another type, text
         // that is not UTF-8: changed outside it) is one unattested fact, not an agent that
         // cannot be read. Text stored as a blob of the same bytes still reads as its text.
@@ -1130,7 +1160,7 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
     if !content_units.is_empty() || !packs.is_empty() {
         map.insert(format!("{CONTENT_SOURCES_PREFIX}{agent}"), json!({"facts": content_units, "packs": packs}).to_string().into_bytes());
     }
-    Ok(AgentFacts { map, manifest_json, provenance, unattested })
+    Ok(AgentFacts { map, manifest_json, provenance, unattested, horizon: newest })
 }
 
 /// What [`agent_facts`] read.
@@ -1142,6 +1172,9 @@ struct AgentFacts {
     manifest_json: Option<String>,
     /// The manifest fact's provenance (`Null` without it).
     provenance: Value,
+    /// The newest fact row read (writers commit one at a time, so the rows up to it are
+    /// exactly the facts read, and a replay cuts there: [`Db::snapshot_as_of`]).
+    horizon: i64,
 }
 
 /// The facts bucket of one snapshot: the agent's own facts only (§21.4.5), plus the
@@ -1395,7 +1428,7 @@ fn insert_audit(c: &Connection, r: &AuditRow) -> DbResult<()> {
     .execute(params![
         r.id, if r.source.is_empty() { "recall_instruction" } else { r.source.as_str() }, r.manifest_version, json!(r.content_served).to_string(),
         json!(r.chunk_sha256).to_string(), r.assembly_sha256, r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string),
-        json!(r.warnings).to_string(), r.error.as_ref().map(Value::to_string), r.caller
+        json!(r.warnings).to_string(), r.error.as_ref().map(Value::to_string), r.caller, r.corpus_key
     ])?;
     Ok(())
 }
@@ -1500,7 +1533,7 @@ impl Db {
         self.read(|c| {
             let mut st = c.prepare_cached(
                 "SELECT a.id, a.agent_id, a.loaded_chunks, coalesce(m.chunk_sha256, '[]'), coalesce(m.assembly_sha256, ''), m.request,
-                        a.created_at, a.session_start, coalesce(m.manifest_version, '')
+                        a.created_at, a.session_start, coalesce(m.manifest_version, ''), coalesce(m.corpus_key, '')
                  FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
                  WHERE a.id = ?1 OR a.audit_token = ?1 LIMIT 1",
             )?;
@@ -1512,6 +1545,7 @@ impl Db {
                         "chunk_sha256": json(r.get(3)?), "assembly_sha256": r.get::<_, String>(4)?,
                         "request": r.get::<_, Option<String>>(5)?.map(json).unwrap_or(Value::Null),
                         "created_at": r.get::<_, i64>(6)?, "session_start": r.get::<_, i64>(7)?, "manifest_version": r.get::<_, String>(8)?,
+                        "corpus_key": r.get::<_, String>(9)?,
                     }))
                 })
                 .optional()?)
@@ -1544,6 +1578,7 @@ impl Db {
                     source: r.get(11)?,
                     manifest_version: r.get(12)?,
                     caller: r.get(13)?,
+                    corpus_key: String::new(),
                     content_served: vec![],
                     chunk_sha256: vec![],
                     assembly_sha256: String::new(),

@@ -183,7 +183,7 @@ impl Service {
             session_start_ms: session_start.unwrap_or(now),
             caller,
             lift_units: &s.lift_units,
-            corpus_key: format!("{}:{}", s.manifest_id, s.generation),
+            corpus_key: s.corpus_key(),
             wake_reasons: self.wake_reasons.as_deref(),
         };
         serde_json::to_string(&c).unwrap_or_default()

@@ -396,10 +396,19 @@ fn service_audit_rows_replay_and_prove_what_the_agent_saw() {
     assert_eq!(n, 1);
 
     // A new version of a unit the agent saw, then a new manifest: replayed against the state
-    // at the recall (§21.5.3: the manifest it ran under, the facts written by then) the
-    // assembly is the same; against the current state (--current) it differs and names it.
+    // at the recall (§21.5.3: the manifest it ran under, the facts it read) the assembly
+    // is the same; against the current state (--current) it differs and names it ...
     let w = client.put(&format!("/v1/agents/{agent}/units/{first}"), Some(&admin), &json!({"content": "# Changed\n\nA different procedure now."}));
     assert_eq!(w.status, 201, "{}", w.body);
+    // ... even had that write's time been taken before the recall and its commit come
+    // after it (a write's `created_at` is taken before its transaction): the record names
+    // the state it ran on (`corpus_key`: manifest row, generation, newest fact row), and
+    // the replay cuts the facts there, not by time
+    let (at, key): (i64, String) = c
+        .query_row("SELECT a.created_at, m.corpus_key FROM instruction_audit a JOIN instruction_audit_meta m ON m.id = a.id WHERE a.audit_token = ?1", [&token], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert_eq!(key.split(':').count(), 3, "{key:?}");
+    c.execute("UPDATE instruction_facts SET created_at = ?1 WHERE uri = ?2", rusqlite::params![at - 1, w.json()["uri"].as_str().unwrap()]).unwrap();
     let mut v2 = demo_publish_body(agent, "v2");
     v2["units"].as_object_mut().unwrap().remove(&first);
     for e in v2["entries"].as_array_mut().unwrap() {

@@ -140,7 +140,8 @@ impl Service {
                     r.request.as_ref().filter(|q| q.is_object()).map(Value::to_string),
                     json!(r.warnings).to_string(),
                     r.error.as_ref().map(Value::to_string),
-                    r.caller
+                    r.caller,
+                    r.corpus_key
                 ],
             );
             stmts.push(ins.map_err(|e| e.0.message)?);

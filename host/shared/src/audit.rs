@@ -15,6 +15,10 @@ pub struct AuditRow {
     /// identity, `''` on rows written before `migrations/0009_audit_caller.sql`.
     #[serde(default)]
     pub caller: String,
+    /// The state the call ran on, as the host named it to the engine (`corpus_key`; ''
+    /// on rows written before `migrations/0010_audit_corpus_key.sql`).
+    #[serde(default, skip_serializing)]
+    pub corpus_key: String,
     pub intent: String,
     #[serde(deserialize_with = "crate::string_list")]
     pub loaded_chunks: Vec<String>,
@@ -60,9 +64,9 @@ pub const INSERT_AUDIT_SQL: &str = "INSERT INTO instruction_audit (id, agent_id,
 
 /// Insert one audit row's meta (`instruction_audit_meta`), as both hosts do: parameters
 /// `id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request,
-/// warnings, error, caller`.
-pub const INSERT_AUDIT_META_SQL: &str = "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error, caller)
- VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+/// warnings, error, caller, corpus_key`.
+pub const INSERT_AUDIT_META_SQL: &str = "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error, caller, corpus_key)
+ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 /// How long an audit token takes feedback (§21.5.2: 24 hours after its recall).
 pub const TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
