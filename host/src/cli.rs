@@ -1075,7 +1075,11 @@ fn run(cli: &Cli) -> Result<i32> {
                 (None, Some(agent)) => {
                     lid_shared::ids::check_agent_id(agent).map_err(|r| anyhow::Error::new(crate::apierror::ApiError::from(r)))?;
                     let db = existing_db(db)?;
-                    (db.audit_rows(agent, since)?.into_iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect(), vec![])
+                    let (rows, truncated) = db.audit_rows(agent, since)?;
+                    if truncated {
+                        eprintln!("note: the figures are over the agent's newest {} audit records of the window (older ones were left out)", lid_shared::audit::WINDOW_ROWS_MAX);
+                    }
+                    (rows.into_iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect(), vec![])
                 }
                 (None, None) => bail!("name an AGENT (with --db) or give --file AUDIT.jsonl"),
             };

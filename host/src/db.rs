@@ -41,6 +41,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0008_org_key.sql", include_str!("../../migrations/0008_org_key.sql")),
     ("0009_audit_caller.sql", include_str!("../../migrations/0009_audit_caller.sql")),
     ("0010_audit_corpus_key.sql", include_str!("../../migrations/0010_audit_corpus_key.sql")),
+    ("0011_window_indexes.sql", include_str!("../../migrations/0011_window_indexes.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -1081,8 +1082,10 @@ fn opt_text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<String>>
 /// The facts bucket of `agent` as the engine reads it (`wasi:keyvalue`, see the README):
 /// every fact that is not quarantined under its URI, each unit's version list under its
 /// key, and the content channel's sources; with the manifest fact at `manifest_uri`, if
-/// there is one, and its provenance. With `at_ms`, as they were then: the facts written by
-/// then and the packs current then ([`Db::snapshot_as_of`]).
+/// there is one, and its provenance; without `at_ms`, not the files of replaced pack
+/// versions nor earlier manifests, which the live state never serves. With `at_ms`, as
+/// they were then: the facts written by then (up to row `horizon`, when given) and the
+/// packs current then ([`Db::snapshot_as_of`]).
 fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i64>, horizon: Option<i64>, attestor: &Attestor) -> DbResult<AgentFacts> {
     let mut map = BTreeMap::new();
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -1092,11 +1095,16 @@ fn agent_facts(c: &Connection, agent: &str, manifest_uri: &str, at_ms: Option<i6
     let mut st = c.prepare_cached(
         "SELECT uri, unit_key, version, content, interpret_as, valid_until, authored_by, authored_at, source_trust,
                 derived_from, tokens, sha256, provenance, unit_name, attestation_chain, rowid
-         FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL AND (?2 IS NULL OR created_at <= ?2) AND (?3 IS NULL OR rowid <= ?3) ORDER BY rowid",
+         FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL AND (?2 IS NULL OR created_at <= ?2) AND (?3 IS NULL OR rowid <= ?3)
+           AND (?4 IS NOT NULL OR valid_until IS NULL OR uri = ?5 OR NOT (uri LIKE 'knowledge:%' OR unit_name = 'manifest'))
+         ORDER BY rowid",
     )?;
     let mut content_units = std::collections::BTreeSet::new();
     let mut unattested = Vec::new();
-    let mut rows = st.query(params![agent, at_ms, horizon])?;
+    // The live state leaves out what it can never serve (a soak audit: an agent's key grew
+    // memory by re-uploading a pack): the files of its packs' replaced versions and its
+    // earlier manifests. A state as of a time (a replay) keeps them.
+    let mut rows = st.query(params![agent, at_ms, horizon, at_ms, manifest_uri])?;
     let mut newest = 0;
     while let Some(r) = rows.next()? {
         let uri: String = r.get(0)?;
@@ -1552,16 +1560,13 @@ impl Db {
         })
     }
 
-    /// Audit rows of `agent` created at or after `since_ms`, oldest first.
-    pub fn audit_rows(&self, agent: &str, since_ms: i64) -> DbResult<Vec<AuditRow>> {
+    /// The audit rows of `agent` created at or after `since_ms` that a window's figures
+    /// are computed over, oldest first, and whether older ones were left out
+    /// ([`lid_shared::audit::window`]).
+    pub fn audit_rows(&self, agent: &str, since_ms: i64) -> DbResult<(Vec<AuditRow>, bool)> {
         self.read(|c| {
-            let mut st = c.prepare_cached(
-                "SELECT a.id, a.agent_id, a.heartbeat_id, a.session_start, a.intent, a.loaded_chunks, a.used_chunks, a.missed_chunks,
-                        a.audit_token, a.audit_closed, a.created_at, coalesce(m.source, 'recall_instruction'), coalesce(m.manifest_version, ''), coalesce(m.caller, '')
-                 FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
-                 WHERE a.agent_id = ?1 AND a.created_at >= ?2 ORDER BY a.created_at, a.id",
-            )?;
-            let rows = st.query_map(params![agent, since_ms], |r| {
+            let mut st = c.prepare_cached(lid_shared::audit::WINDOW_ROWS_SQL)?;
+            let rows = st.query_map(params![agent, since_ms, lid_shared::audit::WINDOW_ROWS_MAX as i64 + 1], |r| {
                 let list = |i: usize| -> rusqlite::Result<Vec<String>> { Ok(serde_json::from_str(&r.get::<_, String>(i)?).unwrap_or_default()) };
                 Ok(AuditRow {
                     id: r.get(0)?,
@@ -1587,7 +1592,7 @@ impl Db {
                     error: None,
                 })
             })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            Ok(lid_shared::audit::window(rows.collect::<Result<Vec<_>, _>>()?))
         })
     }
 }
@@ -1696,6 +1701,51 @@ mod tests {
         for p in &kept {
             assert!(p.exists(), "{} was removed", p.display());
         }
+    }
+
+    /// The live state holds no file of a pack's replaced version and no earlier manifest
+    /// (a soak audit: each re-upload of a pack kept its files in memory for good); a state
+    /// as of a time keeps them, and a unit's earlier versions stay in both.
+    #[test]
+    fn the_live_state_leaves_out_replaced_pack_files_and_earlier_manifests() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("lid.db")).unwrap();
+        let fact = |uri: &str, name: &str| NewFact {
+            uri: uri.into(),
+            unit_key: uri.rsplit_once('/').map(|(k, _)| k.to_string()).unwrap(),
+            agent_id: "a".into(),
+            unit_name: name.into(),
+            version: uri.rsplit('/').next().unwrap().into(),
+            content: format!("text of {uri}"),
+            interpret_as: "content".into(),
+            tokens: 3,
+            authored_by: "admin:test".into(),
+            authored_at: iso(1000),
+            source_trust: 1.0,
+            provenance: json!({}),
+        };
+        let mut facts = vec![fact("instruction:d/a/manifest/v1", "manifest"), fact("instruction:d/a/manifest/v2", "manifest"), fact("instruction:d/a/rules/v1", "rules"), fact("instruction:d/a/rules/v2", "rules")];
+        // a pack's file: `{prefix}{path}` under the unit key `knowledge:…/{pack}/{path}`
+        for v in ["v1", "v2"] {
+            let mut f = fact(&format!("knowledge:d/a/p/{v}/x.md"), "p/x.md");
+            (f.unit_key, f.version) = ("knowledge:d/a/p/x.md".into(), v.into());
+            facts.push(f);
+        }
+        db.write(|tx| {
+            for (i, f) in facts.iter().enumerate() {
+                assert_eq!(insert_fact(tx, f, 1000 + i as i64, db.attestor())?, Ok(FactWrite::Inserted));
+            }
+            Ok::<_, DbError>(())
+        })
+        .unwrap();
+        let uris = |manifest: &str, at: Option<i64>| -> Vec<String> {
+            let read = db.read(|c| agent_facts(c, "a", manifest, at, None, &db.attestor)).unwrap();
+            read.map.keys().filter(|k| facts.iter().any(|f| f.uri == **k)).cloned().collect()
+        };
+        assert_eq!(uris("", None), ["instruction:d/a/manifest/v2", "instruction:d/a/rules/v1", "instruction:d/a/rules/v2", "knowledge:d/a/p/v2/x.md"]);
+        // the manifest a snapshot is of is read, whichever it is
+        assert!(uris("instruction:d/a/manifest/v1", None).contains(&"instruction:d/a/manifest/v1".to_string()));
+        assert_eq!(uris("", Some(i64::MAX)).len(), 6);
     }
 
     #[test]

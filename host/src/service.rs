@@ -412,8 +412,9 @@ impl Service {
         if rows.is_empty() {
             return Err(ApiError::new(404, "coverage_not_found", format!("no coverage report has been generated for agent {agent:?} version {}; publish the manifest again to run the probes", s.version)));
         }
-        let audit = self.db.audit_rows(agent, now_ms() - AUDIT_WINDOW_MS)?;
-        let metrics = self.audit_metrics(&audit, 3)?;
+        let (audit, truncated) = self.db.audit_rows(agent, now_ms() - AUDIT_WINDOW_MS)?;
+        let mut metrics = self.audit_metrics(&audit, 3)?;
+        metrics["truncated"] = json!(truncated);
         let subject = lid_shared::coverage::Subject { agent, manifest_version: &s.version, manifest_json: &s.manifest_json, ranker_version: &self.ranker_version() };
         Ok(lid_shared::coverage::report(&subject, rows, &audit, &metrics, admin))
     }

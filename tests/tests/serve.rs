@@ -1480,3 +1480,41 @@ fn a_unit_write_racing_a_publish_never_lands_in_a_guaranteed_unit() {
     }
     assert!(landed.is_empty(), "unit writes committed while the current manifest guaranteed {unit}: {landed:?}");
 }
+
+/// The coverage route's 7-day figures are over the agent's newest 20,000 audit records
+/// (a soak audit: every record of the window went into one engine call, which ran out of
+/// memory past about 1 KiB a record, and the route answered 500 for good): with more, it
+/// still answers, over those, and says so; with fewer, over all of them.
+#[test]
+fn the_coverage_window_is_capped_and_says_so() {
+    let (server, admin) = fresh("window", &["--memory-mib", "32"]);
+    let c = server.client();
+    let agent = "window-agent";
+    publish_demo(&c, &admin, agent);
+    let coverage = || {
+        let r = c.get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), Some(&admin));
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["audit_7d"].clone()
+    };
+    let insert = |from: usize, n: usize| {
+        let mut sql = Connection::open(&server.db).unwrap();
+        let tx = sql.transaction().unwrap();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        for i in from..from + n {
+            tx.execute(
+                "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks, missed_chunks, audit_token, audit_closed, created_at)
+                 VALUES (?1, ?2, ?3, ?4, 'roll back the deploy', '[\"rollback-procedure\",\"deploy-checklist\",\"ground-rules\"]', '[\"rollback-procedure\"]', '[]', ?5, ?4, ?4)",
+                rusqlite::params![format!("audevent_w{i:06}"), agent, format!("hb{i}"), now - 1000 - i as i64, format!("tok_w{i:06}")],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+    };
+    insert(0, 19_999);
+    let a = coverage();
+    assert_eq!((a["events"].as_u64(), a["truncated"].as_bool()), (Some(19_999), Some(false)), "{a}");
+    insert(19_999, 5_001);
+    let a = coverage();
+    assert_eq!((a["events"].as_u64(), a["closed_events"].as_u64(), a["truncated"].as_bool()), (Some(20_000), Some(20_000), Some(true)), "{a}");
+    assert_eq!(a["recall_at_3"].as_f64(), Some(1.0), "{a}");
+}

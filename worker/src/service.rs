@@ -375,19 +375,9 @@ impl Service {
         Err(ApiError::bad_request("audit_token_invalid", "this audit record was closed concurrently with different feedback"))
     }
 
-    async fn audit_rows(&self, agent: &str, since: i64) -> ApiResult<Vec<AuditRow>> {
-        self.store
-            .all(
-                "SELECT a.id AS id, a.agent_id AS agent_id, a.heartbeat_id AS heartbeat_id, a.session_start AS session_start, a.intent AS intent,
-                        a.loaded_chunks AS loaded_chunks, a.used_chunks AS used_chunks, a.missed_chunks AS missed_chunks,
-                        a.audit_token AS audit_token, a.audit_closed AS audit_closed, a.created_at AS created_at,
-                        coalesce(m.source, 'recall_instruction') AS source, coalesce(m.manifest_version, '') AS manifest_version,
-                        coalesce(m.caller, '') AS caller
-                 FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
-                 WHERE a.agent_id = ?1 AND a.created_at >= ?2 ORDER BY a.created_at, a.id",
-                args![agent, since],
-            )
-            .await
+    async fn audit_rows(&self, agent: &str, since: i64) -> ApiResult<(Vec<AuditRow>, bool)> {
+        let rows = self.store.all(lid_shared::audit::WINDOW_ROWS_SQL, args![agent, since, lid_shared::audit::WINDOW_ROWS_MAX as i64 + 1]).await?;
+        Ok(lid_shared::audit::window(rows))
     }
 
     /// §21.8.6: per-unit coverage from the publish-time probe run plus the rolling 7-day
@@ -401,9 +391,10 @@ impl Service {
         if rows.is_empty() {
             return Err(ApiError::new(404, "coverage_not_found", format!("no coverage report has been generated for agent {agent:?} version {}; publish the manifest again to run the probes", s.version)));
         }
-        let audit = self.audit_rows(agent, now_ms() - AUDIT_WINDOW_MS).await?;
+        let (audit, truncated) = self.audit_rows(agent, now_ms() - AUDIT_WINDOW_MS).await?;
         let recs = serde_json::to_string(&audit).map_err(ApiError::engine_json)?;
-        let metrics = parse(&lid_core::api::audit_metrics(&recs, 3)?)?;
+        let mut metrics = parse(&lid_core::api::audit_metrics(&recs, 3)?)?;
+        metrics["truncated"] = json!(truncated);
         let subject = lid_shared::coverage::Subject { agent, manifest_version: &s.version, manifest_json: &s.manifest_json, ranker_version: &ranker_version() };
         Ok(lid_shared::coverage::report(&subject, rows, &audit, &metrics, admin))
     }

@@ -68,6 +68,33 @@ pub const INSERT_AUDIT_SQL: &str = "INSERT INTO instruction_audit (id, agent_id,
 pub const INSERT_AUDIT_META_SQL: &str = "INSERT INTO instruction_audit_meta (id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request, warnings, error, caller, corpus_key)
  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
+/// The most audit rows a window's figures are computed over (the coverage route's
+/// `audit_7d`, `lid audit report`): the agent's newest, so that one engine call (about
+/// 1 KiB of its memory a row) and the host's copy stay bounded however busy the agent is
+/// (a soak audit: 20,000 rows ran a 32 MiB engine out of memory, 50,000 a 64 MiB one). A window with more
+/// rows is reported over these, and says so (`truncated`).
+pub const WINDOW_ROWS_MAX: usize = 20_000;
+
+/// An agent's (`?1`) audit rows created at or after `?2`, newest first, at most `?3`
+/// ([`WINDOW_ROWS_MAX`] and one more, to tell a full window): the columns of
+/// [`AuditRow`] that the window's figures read, the intent left out.
+pub const WINDOW_ROWS_SQL: &str = "SELECT a.id AS id, a.agent_id AS agent_id, a.heartbeat_id AS heartbeat_id, a.session_start AS session_start, '' AS intent,
+        a.loaded_chunks AS loaded_chunks, a.used_chunks AS used_chunks, a.missed_chunks AS missed_chunks,
+        a.audit_token AS audit_token, a.audit_closed AS audit_closed, a.created_at AS created_at,
+        coalesce(m.source, 'recall_instruction') AS source, coalesce(m.manifest_version, '') AS manifest_version,
+        coalesce(m.caller, '') AS caller
+ FROM instruction_audit a LEFT JOIN instruction_audit_meta m ON m.id = a.id
+ WHERE a.agent_id = ?1 AND a.created_at >= ?2 ORDER BY a.created_at DESC, a.id DESC LIMIT ?3";
+
+/// The rows [`WINDOW_ROWS_SQL`] gave, oldest first and at most [`WINDOW_ROWS_MAX`], and
+/// whether older ones were left out.
+pub fn window(mut newest_first: Vec<AuditRow>) -> (Vec<AuditRow>, bool) {
+    let truncated = newest_first.len() > WINDOW_ROWS_MAX;
+    newest_first.truncate(WINDOW_ROWS_MAX);
+    newest_first.reverse();
+    (newest_first, truncated)
+}
+
 /// How long an audit token takes feedback (§21.5.2: 24 hours after its recall).
 pub const TOKEN_TTL_MS: i64 = 24 * 3600 * 1000;
 

@@ -41,7 +41,8 @@ pub struct Subject<'a> {
 
 /// The report over `rows` (the current version's) and `audit` (the last 7 days' rows,
 /// summarised by the engine into `metrics`: `{events, supervisor_events, closed_events,
-/// recall_at_k, hit_at_k, miss_rate, alert}` at k = 3), in manifest order.
+/// recall_at_k, hit_at_k, miss_rate, alert}` at k = 3, and the host's `truncated`: the
+/// window had more than [`crate::audit::WINDOW_ROWS_MAX`] rows), in manifest order.
 pub fn report(subject: &Subject, rows: Vec<CoverageRow>, audit: &[AuditRow], metrics: &Value, admin: bool) -> Value {
     let by_unit: BTreeMap<String, CoverageRow> = rows.into_iter().map(|r| (r.unit.clone(), r)).collect();
     let mut counts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
@@ -90,7 +91,7 @@ pub fn report(subject: &Subject, rows: Vec<CoverageRow>, audit: &[AuditRow], met
         "embedding_model_version": subject.ranker_version,
         "evaluated_at": iso(evaluated_at),
         "units": units,
-        "audit_7d": {"events": metrics["events"], "supervisor_events": metrics["supervisor_events"], "closed_events": metrics["closed_events"], "recall_at_3": metrics["recall_at_k"], "hit_at_3": metrics["hit_at_k"], "miss_rate": metrics["miss_rate"]},
+        "audit_7d": {"events": metrics["events"], "supervisor_events": metrics["supervisor_events"], "closed_events": metrics["closed_events"], "recall_at_3": metrics["recall_at_k"], "hit_at_3": metrics["hit_at_k"], "miss_rate": metrics["miss_rate"], "truncated": metrics["truncated"].as_bool().unwrap_or(false)},
     });
     if admin {
         out["audit_7d"]["alert"] = metrics["alert"].clone();
