@@ -97,7 +97,8 @@ pub fn authenticate_at(db: &Db, header: Option<&str>, stamp: Option<crate::db::S
         role: if role == "admin" { Role::Admin } else { Role::Agent },
         agent_id,
         capabilities: serde_json::from_str(&caps).unwrap_or_default(),
-        entity_uri,
+        // as compared (S7), whatever an older release stored (`migrations/0012_trim_identities.sql`)
+        entity_uri: entity_uri.trim().to_string(),
     };
     if let Some(s) = stamp {
         db.cache_principal(hash, s, p.clone());

@@ -42,6 +42,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0009_audit_caller.sql", include_str!("../../migrations/0009_audit_caller.sql")),
     ("0010_audit_corpus_key.sql", include_str!("../../migrations/0010_audit_corpus_key.sql")),
     ("0011_window_indexes.sql", include_str!("../../migrations/0011_window_indexes.sql")),
+    ("0012_trim_identities.sql", include_str!("../../migrations/0012_trim_identities.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -1009,14 +1010,19 @@ pub fn head(c: &Connection, agent: &str) -> DbResult<Option<(String, i64)>> {
 /// Apply every migration not yet recorded in `lid_migrations`.
 fn migrate(c: &mut Connection) -> DbResult<()> {
     c.execute_batch("CREATE TABLE IF NOT EXISTS lid_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")?;
+    let done = |c: &Connection, name: &str| -> DbResult<bool> { Ok(c.query_row("SELECT name FROM lid_migrations WHERE name = ?1", params![name], |r| r.get::<_, String>(0)).optional()?.is_some()) };
     for (name, sql) in MIGRATIONS {
-        let done: Option<String> = c.query_row("SELECT name FROM lid_migrations WHERE name = ?1", params![name], |r| r.get(0)).optional()?;
-        if done.is_some() {
+        if done(c, name)? {
             continue;
         }
-        let tx = c.transaction()?;
-        tx.execute_batch(sql)?;
-        tx.execute("INSERT INTO lid_migrations (name, applied_at) VALUES (?1, ?2)", params![name, now_ms()])?;
+        // Checked again under the write lock: a second process opening the file at once
+        // (a service and a cron job, the first start after an upgrade) waits for the
+        // first's migration and finds it done, instead of applying it twice.
+        let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if !done(&tx, name)? {
+            tx.execute_batch(sql)?;
+            tx.execute("INSERT INTO lid_migrations (name, applied_at) VALUES (?1, ?2)", params![name, now_ms()])?;
+        }
         tx.commit()?;
     }
     Ok(())

@@ -413,10 +413,11 @@ impl Service {
             return Err(ApiError::new(404, "coverage_not_found", format!("no coverage report has been generated for agent {agent:?} version {}; publish the manifest again to run the probes", s.version)));
         }
         let (audit, truncated) = self.db.audit_rows(agent, now_ms() - AUDIT_WINDOW_MS)?;
-        let mut metrics = self.audit_metrics(&audit, 3)?;
-        metrics["truncated"] = json!(truncated);
+        let (mut metrics, n) = self.audit_metrics(&audit, 3)?;
+        metrics["truncated"] = json!(truncated || n < audit.len());
+        let audit = &audit[audit.len() - n..];
         let subject = lid_shared::coverage::Subject { agent, manifest_version: &s.version, manifest_json: &s.manifest_json, ranker_version: &self.ranker_version() };
-        Ok(lid_shared::coverage::report(&subject, rows, &audit, &metrics, admin))
+        Ok(lid_shared::coverage::report(&subject, rows, audit, &metrics, admin))
     }
 
     /// Re-certify every current manifest that is due (§21.8.3, S10; see
@@ -459,11 +460,22 @@ impl Service {
         Ok(out)
     }
 
-    /// §21.5.3 metrics (through the engine) over audit rows.
-    pub fn audit_metrics(&self, rows: &[crate::db::AuditRow], k: u32) -> Result<Value, ApiError> {
+    /// §21.5.3 metrics (through the engine) over the newest of `rows` (oldest first) that
+    /// one engine call can hold: all of them, else, when the call traps (its memory ran
+    /// out), the newest half, again. The metrics, and how many of the newest rows they are over.
+    pub fn audit_metrics(&self, rows: &[crate::db::AuditRow], k: u32) -> Result<(Value, usize), ApiError> {
         let st = Storage::none();
-        let recs = serde_json::to_string(rows).map_err(|e| ApiError::new(500, "engine_failed", e.to_string()))?;
-        parse_json(&engine(self.rt.audit_metrics(&st, &recs, k))?)
+        let mut n = rows.len();
+        loop {
+            let recs = serde_json::to_string(&rows[rows.len() - n..]).map_err(|e| ApiError::new(500, "engine_failed", e.to_string()))?;
+            match self.rt.audit_metrics(&st, &recs, k) {
+                Err(e) if n > 1 && e.chain().any(|c| c.is::<wasmtime::Trap>()) => {
+                    tracing::warn!(rows = n, error = %format!("{e:#}"), "audit figures: the engine could not hold the rows; taking the newest half");
+                    n /= 2;
+                }
+                r => return Ok((parse_json(&engine(r)?)?, n)),
+            }
+        }
     }
 
     // ---- writes ----------------------------------------------------------------------

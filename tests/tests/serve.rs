@@ -1487,7 +1487,7 @@ fn a_unit_write_racing_a_publish_never_lands_in_a_guaranteed_unit() {
 /// still answers, over those, and says so; with fewer, over all of them.
 #[test]
 fn the_coverage_window_is_capped_and_says_so() {
-    let (server, admin) = fresh("window", &["--memory-mib", "32"]);
+    let (server, admin) = fresh("window", &[]);
     let c = server.client();
     let agent = "window-agent";
     publish_demo(&c, &admin, agent);
@@ -1517,4 +1517,89 @@ fn the_coverage_window_is_capped_and_says_so() {
     let a = coverage();
     assert_eq!((a["events"].as_u64(), a["closed_events"].as_u64(), a["truncated"].as_bool()), (Some(20_000), Some(20_000), Some(true)), "{a}");
     assert_eq!(a["recall_at_3"].as_f64(), Some(1.0), "{a}");
+}
+
+/// An engine too small for the window's records (here 16 MiB and 20,000 of them, each
+/// naming many units): the figures are over the newest records one engine call can hold,
+/// and say so, instead of a 500 on every call.
+#[test]
+fn coverage_figures_fit_a_small_engine_and_say_so() {
+    let (server, admin) = fresh("window-small", &["--memory-mib", "16"]);
+    let c = server.client();
+    let agent = "small-agent";
+    publish_demo(&c, &admin, agent);
+    let loaded = serde_json::to_string(&(0..40).map(|i| format!("a-unit-with-a-rather-long-name-{i}")).collect::<Vec<_>>()).unwrap();
+    let mut sql = Connection::open(&server.db).unwrap();
+    let tx = sql.transaction().unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    for i in 0..20_000i64 {
+        tx.execute(
+            "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks, missed_chunks, audit_token, audit_closed, created_at)
+             VALUES (?1, ?2, ?3, ?4, 'x', ?5, '[\"a-unit-with-a-rather-long-name-0\"]', '[]', ?6, ?4, ?4)",
+            rusqlite::params![format!("audevent_s{i:06}"), agent, format!("hb{i}"), now - 1000 - i, loaded, format!("tok_s{i:06}")],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    let r = c.get(&format!("/v1/agents/{agent}/instruction-manifest/coverage"), Some(&admin));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let a = &r.json()["audit_7d"];
+    let events = a["events"].as_u64().unwrap();
+    assert!(a["truncated"] == json!(true) && events < 20_000 && events >= 1_000, "{a}");
+    assert_eq!(a["recall_at_3"].as_f64(), Some(1.0), "{a}");
+}
+
+/// A key an older release stored with its identity padded (" admin:test ", which it
+/// compared trimmed but kept as given) is its admin's identity still: its co-signature of
+/// that admin's own gate bypass is not a second person's (S7; an upgrade audit). The
+/// service reads a key's identity trimmed; `migrations/0012_trim_identities.sql` trims
+/// what is stored.
+#[test]
+fn a_padded_identity_from_an_older_release_does_not_cosign_as_a_second_admin() {
+    let (server, admin) = fresh("padded", &[]);
+    let c = server.client();
+    let second = create_key(&server.db, "admin", None, &CAPS, "admin:test");
+    let sql = Connection::open(&server.db).unwrap();
+    // (the key made last)
+    let padded = sql.execute("UPDATE api_keys SET entity_uri = ' admin:test ' WHERE rowid = (SELECT max(rowid) FROM api_keys)", []).unwrap();
+    assert_eq!(padded, 1);
+    let agent = "padded-agent";
+    let mut body = weak_publish_body(agent, "v1", true);
+    body["skip_coverage_gate"] = json!(true);
+    let path = format!("/v1/agents/{agent}/instruction-manifest");
+    let r = c.put(&path, Some(&admin), &body);
+    assert_eq!((r.status, r.code().as_str()), (403, "cosignature_required"), "{}", r.body);
+    let digest = r.json()["error"]["details"]["manifest_sha256"].as_str().unwrap().to_string();
+    let co = c.post(&format!("{path}/cosignatures"), Some(&second), &json!({"version": "v1", "manifest_sha256": digest}));
+    assert_eq!(co.status, 201, "{}", co.body);
+    let r = c.put(&path, Some(&admin), &body);
+    assert_eq!((r.status, r.code().as_str()), (403, "cosignature_required"), "{}", r.body);
+}
+
+/// Two processes opening a database a migration has not reached yet (a service and a
+/// cron job, the first start after an upgrade): one applies it, the other waits and finds
+/// it done, and both open the file (an upgrade audit: the second failed, "duplicate column
+/// name", having read the migration list before the first committed).
+#[test]
+fn two_processes_opening_an_unmigrated_database_at_once_both_open_it() {
+    let dir = temp_dir("migrate-race");
+    for round in 0..6 {
+        let db = dir.join(format!("lid-{round}.db"));
+        create_key(&db, "admin", None, &CAPS, "admin:test");
+        // as a release before `0010_audit_corpus_key.sql` left it
+        let sql = Connection::open(&db).unwrap();
+        sql.execute_batch("ALTER TABLE instruction_audit_meta DROP COLUMN corpus_key; DELETE FROM lid_migrations WHERE name = '0010_audit_corpus_key.sql';").unwrap();
+        drop(sql);
+        let open = || std::process::Command::new(lid_tests::http::lid_bin()).args(["keys", "list", "--db", db.to_str().unwrap()]).output().unwrap();
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(open);
+            let b = s.spawn(open);
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        for out in [a, b] {
+            assert!(out.status.success(), "round {round}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let n: i64 = Connection::open(&db).unwrap().query_row("SELECT count(*) FROM lid_migrations WHERE name = '0010_audit_corpus_key.sql'", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 1);
+    }
 }

@@ -77,7 +77,7 @@ fn row_principal(row: Option<KeyRow>) -> ApiResult<Principal> {
     let Some(r) = row else {
         return Err(ApiError::new(401, "api_key_invalid", "this API key is unknown or revoked"));
     };
-    Ok(Principal { key_id: r.id, role: Role::from_stored(&r.role), agent_id: r.agent_id, capabilities: serde_json::from_str(&r.capabilities).unwrap_or_default(), entity_uri: r.entity_uri })
+    Ok(Principal { key_id: r.id, role: Role::from_stored(&r.role), agent_id: r.agent_id, capabilities: serde_json::from_str(&r.capabilities).unwrap_or_default(), entity_uri: r.entity_uri.trim().to_string() })
 }
 
 /// Resolve the `Authorization: Bearer …` header to a principal.
