@@ -122,8 +122,9 @@ pub struct Db {
     path: PathBuf,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
-    /// Per agent: the snapshot and the [`Stamp`] at which its head was last checked.
-    snapshots: RwLock<HashMap<String, Checked>>,
+    /// Per agent: the snapshot and the [`Stamp`] at which its head was last checked, the
+    /// least recently used dropped past a budget of bytes (`LID_SNAPSHOT_CACHE_MB`).
+    snapshots: RwLock<ByteCache<Checked>>,
     derived: RwLock<DerivedCache>,
     /// Writes committed through [`Db::write`] (bumped after each commit).
     local_writes: AtomicU64,
@@ -509,8 +510,8 @@ impl Db {
             path: path.to_path_buf(),
             writer: Mutex::new(w),
             readers: Mutex::new(Vec::new()),
-            snapshots: RwLock::new(HashMap::new()),
-            derived: RwLock::new(DerivedCache::new(derived_cache_budget())),
+            snapshots: RwLock::new(ByteCache::new(cache_budget("LID_SNAPSHOT_CACHE_MB"))),
+            derived: RwLock::new(DerivedCache::new(cache_budget("LID_DERIVED_CACHE_MB"))),
             local_writes: AtomicU64::new(0),
             principals: RwLock::new(HashMap::new()),
             audit_queue: OnceLock::new(),
@@ -685,8 +686,8 @@ impl Db {
     /// [`Db::snapshot`] against a [`Stamp`] the caller has just taken.
     pub fn snapshot_at(self: &Arc<Self>, agent: &str, stamp: Option<Stamp>) -> DbResult<Option<Arc<Snapshot>>> {
         if let (Some(now), Some((Some(seen), s))) = (stamp, self.snapshots.read().map_err(|_| DbError::Poisoned)?.get(agent)) {
-            if *seen == now {
-                return Ok(Some(s.clone()));
+            if seen == now {
+                return Ok(Some(s));
             }
         }
         let Some((manifest_id, generation)) = self.current_head(agent)? else {
@@ -699,7 +700,7 @@ impl Db {
             }
         }
         let snap = Arc::new(self.load_snapshot(agent, &manifest_id, generation, None)?);
-        self.snapshots.write().map_err(|_| DbError::Poisoned)?.insert(agent.to_string(), (stamp, snap.clone()));
+        self.snapshots.write().map_err(|_| DbError::Poisoned)?.insert(agent, (stamp, snap.clone()));
         Ok(Some(snap))
     }
 
@@ -886,6 +887,7 @@ impl Db {
             let read = agent_facts(c, agent, &fact_uri, at_ms, horizon, &self.attestor)?;
             *unattested = read.unattested;
             let AgentFacts { map, manifest_json, provenance, horizon, .. } = read;
+            let facts_bytes: usize = map.iter().map(|(k, v)| k.len() + v.len()).sum();
             let manifest_json = match (manifest_json, unattested.iter().find(|(u, _)| *u == fact_uri)) {
                 (Some(m), _) => m,
                 (None, Some((_, why))) => return Err(DbError::ManifestUnattested { agent: agent.to_string(), uri: fact_uri, reason: why.to_string() }),
@@ -910,6 +912,7 @@ impl Db {
                 manifest_id: manifest_id.to_string(),
                 generation,
                 fact_horizon: horizon,
+                bytes: facts_bytes + manifest_json.len(),
                 version,
                 fact_uri,
                 token_count,
@@ -950,48 +953,77 @@ impl Db {
     }
 }
 
-/// The bytes of derived blobs kept in memory: `LID_DERIVED_CACHE_MB` (MiB), else 256.
-fn derived_cache_budget() -> usize {
-    std::env::var("LID_DERIVED_CACHE_MB").ok().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(256) << 20
+/// A cache's budget of bytes: the environment variable `var` (MiB), else 256
+/// (`LID_DERIVED_CACHE_MB`: derived blobs; `LID_SNAPSHOT_CACHE_MB`: agents' snapshots).
+fn cache_budget(var: &str) -> usize {
+    std::env::var(var).ok().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(256) << 20
 }
 
 /// The in-memory side of the `derived_blobs` table (the ranker indexes recalls read),
 /// held to a budget of bytes: every publish, failed ones too, derives blobs for the units
 /// it was given, so a long-running service would otherwise keep every one it ever built.
 /// The least recently used goes first; the table keeps them all, and an evicted blob is
-/// read from it again when asked for. A blob in use stays alive through its `Arc`.
-struct DerivedCache {
-    map: HashMap<String, (Arc<Vec<u8>>, AtomicU64)>,
+/// read from it again when asked for.
+type DerivedCache = ByteCache<Arc<Vec<u8>>>;
+
+/// The bytes a [`ByteCache`] counts for a value it holds.
+trait Weigh {
+    fn weight(&self) -> usize;
+}
+
+impl Weigh for Arc<Vec<u8>> {
+    fn weight(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Weigh for Checked {
+    fn weight(&self) -> usize {
+        self.1.bytes
+    }
+}
+
+/// Values by key held to a budget of bytes, the least recently used going first (the
+/// newest always stays, however large). A value in use stays alive through its `Arc`.
+struct ByteCache<V> {
+    map: HashMap<String, (V, AtomicU64)>,
     bytes: usize,
     budget: usize,
     tick: AtomicU64,
 }
 
-impl DerivedCache {
+impl<V: Weigh + Clone> ByteCache<V> {
     fn new(budget: usize) -> Self {
-        DerivedCache { map: HashMap::new(), bytes: 0, budget, tick: AtomicU64::new(0) }
+        ByteCache { map: HashMap::new(), bytes: 0, budget, tick: AtomicU64::new(0) }
     }
 
-    /// The blob, marked used now (under the read lock: the mark is atomic).
-    fn get(&self, key: &str) -> Option<Arc<Vec<u8>>> {
+    /// The value, marked used now (under the read lock: the mark is atomic).
+    fn get(&self, key: &str) -> Option<V> {
         let (v, used) = self.map.get(key)?;
         used.store(self.tick.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
         Some(v.clone())
     }
 
-    /// Keep `v` under `key`, then evict the least recently used others while over budget
-    /// (the newest always stays, however large).
-    fn insert(&mut self, key: &str, v: Arc<Vec<u8>>) {
+    /// The value to change in place (its weight must stay), marked used now.
+    fn get_mut(&mut self, key: &str) -> Option<&mut V> {
         let now = self.tick.fetch_add(1, Ordering::Relaxed);
-        let len = v.len();
+        let (v, used) = self.map.get_mut(key)?;
+        *used.get_mut() = now;
+        Some(v)
+    }
+
+    /// Keep `v` under `key`, then evict the least recently used others while over budget.
+    fn insert(&mut self, key: &str, v: V) {
+        let now = self.tick.fetch_add(1, Ordering::Relaxed);
+        let len = v.weight();
         if let Some((old, _)) = self.map.insert(key.to_string(), (v, AtomicU64::new(now))) {
-            self.bytes -= old.len();
+            self.bytes -= old.weight();
         }
         self.bytes += len;
         while self.bytes > self.budget && self.map.len() > 1 {
             let oldest = self.map.iter().filter(|(k, _)| k.as_str() != key).min_by_key(|(_, (_, used))| used.load(Ordering::Relaxed)).map(|(k, _)| k.clone());
             let Some((gone, _)) = oldest.and_then(|k| self.map.remove(&k)) else { break };
-            self.bytes -= gone.len();
+            self.bytes -= gone.weight();
         }
     }
 }
@@ -1035,6 +1067,8 @@ pub struct Snapshot {
     pub generation: i64,
     /// The newest fact row this snapshot holds (with `manifest_id`, its `corpus_key`).
     pub fact_horizon: i64,
+    /// The bytes of its facts and manifest, as the snapshot cache counts them.
+    pub bytes: usize,
     pub version: String,
     pub fact_uri: String,
     pub token_count: i64,
@@ -1752,6 +1786,29 @@ mod tests {
         // the manifest a snapshot is of is read, whichever it is
         assert!(uris("instruction:d/a/manifest/v1", None).contains(&"instruction:d/a/manifest/v1".to_string()));
         assert_eq!(uris("", Some(i64::MAX)).len(), 6);
+    }
+
+    /// The agents' snapshots are held to a budget of their bytes, the least recently
+    /// called agent's dropped first (a soak audit: one per agent, never dropped).
+    #[test]
+    fn the_snapshot_cache_keeps_to_its_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("lid.db")).unwrap();
+        let snap = |agent: &str, bytes: usize| -> Checked {
+            let facts = Arc::new(SnapshotFacts { map: BTreeMap::new(), db: db.clone(), prepared: Default::default() });
+            let s = Snapshot { agent_id: agent.into(), manifest_id: "m".into(), generation: 1, fact_horizon: 1, bytes, version: "v1".into(), fact_uri: String::new(), token_count: 0, created_at: 0, manifest_json: String::new(), provenance: Value::Null, lift_units: vec![], facts, stubs: Default::default() };
+            (None, Arc::new(s))
+        };
+        let mut c: ByteCache<Checked> = ByteCache::new(100);
+        c.insert("a", snap("a", 60));
+        c.insert("b", snap("b", 30));
+        assert!(c.get("a").is_some(), "a is called after b was put");
+        c.insert("c", snap("c", 30));
+        // 120 bytes over a budget of 100: b, the least recently called, goes
+        assert_eq!((c.get("a").map(|s| s.1.agent_id.clone()), c.get("b").is_none(), c.bytes), (Some("a".to_string()), true, 90));
+        // a head checked again changes the entry in place, not its weight
+        let stamp = c.get_mut("c").map(|e| e.0.take());
+        assert_eq!((stamp, c.bytes), (Some(None), 90));
     }
 
     #[test]

@@ -910,7 +910,8 @@ impl Service {
             let rows = st.query_map(params![agent, pack], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })?;
-        if let Some((v, ..)) = rows.iter().find(|(_, d, s, quarantined)| s.is_none() && *d == digest && *quarantined == 0) {
+        let files_digest = read["digest"].as_str().unwrap_or_default();
+        if let Some((v, ..)) = rows.iter().find(|(_, d, s, quarantined)| s.is_none() && lid_shared::packs::same_upload(d, agent, files_digest) && *quarantined == 0) {
             let mut entry = self.knowledge_catalog(agent)?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
             entry["unchanged"] = json!(true);
             entry["upload_version"] = json!(v);

@@ -859,7 +859,8 @@ impl Service {
             quarantined: i64,
         }
         let rows: Vec<Row> = self.store.all(lid_shared::packs::PACK_UPLOADS_SQL, args![agent, pack]).await?;
-        if let Some(r) = rows.iter().find(|r| r.superseded_at.is_none() && r.digest == digest && r.quarantined == 0) {
+        let files_digest = read["digest"].as_str().unwrap_or_default();
+        if let Some(r) = rows.iter().find(|r| r.superseded_at.is_none() && lid_shared::packs::same_upload(&r.digest, agent, files_digest) && r.quarantined == 0) {
             let mut entry = self.knowledge_catalog(agent).await?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
             entry["unchanged"] = json!(true);
             entry["upload_version"] = json!(r.version);

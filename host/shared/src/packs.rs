@@ -30,6 +30,16 @@ pub fn upload_fields(body: &Value) -> Result<(&str, Map<String, Value>), Refusal
     Ok((kmd, units))
 }
 
+/// Whether a pack version stored with digest `stored` holds the files an upload of
+/// `agent`'s with the engine's digest `files_digest` sends: its [`scoped_digest`], or, for a
+/// version a release before scoped digests stored, the files' digest itself (an upgrade
+/// audit: the first identical upload after upgrading was stored as a new version). An
+/// unscoped digest is one this agent's own earlier upload stored, so it tells no one else
+/// anything.
+pub fn same_upload(stored: &str, agent: &str, files_digest: &str) -> bool {
+    stored == scoped_digest(agent, files_digest) || (!files_digest.is_empty() && stored == files_digest)
+}
+
 /// The digest a host stores for an upload of `agent`'s, from the engine's digest of the
 /// pack's files: scoped to the agent, so that the index cached under it (the engine's
 /// pack key) is never one another agent's identical upload built. Else an upload that
@@ -79,6 +89,19 @@ pub const PACK_UPLOADS_SQL: &str = "SELECT version, digest, superseded_at,
 
 #[cfg(test)]
 mod tests {
+    /// An upload is unchanged against the version stored with its agent-scoped digest,
+    /// or with the plain files' digest an older release stored; never another agent's.
+    #[test]
+    fn an_upload_is_the_same_as_its_scoped_or_legacy_digest() {
+        use super::{same_upload, scoped_digest};
+        let files = "ab".repeat(32);
+        assert!(same_upload(&scoped_digest("eng", &files), "eng", &files));
+        assert!(same_upload(&files, "eng", &files), "the digest a release before scoping stored");
+        assert!(!same_upload(&scoped_digest("ops", &files), "eng", &files));
+        assert!(!same_upload(&scoped_digest("eng", &"cd".repeat(32)), "eng", &files));
+        assert!(!same_upload("", "eng", ""));
+    }
+
     #[test]
     fn entry_then_catalog_fields() {
         let e = super::pack_entry("ops", "v2", &serde_json::json!({"name": "Ops", "status": "ready"}), "ab", 0, "key:1");
