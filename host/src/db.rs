@@ -1051,11 +1051,15 @@ fn migrate(c: &mut Connection) -> DbResult<()> {
         // (a service and a cron job, the first start after an upgrade) waits for the
         // first's migration and finds it done, instead of applying it twice.
         let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        if !done(&tx, name)? {
+        let apply = !done(&tx, name)?;
+        if apply {
             tx.execute_batch(sql)?;
             tx.execute("INSERT INTO lid_migrations (name, applied_at) VALUES (?1, ?2)", params![name, now_ms()])?;
         }
         tx.commit()?;
+        if apply {
+            tracing::info!(migration = name, "applied a schema migration");
+        }
     }
     Ok(())
 }
