@@ -1059,6 +1059,7 @@ fn run(cli: &Cli) -> Result<i32> {
         Command::Audit { command: AuditCommand::Report { agent, db, file, k, days } } => {
             let since = crate::db::now_ms() - *days as i64 * 24 * 3600 * 1000;
             // the records, and for a file each one's line
+            let mut truncated = false;
             let (recs, lines): (Vec<Value>, Vec<usize>) = match (file, agent) {
                 (Some(file), _) => {
                     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
@@ -1075,7 +1076,8 @@ fn run(cli: &Cli) -> Result<i32> {
                 (None, Some(agent)) => {
                     lid_shared::ids::check_agent_id(agent).map_err(|r| anyhow::Error::new(crate::apierror::ApiError::from(r)))?;
                     let db = existing_db(db)?;
-                    let (rows, truncated) = db.audit_rows(agent, since)?;
+                    let (rows, cut) = db.audit_rows(agent, since)?;
+                    truncated = cut;
                     if truncated {
                         eprintln!("note: the figures are over the agent's newest {} audit records of the window (older ones were left out)", lid_shared::audit::WINDOW_ROWS_MAX);
                     }
@@ -1089,8 +1091,11 @@ fn run(cli: &Cli) -> Result<i32> {
                 Some(file) => m.map_err(|f| at_line(f, file, &lines)),
                 None => m,
             };
-            let m = engine_ok(m)?;
+            let mut m = engine_ok(m)?;
             if cli.json {
+                if agent.is_some() && file.is_none() {
+                    m["truncated"] = json!(truncated);
+                }
                 print_json(&m);
             } else {
                 let f = |v: &Value| v.as_f64().map(|x| format!("{x:.3}")).unwrap_or_else(|| "n/a".into());

@@ -1041,6 +1041,14 @@ pub fn head(c: &Connection, agent: &str) -> DbResult<Option<(String, i64)>> {
 
 /// Apply every migration not yet recorded in `lid_migrations`.
 fn migrate(c: &mut Connection) -> DbResult<()> {
+    // A migration may take a while on a large file (an index over every audit row): a
+    // second process waits for it as long as it may take, not the 5 s of a request.
+    c.busy_timeout(std::time::Duration::from_secs(600))?;
+    migrate_all(c)?;
+    Ok(c.busy_timeout(std::time::Duration::from_secs(5))?)
+}
+
+fn migrate_all(c: &mut Connection) -> DbResult<()> {
     c.execute_batch("CREATE TABLE IF NOT EXISTS lid_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")?;
     let done = |c: &Connection, name: &str| -> DbResult<bool> { Ok(c.query_row("SELECT name FROM lid_migrations WHERE name = ?1", params![name], |r| r.get::<_, String>(0)).optional()?.is_some()) };
     for (name, sql) in MIGRATIONS {
@@ -1434,6 +1442,11 @@ pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, attestor: &Attestor)
 }
 
 /// The id of `agent`'s current `instruction_manifests` row, if it has one.
+/// The newest servable fact row of `agent` ([`lid_shared::publish::FACT_HORIZON_SQL`]).
+pub fn fact_horizon(c: &rusqlite::Connection, agent: &str) -> DbResult<String> {
+    Ok(c.query_row(lid_shared::publish::FACT_HORIZON_SQL, params![agent], |r| r.get(0))?)
+}
+
 /// What a write for `agent` is checked against ([`lid_shared::units::WRITE_BASIS_SQL`]).
 pub fn write_basis(c: &rusqlite::Connection, agent: &str) -> DbResult<Option<String>> {
     Ok(c.query_row(lid_shared::units::WRITE_BASIS_SQL, params![agent], |r| r.get(0))?)

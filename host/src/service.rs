@@ -80,6 +80,15 @@ fn engine<T>(r: anyhow::Result<Result<T, crate::engine::EngineFailure>>) -> Resu
     }
 }
 
+/// A write's snapshot is of the manifest its basis names (a snapshot cached under a stamp
+/// that had not yet moved can lag a publish the basis, read just before, saw).
+fn same_basis(agent: &str, basis: Option<&str>, snapshot: Option<&crate::db::Snapshot>) -> Result<(), ApiError> {
+    match (basis.and_then(|b| b.strip_prefix("manifest:")), snapshot) {
+        (Some(id), Some(s)) if s.manifest_id != id => Err(lid_shared::units::basis_moved(agent).into()),
+        _ => Ok(()),
+    }
+}
+
 fn parse_json(s: &str) -> Result<Value, ApiError> {
     serde_json::from_str(s).map_err(|e| ApiError::new(500, "engine_failed", format!("the engine returned invalid JSON: {e}")))
 }
@@ -503,6 +512,7 @@ impl Service {
         // read before the snapshot the checks use, so that a publish between them shows
         let basis = self.db.read(|c| write_basis(c, agent))?;
         let snapshot = self.writable_snapshot(agent)?;
+        same_basis(agent, basis.as_deref(), snapshot.as_deref())?;
         let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, name));
@@ -653,6 +663,8 @@ impl Service {
         // The head this publish is planned against, read before the snapshot: the write
         // below commits only if it is still the head (another publish may commit meanwhile).
         let head = self.db.read(|c| current_manifest_id(c, agent))?;
+        // likewise the agent's units: one written meanwhile was not what was checked
+        let horizon = self.db.read(|c| crate::db::fact_horizon(c, agent))?;
         let snapshot = self.writable_snapshot(agent)?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
@@ -782,6 +794,9 @@ impl Service {
         self.db.write(|tx| {
             if current_manifest_id(tx, agent)? != head {
                 return Err(lid_shared::publish::published_concurrently(agent).into());
+            }
+            if crate::db::fact_horizon(tx, agent)? != horizon {
+                return Err(lid_shared::publish::units_moved(agent).into());
             }
             for (f, after) in staged.iter().zip(&staged_after) {
                 if latest_in(tx, &f.unit_key)?.map(|l| l.uri) != *after {
@@ -1087,6 +1102,7 @@ impl Service {
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
         let basis = self.db.read(|c| write_basis(c, agent))?;
         let snapshot = self.writable_snapshot(agent)?;
+        same_basis(agent, basis.as_deref(), snapshot.as_deref())?;
         let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
         let unit_key = format!("instruction:{deployment}/{agent}/{name}");
         let entry = snapshot.as_deref().and_then(|s| lid_shared::units::manifest_entry(&s.manifest_json, &name));

@@ -1641,6 +1641,52 @@ fn racing_versioned_writes_leave_the_highest_accepted_latest() {
     }
 }
 
+/// A unit written while a publish is being checked (§21.3.3 rule 5): the publish that would
+/// make it `guarantee_load` was checked (coverage gate, stubs, approval) against its older
+/// text, so it is refused (a retryable 409) when the write commits first; when the publish
+/// commits first, the write is checked against it and refused. Never both accepted.
+#[test]
+fn a_unit_written_while_a_publish_is_checked_is_never_published_unreviewed() {
+    let (agent, _key) = setup_agent("pubwrite");
+    let path = format!("/v1/agents/{agent}/instruction-manifest");
+    let unit = "release-checklist";
+    let body = |version: u32, guaranteed: bool| -> Value {
+        let mut b = demo_publish_body(&agent, &format!("v{version}"));
+        let mut entries = b["entries"].as_array().cloned().unwrap();
+        let units = b["units"].as_object_mut().unwrap();
+        units.remove(unit);
+        for e in entries.iter_mut() {
+            let name = e["name"].as_str().unwrap().to_string();
+            if name == unit {
+                e["guarantee_load"] = json!(guaranteed);
+            } else if e["guarantee_load"] != json!(true) && e["always_applicable"] != json!(true) {
+                // a new, longer text for every other unit: the publish takes a while to check
+                e["fact_uri"] = json!(format!("instruction:demo/{agent}/{name}/v{version}"));
+                let text = format!("{}\n{}", units[&name].as_str().unwrap(), (0..1500).map(|i| format!("Note {i} of version {version} on deploys, rollbacks and reviews.")).collect::<Vec<_>>().join("\n"));
+                units.insert(name, json!(text));
+            }
+        }
+        b["entries"] = json!(entries);
+        b
+    };
+    for round in 0..4u32 {
+        let reset = c().put(&path, admin(), &body(2 * round + 2, false));
+        assert_eq!(reset.status, 200, "{}", reset.body);
+        let (publish, write) = std::thread::scope(|s| {
+            let p = s.spawn(|| c().put(&path, admin(), &body(2 * round + 3, true)));
+            let w = s.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(40));
+                c().put(&format!("/v1/agents/{agent}/units/{unit}"), admin(), &json!({"content": format!("# Release checklist\n\nUnreviewed text {round}: tag and ship.\n")}))
+            });
+            (p.join().unwrap(), w.join().unwrap())
+        });
+        let seen = ((publish.status, publish.code()), (write.status, write.code()));
+        assert!(publish.status == 200 || (publish.status, publish.code().as_str()) == (409, "manifest_version_conflict"), "{seen:?}");
+        assert!(matches!((write.status, write.code().as_str()), (201, _) | (400, "guarantee_approval_required") | (409, "fact_version_conflict")), "{seen:?}");
+        assert!(!(publish.status == 200 && write.status == 201), "round {round}: the publish and the unreviewed write were both accepted: {seen:?}");
+    }
+}
+
 /// The first writes for an agent with no manifest, racing with different `deployment`s:
 /// one deployment wins and the others are refused (400, or a retryable 409), so the
 /// agent's units never spread over two deployments that no one manifest could name.

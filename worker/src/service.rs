@@ -610,6 +610,8 @@ impl Service {
         // The head this publish is planned against, read before the snapshot: the batch
         // below commits only if it is still the head (another publish may commit meanwhile).
         let head = current_manifest_id(&self.store, agent).await?;
+        // likewise the agent's units: one written meanwhile was not what was checked
+        let horizon = crate::store::fact_horizon(&self.store, agent).await?;
         let snapshot = self.store.writable_snapshot(agent).await?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
@@ -724,7 +726,10 @@ impl Service {
         let manifest_key = format!("instruction:{deployment}/{agent}/manifest");
         self.store.put_facts(staged.iter().map(|(f, _, _)| f)).await?;
         self.store.put_fact(&mfact).await?;
-        let mut stmts = vec![unless_moved(&self.store, lid_shared::publish::CURRENT_MANIFEST_ID_SQL, agent, head.as_deref())?];
+        let mut stmts = vec![
+            unless_moved(&self.store, lid_shared::publish::CURRENT_MANIFEST_ID_SQL, agent, head.as_deref())?,
+            unless_moved(&self.store, lid_shared::publish::FACT_HORIZON_SQL, agent, Some(&horizon))?,
+        ];
         for ((_, key, _), after) in staged.iter().zip(&staged_after) {
             stmts.push(unless_moved(&self.store, crate::store::LATEST_URI_SQL, key, after.as_deref())?);
         }
@@ -765,7 +770,11 @@ impl Service {
             self.store.restore_committed(&uris).await?;
             let msg = e.to_string();
             if msg.contains(crate::store::MOVED) {
-                return Err(lid_shared::publish::published_concurrently(agent).into());
+                // which guard failed: the head, else the units
+                return Err(match current_manifest_id(&self.store, agent).await {
+                    Ok(now) if now == head => lid_shared::publish::units_moved(agent).into(),
+                    _ => lid_shared::publish::published_concurrently(agent).into(),
+                });
             }
             if msg.contains("UNIQUE") || msg.contains("constraint") {
                 return Err(ApiError::new(409, "manifest_version_conflict", format!("version {version:?} (or one of its facts) was published concurrently; versions are immutable")));

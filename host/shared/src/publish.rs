@@ -233,6 +233,20 @@ pub const CURRENT_MANIFEST_ID_SQL: &str = "SELECT id FROM instruction_manifests 
 /// 409 `manifest_version_conflict` (retryable): another publish of `agent` committed while
 /// this one was checked, so it was planned against a manifest that is no longer current;
 /// nothing was written (§21.4.1: versions increase monotonically).
+/// The newest servable fact row of an agent (`?1`), as text (a D1 guard compares it with
+/// a bound string): what a publish's checks read its units at. A publish reads it before
+/// its snapshot and again in its transaction (on D1, a guard in its batch), so a unit
+/// written meanwhile (its text not what the coverage gate, the stubs and the approvals
+/// saw) makes the publish [`units_moved`].
+pub const FACT_HORIZON_SQL: &str = "SELECT CAST(coalesce(max(rowid), 0) AS TEXT) AS horizon FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL";
+
+/// 409 `manifest_version_conflict` (retryable): a fact of the agent was written while this
+/// publish was checked ([`FACT_HORIZON_SQL`]); nothing was written.
+pub fn units_moved(agent: &str) -> Refusal {
+    Refusal::new(409, "manifest_version_conflict", format!("a unit of agent {agent:?} was written while this manifest was being checked; nothing was written: publish again, and it is checked against the units as they are now"))
+        .with_details(serde_json::json!({"retryable": true}))
+}
+
 pub fn published_concurrently(agent: &str) -> Refusal {
     Refusal::new(409, "manifest_version_conflict", format!("another manifest of agent {agent:?} was published while this one was being checked; nothing was written: read the current version and publish one after it"))
         .with_details(serde_json::json!({"retryable": true}))
@@ -347,7 +361,8 @@ impl Gate<'_> {
             )
             .with_details(json!({"failing_units": failing})));
         }
-        let mut signers = self.signers;
+        // as compared (S7): an identity an older release stored untrimmed is its owner's
+        let mut signers: Vec<String> = self.signers.iter().map(|s| s.trim().to_string()).collect();
         signers.sort();
         signers.dedup();
         if self.cosignature_needed && signers.len() < 2 {
