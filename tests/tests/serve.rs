@@ -1433,11 +1433,27 @@ fn a_unit_write_racing_a_publish_never_lands_in_a_guaranteed_unit() {
                 e["guarantee_load"] = json!(guaranteed);
             }
         }
-        let r = c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &body);
-        assert_eq!(r.status, 200, "{}", r.body);
+        // a publish that a unit write overtook is retried, as its 409 says (`retryable`)
+        for _ in 0..200 {
+            let r = c.put(&format!("/v1/agents/{agent}/instruction-manifest"), Some(&admin), &body);
+            if r.status == 409 && r.json()["error"]["details"]["retryable"] == json!(true) {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                continue;
+            }
+            assert_eq!(r.status, 200, "{}", r.body);
+            return;
+        }
+        panic!("publish v{version} was overtaken by unit writes 200 times");
     };
     publish(1, false);
     let stop = AtomicBool::new(false);
+    /// Stops the writers however the publishing thread ends (a panic included).
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
     let answers: Vec<(u16, String)> = std::thread::scope(|s| {
         let writers: Vec<_> = (0..3)
             .map(|i| {
@@ -1450,15 +1466,17 @@ fn a_unit_write_racing_a_publish_never_lands_in_a_guaranteed_unit() {
                         }
                         let r = c.put(path, Some(admin), &json!({"content": format!("# Release checklist\n\nUnreviewed text {i}-{n}: cut and tag the release.\n")}));
                         seen.push((r.status, r.code()));
+                        std::thread::sleep(std::time::Duration::from_millis(25));
                     }
                     seen
                 })
             })
             .collect();
+        let stopping = Stop(&stop);
         for round in 0..12 {
             publish(round + 2, round % 2 == 0);
         }
-        stop.store(true, Ordering::Relaxed);
+        drop(stopping);
         writers.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });
     let allowed = |(status, code): &(u16, String)| *status == 201 || (*status, code.as_str()) == (400, "guarantee_approval_required") || (*status, code.as_str()) == (409, "fact_version_conflict");
