@@ -1473,7 +1473,7 @@ fn a_unit_write_racing_a_publish_never_lands_in_a_guaranteed_unit() {
             })
             .collect();
         let stopping = Stop(&stop);
-        for round in 0..12 {
+        for round in 0..48 {
             publish(round + 2, round % 2 == 0);
         }
         drop(stopping);
