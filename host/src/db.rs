@@ -1441,7 +1441,6 @@ pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, attestor: &Attestor)
     Ok(Ok(FactWrite::Inserted))
 }
 
-/// The id of `agent`'s current `instruction_manifests` row, if it has one.
 /// The newest servable fact row of `agent` ([`lid_shared::publish::FACT_HORIZON_SQL`]).
 pub fn fact_horizon(c: &rusqlite::Connection, agent: &str) -> DbResult<String> {
     Ok(c.query_row(lid_shared::publish::FACT_HORIZON_SQL, params![agent], |r| r.get(0))?)
@@ -1452,6 +1451,7 @@ pub fn write_basis(c: &rusqlite::Connection, agent: &str) -> DbResult<Option<Str
     Ok(c.query_row(lid_shared::units::WRITE_BASIS_SQL, params![agent], |r| r.get(0))?)
 }
 
+/// The id of `agent`'s current `instruction_manifests` row, if it has one.
 pub fn current_manifest_id(c: &rusqlite::Connection, agent: &str) -> DbResult<Option<String>> {
     Ok(c.query_row(lid_shared::publish::CURRENT_MANIFEST_ID_SQL, params![agent], |r| r.get(0)).optional()?)
 }

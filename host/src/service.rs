@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::apierror::ApiError;
 use crate::auth::Principal;
-use crate::db::{current_manifest_id, fact_exists, write_basis, insert_event, insert_fact, iso, latest_in, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
+use crate::db::{current_manifest_id, fact_exists, insert_event, insert_fact, iso, latest_in, now_ms, random_hex, sha256_hex, Db, DbAudit, DbError, DeferredAudit, FactWrite, NewFact, SnapshotFacts};
 use crate::engine::{NoAudit, Runtime, Storage};
 use crate::trigger::TriggerKey;
 use lid_shared::coverage::CoverageRow;
@@ -83,10 +83,24 @@ fn engine<T>(r: anyhow::Result<Result<T, crate::engine::EngineFailure>>) -> Resu
 /// A write's snapshot is of the manifest its basis names (a snapshot cached under a stamp
 /// that had not yet moved can lag a publish the basis, read just before, saw).
 fn same_basis(agent: &str, basis: Option<&str>, snapshot: Option<&crate::db::Snapshot>) -> Result<(), ApiError> {
-    match (basis.and_then(|b| b.strip_prefix("manifest:")), snapshot) {
+    match (basis.and_then(lid_shared::units::basis_manifest), snapshot) {
         (Some(id), Some(s)) if s.manifest_id != id => Err(lid_shared::units::basis_moved(agent).into()),
         _ => Ok(()),
     }
+}
+
+/// What a write for `agent` is checked against ([`crate::db::write_basis`]), read before
+/// its checks.
+fn read_basis(db: &Db, agent: &str) -> Result<Option<String>, ApiError> {
+    Ok(db.read(|c| crate::db::write_basis(c, agent))?)
+}
+
+/// In a write's transaction: its basis is still `basis`, else the retryable 409.
+fn basis_held(tx: &rusqlite::Transaction, agent: &str, basis: &Option<String>) -> Result<(), ApiError> {
+    if crate::db::write_basis(tx, agent)? != *basis {
+        return Err(lid_shared::units::basis_moved(agent).into());
+    }
+    Ok(())
 }
 
 fn parse_json(s: &str) -> Result<Value, ApiError> {
@@ -510,7 +524,7 @@ impl Service {
         }
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": req.content, "interpret_as": interpret_as})])?;
         // read before the snapshot the checks use, so that a publish between them shows
-        let basis = self.db.read(|c| write_basis(c, agent))?;
+        let basis = read_basis(&self.db, agent)?;
         let snapshot = self.writable_snapshot(agent)?;
         same_basis(agent, basis.as_deref(), snapshot.as_deref())?;
         let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
@@ -529,9 +543,7 @@ impl Service {
         self.stub_still_fits(snapshot.as_deref(), req.kind, entry.as_ref(), &fact)?;
         let now = now_ms();
         let w = self.db.write(|tx| {
-            if write_basis(tx, agent)? != basis {
-                return Err(lid_shared::units::basis_moved(agent).into());
-            }
+            basis_held(tx, agent, &basis)?;
             if latest_in(tx, &unit_key)? != latest && !fact_exists(tx, &uri)? {
                 return Err(lid_shared::units::written_concurrently(&uri).into());
             }
@@ -917,7 +929,7 @@ impl Service {
         let mut lint = vec![json!({"name": "KNOWLEDGE.md", "content": kmd, "interpret_as": "content"})];
         lint.extend(files.iter().map(|f| json!({"name": f["path"], "content": text_of(f), "interpret_as": "content"})));
         let admission_warnings = self.admit(agent, lint)?;
-        let basis = self.db.read(|c| write_basis(c, agent))?;
+        let basis = read_basis(&self.db, agent)?;
         let deployment = self.deployment_of(agent, body)?;
         let digest = lid_shared::packs::scoped_digest(agent, read["digest"].as_str().unwrap_or_default());
         let rows: Vec<(String, String, Option<i64>, i64)> = self.db.read(|c| {
@@ -965,9 +977,7 @@ impl Service {
         let listing = json!({"id": pack, "version": version, "prefix": prefix, "files": paths, "digest": digest});
         self.index_pack(agent, &deployment, pack, listing, &facts)?;
         self.db.write(|tx| {
-            if write_basis(tx, agent)? != basis {
-                return Err(lid_shared::units::basis_moved(agent).into());
-            }
+            basis_held(tx, agent, &basis)?;
             for f in &facts {
                 if let Err(h) = insert_fact(tx, f, now, self.db.attestor())? {
                     return Err(ApiError::new(409, "fact_version_conflict", format!("{} was written concurrently with other content (sha256 {h}); retry the upload", f.uri)));
@@ -1100,7 +1110,7 @@ impl Service {
         let name = requested.name.unwrap_or(&qname).to_string();
         lid_shared::units::check_name(&name)?;
         let admission_warnings = self.admit(agent, vec![json!({"name": name, "content": content, "interpret_as": interpret_as})])?;
-        let basis = self.db.read(|c| write_basis(c, agent))?;
+        let basis = read_basis(&self.db, agent)?;
         let snapshot = self.writable_snapshot(agent)?;
         same_basis(agent, basis.as_deref(), snapshot.as_deref())?;
         let deployment = self.write_deployment(agent, snapshot.as_deref().map(|s| current_of(s).0), body)?;
@@ -1123,9 +1133,7 @@ impl Service {
         self.stub_still_fits(snapshot.as_deref(), kind, entry.as_ref(), &fact)?;
         let now = now_ms();
         self.db.write(|tx| {
-            if write_basis(tx, agent)? != basis {
-                return Err(lid_shared::units::basis_moved(agent).into());
-            }
+            basis_held(tx, agent, &basis)?;
             if latest_in(tx, &unit_key)? != latest {
                 return Err(lid_shared::units::written_concurrently(&live).into());
             }

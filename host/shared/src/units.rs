@@ -370,6 +370,11 @@ pub fn written_concurrently(uri: &str) -> Refusal {
     Refusal::new(409, "fact_version_conflict", format!("{uri}: the unit gained a new version while this write was being made; retry")).with_details(serde_json::json!({"retryable": true}))
 }
 
+/// The manifest row a write basis ([`WRITE_BASIS_SQL`]) names, if it names one.
+pub fn basis_manifest(basis: &str) -> Option<&str> {
+    basis.strip_prefix("manifest:")
+}
+
 /// 409 `fact_version_conflict` (retryable): the agent's manifest, or the deployment its
 /// first unit set, changed while this write was being checked ([`WRITE_BASIS_SQL`]).
 pub fn basis_moved(agent: &str) -> Refusal {
