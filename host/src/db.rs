@@ -1441,9 +1441,10 @@ pub fn insert_fact(tx: &Transaction, f: &NewFact, now: i64, attestor: &Attestor)
     Ok(Ok(FactWrite::Inserted))
 }
 
-/// The newest servable fact row of `agent` ([`lid_shared::publish::FACT_HORIZON_SQL`]).
-pub fn fact_horizon(c: &rusqlite::Connection, agent: &str) -> DbResult<String> {
-    Ok(c.query_row(lid_shared::publish::FACT_HORIZON_SQL, params![agent], |r| r.get(0))?)
+/// The newest servable fact row among the units a publish reviews
+/// ([`lid_shared::publish::REVIEWED_HORIZON_SQL`]; `key` is its `reviewed_key`).
+pub fn reviewed_horizon(c: &rusqlite::Connection, key: &str) -> DbResult<String> {
+    Ok(c.query_row(lid_shared::publish::REVIEWED_HORIZON_SQL, params![key], |r| r.get(0))?)
 }
 
 /// What a write for `agent` is checked against ([`lid_shared::units::WRITE_BASIS_SQL`]).
@@ -1803,6 +1804,56 @@ mod tests {
         // the manifest a snapshot is of is read, whichever it is
         assert!(uris("instruction:d/a/manifest/v1", None).contains(&"instruction:d/a/manifest/v1".to_string()));
         assert_eq!(uris("", Some(i64::MAX)).len(), 6);
+    }
+
+    /// A publish's reviewed horizon (`lid_shared::publish::REVIEWED_HORIZON_SQL`) moves
+    /// with a write to a unit the new manifest reviews (`guarantee_load`, `force_position:
+    /// "prepend"`, `always_applicable`), and not with a write to any other unit, of this
+    /// agent or another: continuous writes to ordinary units never starve a publish.
+    #[test]
+    fn the_reviewed_horizon_moves_only_with_the_units_a_publish_reviews() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("lid.db")).unwrap();
+        let body = json!({"manifest_version": "v2", "entries": [
+            {"name": "rules", "guarantee_load": true},
+            {"name": "first", "force_position": "prepend"},
+            {"name": "style", "always_applicable": true},
+            {"name": "notes", "guarantee_load": false},
+        ]});
+        let req = lid_shared::publish::PublishRequest::read("a", &body).unwrap();
+        let key = req.reviewed_key("a");
+        assert_eq!(key, r#"{"agent":"a","units":["first","rules","style"]}"#);
+        let write = |agent: &str, name: &str, v: &str| {
+            let uri = format!("instruction:d/{agent}/{name}/{v}");
+            let f = NewFact {
+                uri: uri.clone(),
+                unit_key: format!("instruction:d/{agent}/{name}"),
+                agent_id: agent.into(),
+                unit_name: name.into(),
+                version: v.into(),
+                content: format!("text of {uri}"),
+                interpret_as: "instruction".into(),
+                tokens: 3,
+                authored_by: "admin:test".into(),
+                authored_at: iso(1000),
+                source_trust: 1.0,
+                provenance: json!({}),
+            };
+            db.write(|tx| insert_fact(tx, &f, 1000, db.attestor())).unwrap().unwrap();
+        };
+        let horizon = || db.read(|c| reviewed_horizon(c, &key)).unwrap();
+        assert_eq!(horizon(), "0");
+        write("a", "notes", "v1");
+        write("b", "rules", "v1");
+        assert_eq!(horizon(), "0", "a plain unit of the agent, and another agent's unit, leave it");
+        for (name, v) in [("rules", "v1"), ("first", "v1"), ("style", "v1")] {
+            let before = horizon();
+            write("a", name, v);
+            assert_ne!(horizon(), before, "a write to {name} moves it");
+        }
+        let before = horizon();
+        write("a", "notes", "v2");
+        assert_eq!(horizon(), before);
     }
 
     /// The agents' snapshots are held to a budget of their bytes, the least recently

@@ -675,8 +675,10 @@ impl Service {
         // The head this publish is planned against, read before the snapshot: the write
         // below commits only if it is still the head (another publish may commit meanwhile).
         let head = self.db.read(|c| current_manifest_id(c, agent))?;
-        // likewise the agent's units: one written meanwhile was not what was checked
-        let horizon = self.db.read(|c| crate::db::fact_horizon(c, agent))?;
+        // likewise the units whose text it reviews: one written meanwhile was not what was
+        // checked (a write to any other unit does not stop it)
+        let reviewed = req.reviewed_key(agent);
+        let horizon = self.db.read(|c| crate::db::reviewed_horizon(c, &reviewed))?;
         let snapshot = self.writable_snapshot(agent)?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
@@ -807,7 +809,7 @@ impl Service {
             if current_manifest_id(tx, agent)? != head {
                 return Err(lid_shared::publish::published_concurrently(agent).into());
             }
-            if crate::db::fact_horizon(tx, agent)? != horizon {
+            if crate::db::reviewed_horizon(tx, &reviewed)? != horizon {
                 return Err(lid_shared::publish::units_moved(agent).into());
             }
             for (f, after) in staged.iter().zip(&staged_after) {

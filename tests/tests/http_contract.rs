@@ -1641,6 +1641,48 @@ fn racing_versioned_writes_leave_the_highest_accepted_latest() {
     }
 }
 
+/// The demo manifest at `v{version}` with `unit`'s entry `guarantee_load: guaranteed` and
+/// not sent with it, and every other ordinary unit sent at a new, longer version: a publish
+/// that takes a while to check, so that a write of `unit` lands while it is checked.
+fn slow_publish_body(agent: &str, unit: &str, version: u32, guaranteed: bool) -> Value {
+    let mut b = demo_publish_body(agent, &format!("v{version}"));
+    let mut entries = b["entries"].as_array().cloned().unwrap();
+    let units = b["units"].as_object_mut().unwrap();
+    units.remove(unit);
+    for e in entries.iter_mut() {
+        let name = e["name"].as_str().unwrap().to_string();
+        if name == unit {
+            e["guarantee_load"] = json!(guaranteed);
+        } else if e["guarantee_load"] != json!(true) && e["always_applicable"] != json!(true) {
+            e["fact_uri"] = json!(format!("instruction:demo/{agent}/{name}/v{version}"));
+            let text = format!("{}\n{}", units[&name].as_str().unwrap(), (0..1500).map(|i| format!("Note {i} of version {version} on deploys, rollbacks and reviews.")).collect::<Vec<_>>().join("\n"));
+            units.insert(name, json!(text));
+        }
+    }
+    b["entries"] = json!(entries);
+    b
+}
+
+/// Rounds of a slow publish of `agent` (its unit `unit` made `guarantee_load: guaranteed`)
+/// and, 40 ms into it, an unreviewed write of that unit: the two answers of each round.
+fn publish_racing_a_unit_write(agent: &str, unit: &str, guaranteed: bool, rounds: u32) -> Vec<(lid_tests::http::Resp, lid_tests::http::Resp)> {
+    let path = format!("/v1/agents/{agent}/instruction-manifest");
+    (0..rounds)
+        .map(|round| {
+            let reset = c().put(&path, admin(), &slow_publish_body(agent, unit, 2 * round + 2, false));
+            assert_eq!(reset.status, 200, "{}", reset.body);
+            std::thread::scope(|s| {
+                let p = s.spawn(|| c().put(&path, admin(), &slow_publish_body(agent, unit, 2 * round + 3, guaranteed)));
+                let w = s.spawn(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(40));
+                    c().put(&format!("/v1/agents/{agent}/units/{unit}"), admin(), &json!({"content": format!("# Release checklist\n\nUnreviewed text {round}: tag and ship.\n")}))
+                });
+                (p.join().unwrap(), w.join().unwrap())
+            })
+        })
+        .collect()
+}
+
 /// A unit written while a publish is being checked (§21.3.3 rule 5): the publish that would
 /// make it `guarantee_load` was checked (coverage gate, stubs, approval) against its older
 /// text, so it is refused (a retryable 409) when the write commits first; when the publish
@@ -1648,42 +1690,27 @@ fn racing_versioned_writes_leave_the_highest_accepted_latest() {
 #[test]
 fn a_unit_written_while_a_publish_is_checked_is_never_published_unreviewed() {
     let (agent, _key) = setup_agent("pubwrite");
-    let path = format!("/v1/agents/{agent}/instruction-manifest");
-    let unit = "release-checklist";
-    let body = |version: u32, guaranteed: bool| -> Value {
-        let mut b = demo_publish_body(&agent, &format!("v{version}"));
-        let mut entries = b["entries"].as_array().cloned().unwrap();
-        let units = b["units"].as_object_mut().unwrap();
-        units.remove(unit);
-        for e in entries.iter_mut() {
-            let name = e["name"].as_str().unwrap().to_string();
-            if name == unit {
-                e["guarantee_load"] = json!(guaranteed);
-            } else if e["guarantee_load"] != json!(true) && e["always_applicable"] != json!(true) {
-                // a new, longer text for every other unit: the publish takes a while to check
-                e["fact_uri"] = json!(format!("instruction:demo/{agent}/{name}/v{version}"));
-                let text = format!("{}\n{}", units[&name].as_str().unwrap(), (0..1500).map(|i| format!("Note {i} of version {version} on deploys, rollbacks and reviews.")).collect::<Vec<_>>().join("\n"));
-                units.insert(name, json!(text));
-            }
-        }
-        b["entries"] = json!(entries);
-        b
-    };
-    for round in 0..4u32 {
-        let reset = c().put(&path, admin(), &body(2 * round + 2, false));
-        assert_eq!(reset.status, 200, "{}", reset.body);
-        let (publish, write) = std::thread::scope(|s| {
-            let p = s.spawn(|| c().put(&path, admin(), &body(2 * round + 3, true)));
-            let w = s.spawn(|| {
-                std::thread::sleep(std::time::Duration::from_millis(40));
-                c().put(&format!("/v1/agents/{agent}/units/{unit}"), admin(), &json!({"content": format!("# Release checklist\n\nUnreviewed text {round}: tag and ship.\n")}))
-            });
-            (p.join().unwrap(), w.join().unwrap())
-        });
+    for (round, (publish, write)) in publish_racing_a_unit_write(&agent, "release-checklist", true, 4).into_iter().enumerate() {
         let seen = ((publish.status, publish.code()), (write.status, write.code()));
         assert!(publish.status == 200 || (publish.status, publish.code().as_str()) == (409, "manifest_version_conflict"), "{seen:?}");
         assert!(matches!((write.status, write.code().as_str()), (201, _) | (400, "guarantee_approval_required") | (409, "fact_version_conflict")), "{seen:?}");
         assert!(!(publish.status == 200 && write.status == 201), "round {round}: the publish and the unreviewed write were both accepted: {seen:?}");
+    }
+}
+
+/// A write to a unit the new manifest does not review (not `guarantee_load`, prepended or
+/// always applicable), landing while the publish is checked, is as if it came just after
+/// the publish: the publish is never refused for it, so an agent whose ordinary units are
+/// written all the time can still publish. The write is accepted, or refused retryably
+/// when the publish committed first (its write basis moved).
+#[test]
+fn a_write_to_a_unit_the_publish_does_not_review_never_stops_the_publish() {
+    let (agent, _key) = setup_agent("pubplain");
+    let answers = publish_racing_a_unit_write(&agent, "release-checklist", false, 4);
+    let seen: Vec<_> = answers.iter().map(|(p, w)| ((p.status, p.code()), (w.status, w.code()))).collect();
+    for (publish, write) in &answers {
+        assert_eq!(publish.status, 200, "{seen:?}: {}", publish.body);
+        assert!(write.status == 201 || retryable_conflict(write), "{seen:?}");
     }
 }
 

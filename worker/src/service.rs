@@ -610,8 +610,10 @@ impl Service {
         // The head this publish is planned against, read before the snapshot: the batch
         // below commits only if it is still the head (another publish may commit meanwhile).
         let head = current_manifest_id(&self.store, agent).await?;
-        // likewise the agent's units: one written meanwhile was not what was checked
-        let horizon = crate::store::fact_horizon(&self.store, agent).await?;
+        // likewise the units whose text it reviews: one written meanwhile was not what was
+        // checked (a write to any other unit does not stop it)
+        let reviewed = req.reviewed_key(agent);
+        let horizon = crate::store::reviewed_horizon(&self.store, &reviewed).await?;
         let snapshot = self.store.writable_snapshot(agent).await?;
         let current = snapshot.as_deref().map(current_of);
         let deployment = req.deployment(current.as_ref().map(|c| c.0.as_str()))?;
@@ -728,7 +730,7 @@ impl Service {
         self.store.put_fact(&mfact).await?;
         let mut stmts = vec![
             unless_moved(&self.store, lid_shared::publish::CURRENT_MANIFEST_ID_SQL, agent, head.as_deref())?,
-            unless_moved(&self.store, lid_shared::publish::FACT_HORIZON_SQL, agent, Some(&horizon))?,
+            unless_moved(&self.store, lid_shared::publish::REVIEWED_HORIZON_SQL, &reviewed, Some(&horizon))?,
         ];
         for ((_, key, _), after) in staged.iter().zip(&staged_after) {
             stmts.push(unless_moved(&self.store, crate::store::LATEST_URI_SQL, key, after.as_deref())?);

@@ -828,13 +828,14 @@ pub async fn current_manifest_id(store: &Store, agent: &str) -> ApiResult<Option
     Ok(r.map(|r| r.id))
 }
 
-/// The newest servable fact row of `agent` ([`lid_shared::publish::FACT_HORIZON_SQL`]).
-pub async fn fact_horizon(store: &Store, agent: &str) -> ApiResult<String> {
+/// The newest servable fact row among the units a publish reviews
+/// ([`lid_shared::publish::REVIEWED_HORIZON_SQL`]; `key` is its `reviewed_key`).
+pub async fn reviewed_horizon(store: &Store, key: &str) -> ApiResult<String> {
     #[derive(Deserialize)]
     struct R {
         horizon: String,
     }
-    Ok(store.first::<R>(lid_shared::publish::FACT_HORIZON_SQL, args![agent]).await?.map(|r| r.horizon).unwrap_or_else(|| "0".into()))
+    Ok(store.first::<R>(lid_shared::publish::REVIEWED_HORIZON_SQL, args![key]).await?.map(|r| r.horizon).unwrap_or_else(|| "0".into()))
 }
 
 /// What a write for `agent` is checked against ([`lid_shared::units::WRITE_BASIS_SQL`]).

@@ -91,6 +91,16 @@ impl<'a> PublishRequest<'a> {
         }
     }
 
+    /// The key [`REVIEWED_HORIZON_SQL`] reads for this publish of `agent`: the agent and
+    /// the names of the entries whose text the publish reviews (`guarantee_load`,
+    /// `force_position: "prepend"`, `always_applicable`; §21.3.3 rules 1 and 5, §21.1.1),
+    /// sorted. It comes from the body alone, so it is known before the snapshot is read.
+    pub fn reviewed_key(&self, agent: &str) -> String {
+        let entries = self.obj.get("entries").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let units: std::collections::BTreeSet<&str> = entries.iter().filter(|e| reviewed(e)).filter_map(|e| e["name"].as_str()).collect();
+        json!({"agent": agent, "units": units}).to_string()
+    }
+
     /// The manifest document as published (§21.2): the body's entries under the route's
     /// agent id and `deployment`, stamped with the publish time. `agent_role` and
     /// `heartbeat_contract` (the stub's, §21.1.1) are the body's, else those of the agent's
@@ -230,23 +240,28 @@ impl ManifestView<'_> {
 /// planned against and checked against again when it commits.
 pub const CURRENT_MANIFEST_ID_SQL: &str = "SELECT id FROM instruction_manifests WHERE agent_id = ?1 AND superseded_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 1";
 
-/// 409 `manifest_version_conflict` (retryable): another publish of `agent` committed while
-/// this one was checked, so it was planned against a manifest that is no longer current;
-/// nothing was written (§21.4.1: versions increase monotonically).
-/// The newest servable fact row of an agent (`?1`), as text (a D1 guard compares it with
-/// a bound string): what a publish's checks read its units at. A publish reads it before
-/// its snapshot and again in its transaction (on D1, a guard in its batch), so a unit
-/// written meanwhile (its text not what the coverage gate, the stubs and the approvals
-/// saw) makes the publish [`units_moved`].
-pub const FACT_HORIZON_SQL: &str = "SELECT CAST(coalesce(max(rowid), 0) AS TEXT) AS horizon FROM instruction_facts WHERE agent_id = ?1 AND quarantine IS NULL";
+/// The newest servable fact row, as text (a D1 guard compares it with a bound string),
+/// among the units whose text a publish reviews: `?1` is [`PublishRequest::reviewed_key`],
+/// a JSON object naming the agent and those units. A publish reads it before its snapshot
+/// and again in its transaction (on D1, a guard in its batch): a unit that the new
+/// manifest makes `guarantee_load`, `force_position: "prepend"` or `always_applicable`,
+/// written meanwhile, was checked by its write under the manifest before (which let it
+/// through unreviewed) and by the publish not at all (the coverage gate, the stubs and the
+/// approvals saw its earlier text), so the publish is [`units_moved`]. A write to any other
+/// unit while a publish is checked is as if it came just after the publish, and does not
+/// stop it: continuous writes to an agent's ordinary units never starve its publishes.
+pub const REVIEWED_HORIZON_SQL: &str = "SELECT CAST(coalesce(max(rowid), 0) AS TEXT) AS horizon FROM instruction_facts WHERE agent_id = json_extract(?1, '$.agent') AND quarantine IS NULL AND unit_name IN (SELECT value FROM json_each(?1, '$.units'))";
 
-/// 409 `manifest_version_conflict` (retryable): a fact of the agent was written while this
-/// publish was checked ([`FACT_HORIZON_SQL`]); nothing was written.
+/// 409 `manifest_version_conflict` (retryable): a unit whose text this publish reviews was
+/// written while it was checked ([`REVIEWED_HORIZON_SQL`]); nothing was written.
 pub fn units_moved(agent: &str) -> Refusal {
-    Refusal::new(409, "manifest_version_conflict", format!("a unit of agent {agent:?} was written while this manifest was being checked; nothing was written: publish again, and it is checked against the units as they are now"))
+    Refusal::new(409, "manifest_version_conflict", format!("a unit of agent {agent:?} that this manifest makes guarantee_load, force_position \"prepend\" or always_applicable was written while the manifest was being checked; nothing was written: publish again, and it is checked against the units as they are now"))
         .with_details(serde_json::json!({"retryable": true}))
 }
 
+/// 409 `manifest_version_conflict` (retryable): another publish of `agent` committed while
+/// this one was checked, so it was planned against a manifest that is no longer current;
+/// nothing was written (§21.4.1: versions increase monotonically).
 pub fn published_concurrently(agent: &str) -> Refusal {
     Refusal::new(409, "manifest_version_conflict", format!("another manifest of agent {agent:?} was published while this one was being checked; nothing was written: read the current version and publish one after it"))
         .with_details(serde_json::json!({"retryable": true}))
@@ -307,6 +322,12 @@ pub fn manifest_digest(entries: &[Value]) -> String {
     let mut v = Value::Array(entries.to_vec());
     v.sort_all_objects();
     crate::attest::hex(&Sha256::digest(v.to_string().as_bytes()))
+}
+
+/// Whether a publish reviews `entry`'s text: a unit write could not change it alone
+/// (`units::check_reviewed`) or it is embedded in the boot stub (`units::changes_stub`).
+fn reviewed(entry: &Value) -> bool {
+    entry["guarantee_load"] == Value::Bool(true) || entry["force_position"].as_str() == Some("prepend") || entry["always_applicable"] == Value::Bool(true)
 }
 
 /// Whether skipping the gate needs a second admin's co-signature: any `guarantee_load` entry.
