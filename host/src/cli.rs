@@ -15,7 +15,7 @@ use crate::audit_log::JsonlAudit;
 use crate::engine::{AuditLog, EngineFailure, NoAudit, Runtime, RuntimeOptions, Storage};
 
 #[derive(Parser, Debug)]
-#[command(name = "lid", version, about = "Lazy Instruction Discovery: load an agent's instructions on demand")]
+#[command(name = "lid", version = crate::db::version_line(), about = "Lazy Instruction Discovery: load an agent's instructions on demand")]
 pub struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]

@@ -1069,7 +1069,26 @@ fn migrate_all(c: &mut Connection) -> DbResult<()> {
             tracing::info!(migration = name, "applied a schema migration");
         }
     }
+    // A file a newer lid migrated (a rollback after an upgrade): its added columns and
+    // tables are left as they are, and said once, so a rollback is not silent.
+    let mut st = c.prepare("SELECT name FROM lid_migrations ORDER BY name")?;
+    let names = st.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+    let unknown: Vec<&String> = names.iter().filter(|n| !MIGRATIONS.iter().any(|(m, _)| m == n)).collect();
+    if !unknown.is_empty() {
+        tracing::warn!(migrations = ?unknown, schema = schema(), "the database was migrated by a newer lid than this one: this binary ignores what those migrations added");
+    }
     Ok(())
+}
+
+/// The schema this binary writes: the name of its last migration, without `.sql`.
+pub fn schema() -> &'static str {
+    MIGRATIONS.last().map(|(name, _)| name.trim_end_matches(".sql")).unwrap_or_default()
+}
+
+/// `lid -V`: the version and the schema this binary writes (`lid_migrations`).
+pub fn version_line() -> &'static str {
+    static LINE: OnceLock<String> = OnceLock::new();
+    LINE.get_or_init(|| format!("{} (schema {})", env!("CARGO_PKG_VERSION"), schema()))
 }
 
 /// One agent's current manifest and facts, as the engine sees them.

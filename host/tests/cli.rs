@@ -1012,3 +1012,33 @@ fn lid_mcp_refuses_an_oversized_call_before_sending_it() {
     let text = answer.to_string();
     assert!(text.contains("request_too_large") && !text.contains("upstream_unavailable"), "{}", &text[..text.len().min(600)]);
 }
+
+/// `lid -V` names the schema the binary writes (its last migration in `migrations/`), and
+/// a binary opening a database a newer `lid` migrated (a rollback) says so on stderr,
+/// naming the migrations it does not know, and still opens it (README, "Upgrading").
+#[test]
+fn the_version_names_the_schema_and_a_newer_database_is_said_on_opening() {
+    let mut migrations: Vec<String> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_suffix(".sql").map(str::to_string))
+        .collect();
+    migrations.sort();
+    let last = migrations.last().unwrap();
+    let v = lid(&["-V"]);
+    assert!(v.status.success());
+    assert_eq!(String::from_utf8_lossy(&v.stdout).trim(), format!("lid {} (schema {last})", env!("CARGO_PKG_VERSION")));
+
+    let dir = scratch("newer-schema");
+    let db = dir.join("lid.db");
+    let made = lid(&["--json", "keys", "create", "--db", s(&db), "--role", "admin", "--entity-uri", "admin:rollback"]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(!String::from_utf8_lossy(&made.stderr).contains("newer lid"), "{}", String::from_utf8_lossy(&made.stderr));
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute("INSERT INTO lid_migrations (name, applied_at) VALUES ('9999_from_the_future.sql', 0)", []).unwrap();
+    drop(c);
+    let list = lid(&["--json", "keys", "list", "--db", s(&db)]);
+    let err = String::from_utf8_lossy(&list.stderr);
+    assert!(list.status.success(), "{err}");
+    assert!(err.contains("migrated by a newer lid") && err.contains("9999_from_the_future.sql") && err.contains(last.as_str()), "{err}");
+    assert_eq!(json_of(&list)["keys"][0]["entity_uri"], json!("admin:rollback"));
+}
