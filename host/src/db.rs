@@ -43,6 +43,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0010_audit_corpus_key.sql", include_str!("../../migrations/0010_audit_corpus_key.sql")),
     ("0011_window_indexes.sql", include_str!("../../migrations/0011_window_indexes.sql")),
     ("0012_trim_identities.sql", include_str!("../../migrations/0012_trim_identities.sql")),
+    ("0013_derived_used_at.sql", include_str!("../../migrations/0013_derived_used_at.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -126,6 +127,9 @@ pub struct Db {
     /// least recently used dropped past a budget of bytes (`LID_SNAPSHOT_CACHE_MB`).
     snapshots: RwLock<ByteCache<Checked>>,
     derived: RwLock<DerivedCache>,
+    /// The derived blobs read since [`Db::prune_derived`] last ran, whose `used_at` it
+    /// moves to then.
+    derived_read: Mutex<std::collections::BTreeSet<String>>,
     /// Writes committed through [`Db::write`] (bumped after each commit).
     local_writes: AtomicU64,
     /// API keys (by secret hash) as last read, with the [`Stamp`] they were read at.
@@ -512,6 +516,7 @@ impl Db {
             readers: Mutex::new(Vec::new()),
             snapshots: RwLock::new(ByteCache::new(cache_budget("LID_SNAPSHOT_CACHE_MB"))),
             derived: RwLock::new(DerivedCache::new(cache_budget("LID_DERIVED_CACHE_MB"))),
+            derived_read: Mutex::new(Default::default()),
             local_writes: AtomicU64::new(0),
             principals: RwLock::new(HashMap::new()),
             audit_queue: OnceLock::new(),
@@ -930,6 +935,7 @@ impl Db {
     /// from SQLite once, then shared with the in-memory cache).
     fn derived_get(&self, key: &str) -> Result<Option<crate::engine::Blob>, String> {
         if let Some(v) = self.derived.read().map_err(|e| e.to_string())?.get(key) {
+            self.derived_used(key);
             return Ok(Some(v));
         }
         let v = self
@@ -938,6 +944,7 @@ impl Db {
             .map(Arc::new);
         if let Some(v) = &v {
             self.derived.write().map_err(|e| e.to_string())?.insert(key, v.clone());
+            self.derived_used(key);
         }
         Ok(v)
     }
@@ -950,6 +957,31 @@ impl Db {
             Ok::<_, DbError>(())
         })
         .map_err(|e| e.to_string())
+    }
+
+    /// Note that the derived blob `key` was read ([`Db::prune_derived`] keeps it).
+    fn derived_used(&self, key: &str) {
+        if let Ok(mut read) = self.derived_read.lock() {
+            read.insert(key.to_string());
+        }
+    }
+
+    /// Mark the derived blobs read since the last call as used at `now`, then delete those
+    /// no recall has read for `keep_ms` (README, "Retention"): every unit write gives its
+    /// agent a new ranker index at the next recall, and the old ones would be kept for
+    /// good. A deleted blob still in memory serves on; one asked for again is derived
+    /// again. Returns how many were marked and how many deleted.
+    pub fn prune_derived(&self, now: i64, keep_ms: i64) -> DbResult<(usize, usize)> {
+        let read = std::mem::take(&mut *self.derived_read.lock().map_err(|_| DbError::Corrupt("the derived-blob register is poisoned".into()))?);
+        self.write(|tx| {
+            let mut used = tx.prepare_cached("UPDATE derived_blobs SET used_at = ?1 WHERE key = ?2")?;
+            let mut marked = 0;
+            for key in &read {
+                marked += used.execute(params![now, key])?;
+            }
+            let deleted = tx.execute("DELETE FROM derived_blobs WHERE coalesce(used_at, created_at) < ?1", params![now.saturating_sub(keep_ms)])?;
+            Ok::<_, DbError>((marked, deleted))
+        })
     }
 }
 
@@ -1873,6 +1905,45 @@ mod tests {
         let before = horizon();
         write("a", "notes", "v2");
         assert_eq!(horizon(), before);
+    }
+
+    /// A derived blob read since the last prune is kept and marked used then; one nobody
+    /// read for the time kept is deleted from the table (README, "Retention"), and asked
+    /// for again it is missing (the engine derives it again), while one still in memory
+    /// keeps serving.
+    #[test]
+    fn pruning_keeps_the_derived_blobs_recalls_read_and_deletes_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("lid.db")).unwrap();
+        let t0 = now_ms();
+        for k in ["lid-index:v8:read", "lid-index:v8:unread"] {
+            db.derived_set(k, k.as_bytes().to_vec()).unwrap();
+        }
+        let rows = || -> Vec<(String, Option<i64>)> {
+            db.read(|c| {
+                let mut st = c.prepare("SELECT key, used_at FROM derived_blobs ORDER BY key")?;
+                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .unwrap()
+        };
+        // nothing is old enough yet: both stay
+        assert_eq!(db.prune_derived(t0 + 1_000, 3_600_000).unwrap(), (0, 0));
+        assert_eq!(rows().len(), 2);
+        assert!(db.derived_get("lid-index:v8:read").unwrap().is_some());
+        // an hour and more later: the one read is marked used then and kept
+        let later = t0 + 3_600_000 + 5_000;
+        assert_eq!(db.prune_derived(later, 3_600_000).unwrap(), (1, 1));
+        assert_eq!(rows(), vec![("lid-index:v8:read".to_string(), Some(later))]);
+        // read again from the table when memory no longer has it; the deleted one is gone
+        // from the table (memory may still serve it until it is evicted)
+        db.derived.write().unwrap().map.clear();
+        assert_eq!(db.derived_get("lid-index:v8:read").unwrap().as_deref().map(Vec::as_slice), Some(&b"lid-index:v8:read"[..]));
+        assert_eq!(db.derived_get("lid-index:v8:unread").unwrap(), None);
+        // and with nothing read since, the next prune past the time kept deletes it too
+        db.derived_read.lock().unwrap().clear();
+        assert_eq!(db.prune_derived(later + 3_600_001, 3_600_000).unwrap(), (0, 1));
+        assert!(rows().is_empty());
     }
 
     /// The agents' snapshots are held to a budget of their bytes, the least recently

@@ -191,6 +191,31 @@ fn recertify_logged(svc: &Service) {
     }
 }
 
+/// How long `lid serve` keeps a derived blob (a ranker index) no recall has read
+/// (`LID_DERIVED_KEEP_DAYS`: days, fractions allowed, default 7; `off` keeps every one);
+/// checked at start and with each re-certification round.
+fn derived_keep() -> Result<Option<i64>> {
+    match std::env::var("LID_DERIVED_KEEP_DAYS").ok().map(|v| v.trim().to_string()) {
+        None => Ok(Some(7 * 86_400_000)),
+        Some(v) if v.eq_ignore_ascii_case("off") => Ok(None),
+        Some(v) => match v.parse::<f64>() {
+            Ok(d) if (0.0..=36_500.0).contains(&d) => Ok(Some((d * 86_400_000.0) as i64)),
+            _ => anyhow::bail!("LID_DERIVED_KEEP_DAYS must be a number of days from 0 to 36500, or `off`, not {v:?}"),
+        },
+    }
+}
+
+/// Delete the derived blobs unread for `keep` ([`Db::prune_derived`]), logging what it
+/// did; a failure is logged, never fatal.
+fn prune_derived_logged(db: &Db, keep: Option<i64>) {
+    let Some(keep) = keep else { return };
+    match db.prune_derived(crate::db::now_ms(), keep) {
+        Ok((_, 0)) => {}
+        Ok((marked, deleted)) => tracing::info!(deleted, kept_in_use = marked, "deleted ranker indexes no recall has read lately (LID_DERIVED_KEEP_DAYS)"),
+        Err(e) => tracing::error!(error = %e, "could not prune the derived blobs"),
+    }
+}
+
 fn checkpoint_every() -> Duration {
     std::env::var("LID_CHECKPOINT_MS").ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(CHECKPOINT_EVERY)
 }
@@ -200,6 +225,7 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
     // The address first: a port in use stops here, before the database file is made.
     let listener = std::net::TcpListener::bind(&args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
     listener.set_nonblocking(true)?;
+    let keep = derived_keep()?;
     let db = Db::open_with_key(&args.db, args.org_key.as_deref())?;
     db.checkpoint_in_background(checkpoint_every())?;
     let demo_secret = (args.demo && std::env::var(&args.heartbeat_secret_env).map(|s| s.is_empty()).unwrap_or(true)).then(|| crate::db::random_hex(24));
@@ -213,11 +239,13 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
     // §21.8.3: manifests certified under another ranker go through the gate again before
     // this one serves their recalls; S10: bypassed gates a week on, checked hourly.
     recertify_logged(&svc);
+    prune_derived_logged(&db, keep);
     {
-        let svc = svc.clone();
+        let (svc, db) = (svc.clone(), db.clone());
         std::thread::spawn(move || loop {
             std::thread::sleep(RECERTIFY_EVERY);
             recertify_logged(&svc);
+            prune_derived_logged(&db, keep);
         });
     }
     if args.exit_with_stdin {

@@ -840,6 +840,48 @@ fn a_port_in_use_stops_serve_before_the_database_is_made() {
     assert!(!db.exists(), "the database was made");
 }
 
+/// The ranker indexes no recall has read for `LID_DERIVED_KEEP_DAYS` (7 by default) are
+/// deleted when `lid serve` starts (and hourly after): every unit write gives its agent a
+/// new index at the next recall, and the old ones were kept for good (README,
+/// "Retention"). One made or read within the time is kept. A value that is not a number
+/// of days stops the service before it opens the database.
+#[test]
+fn serve_deletes_ranker_indexes_unread_for_the_time_kept() {
+    let dir = temp_dir("derived-keep");
+    let db = dir.join("lid.db");
+    create_key(&db, "admin", None, &["admin", "read"], "admin:keep");
+    let day = 86_400_000i64;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let sql = Connection::open(&db).unwrap();
+    for (key, created, used) in [("lid-index:v8:old", now - 8 * day, None), ("lid-index:v8:new", now - day, None), ("lid-index:v8:old-read-lately", now - 30 * day, Some(now - day)), ("lid-index:v8:old-read-long-ago", now - 30 * day, Some(now - 9 * day))] {
+        sql.execute("INSERT INTO derived_blobs (key, value, created_at, used_at) VALUES (?1, x'00', ?2, ?3)", rusqlite::params![key, created, used]).unwrap();
+    }
+    drop(sql);
+    let bad = std::process::Command::new(lid_tests::http::lid_bin())
+        .args(["serve", "--addr", "127.0.0.1:0", "--db", dir.join("other.db").to_str().unwrap()])
+        .env("LID_DERIVED_KEEP_DAYS", "a week")
+        .env("LID_CACHE_DIR", dir.join("cache"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("LID_DERIVED_KEEP_DAYS must be a number of days"), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(!dir.join("other.db").exists());
+
+    let server = Server::start(&dir, &db, "derived-keep-secret-0123456789abcdef", &[]);
+    let sql = Connection::open(&db).unwrap();
+    let mut st = sql.prepare("SELECT key FROM derived_blobs ORDER BY key").unwrap();
+    let keys: Vec<String> = st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    assert_eq!(keys, ["lid-index:v8:new", "lid-index:v8:old-read-lately"]);
+    // the log line was written before the address line; its reader may still be behind
+    for _ in 0..100 {
+        if server.log_text().contains("deleted=2") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(server.log_text().contains("deleted=2"), "{}", server.log_text());
+}
+
 /// A row written into SQLite by something other than the service: version `to` of the
 /// unit at `unit_key`, copied from version `from` with other content and no signature.
 fn forge(sql: &Connection, unit_key: &str, from: &str, to: &str, content: &str) {
