@@ -366,10 +366,12 @@ fn score_arg(s: &str) -> Result<f64, String> {
 }
 
 /// The log filter: `LID_LOG` (tracing's `EnvFilter` syntax, e.g. `debug` or
-/// `lid_host=trace`), else `info`; at any level the HTTP client `lid mcp` uses logs no
+/// `lid_host=trace`), else `info` with the MCP SDK at `warn` (its `info` lines carry each
+/// client's whole `initialize` params, client-chosen text of any size: at `info` no
+/// request's text is logged); at any level the HTTP client `lid mcp` uses logs no
 /// more than `debug`, since its `trace` dumps each request, the API key's header included.
 fn log_filter() -> tracing_subscriber::EnvFilter {
-    let f = tracing_subscriber::EnvFilter::try_from_env("LID_LOG").unwrap_or_else(|_| "info".into());
+    let f = tracing_subscriber::EnvFilter::try_from_env("LID_LOG").unwrap_or_else(|_| "info,rmcp=warn".into());
     if f.max_level_hint().is_some_and(|l| l < tracing::level_filters::LevelFilter::TRACE) {
         return f;
     }

@@ -641,6 +641,15 @@ const MCP_METHODS: &[&str] = &[
     "tools/call", "tools/list", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "server/discover",
 ];
 
+/// The MCP requests lid serves.
+const SERVED: &[&str] = &["initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read", "server/discover"];
+
+/// -32601 for an MCP method lid does not serve, naming those it does (the SDK's own
+/// answer is the method's name alone).
+fn not_served(method: &str) -> McpError {
+    McpError::new(ErrorCode::METHOD_NOT_FOUND, format!("method {method:?} is an MCP method lid does not serve: lid serves {}", SERVED.join(", ")), None)
+}
+
 /// What is wrong with a known method's params, in serde's words where lid can say more.
 fn params_problem(req: &CustomRequest) -> String {
     fn problem<T: serde::de::DeserializeOwned>(v: &Value) -> Option<String> {
@@ -875,19 +884,30 @@ impl ServerHandler for LidMcp {
 
     /// A request the SDK could not read: a known method with params it could not parse
     /// (-32602, saying what is wrong), or a method MCP does not have (-32601, naming it).
+    async fn complete(&self, _: rmcp::model::CompleteRequestParams, _: RequestContext<RoleServer>) -> Result<rmcp::model::CompleteResult, McpError> {
+        Err(not_served("completion/complete"))
+    }
+
+    // (logging is deprecated in MCP, and lid never offered it)
+    #[allow(deprecated)]
+    async fn set_level(&self, _: rmcp::model::SetLevelRequestParams, _: RequestContext<RoleServer>) -> Result<(), McpError> {
+        Err(not_served("logging/setLevel"))
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
         _: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        if MCP_METHODS.contains(&request.method.as_str()) {
+        // an MCP method lid serves, with params the SDK could not read; an MCP method lid
+        // does not serve (`tasks/list`, …) is not found, whatever its params
+        if MCP_METHODS.contains(&request.method.as_str()) && SERVED.contains(&request.method.as_str()) {
             return Err(McpError::invalid_params(format!("invalid params for {}: {}", request.method, params_problem(&request)), None));
         }
-        Err(McpError::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("method {:?} not found: lid serves initialize, ping, tools/list, tools/call, prompts/list, prompts/get, resources/list, resources/templates/list and resources/read", request.method),
-            None,
-        ))
+        if MCP_METHODS.contains(&request.method.as_str()) {
+            return Err(not_served(&request.method));
+        }
+        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, format!("method {:?} not found: lid serves {}", request.method, SERVED.join(", ")), None))
     }
 }
 
@@ -923,8 +943,36 @@ pub fn router<S: Clone + Send + Sync + 'static>(svc: Arc<Service>, stop: tokio_u
 /// the others whenever a session opens, so it never outgrows the open sessions.
 #[derive(Clone)]
 struct Sessions {
-    owners: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    owners: Arc<std::sync::Mutex<Owners>>,
     manager: Arc<LocalSessionManager>,
+}
+
+/// Each open session's key, and per key the `initialize` calls admitted and not yet
+/// answered: [`Sessions::admit`] counts both, so that calls racing each other cannot all
+/// pass the caps before any is recorded.
+#[derive(Default)]
+struct Owners {
+    by_session: std::collections::HashMap<String, String>,
+    pending: std::collections::HashMap<String, usize>,
+}
+
+/// An admitted `initialize`'s place under the caps, given back when dropped (after
+/// [`Sessions::opened`] recorded the session, or when the call failed).
+struct Admitted {
+    owners: Arc<std::sync::Mutex<Owners>>,
+    key_id: String,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut o = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = o.pending.get_mut(&self.key_id) {
+            *n -= 1;
+            if *n == 0 {
+                o.pending.remove(&self.key_id);
+            }
+        }
+    }
 }
 
 /// How long an MCP session lives without a request: the SDK's default, which the README
@@ -932,7 +980,7 @@ struct Sessions {
 const SESSION_IDLE: Duration = rmcp::transport::streamable_http_server::session::local::SessionConfig::DEFAULT_KEEP_ALIVE;
 
 impl Sessions {
-    fn owners(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+    fn owners(&self) -> std::sync::MutexGuard<'_, Owners> {
         self.owners.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -941,29 +989,34 @@ impl Sessions {
     }
 
     /// Whether `key_id` may open one more session: at most [`SESSIONS_PER_KEY`] of its
-    /// own and [`SESSIONS_OPEN`] in all are open at once. Each holds tens of kilobytes
-    /// until it is closed or idles out, so without a bound a flood of `initialize` calls
-    /// (any key may make them) grew the server's memory without end.
-    async fn admit(&self, key_id: &str) -> Result<(), ApiError> {
+    /// own and [`SESSIONS_OPEN`] in all are open at once, counting the `initialize` calls
+    /// admitted and not yet answered. Each holds tens of kilobytes until it is closed or
+    /// idles out, so without a bound a flood of `initialize` calls (any key may make them)
+    /// grew the server's memory without end.
+    async fn admit(&self, key_id: &str) -> Result<Admitted, ApiError> {
         let open = self.manager.sessions.read().await;
         let mut owners = self.owners();
-        owners.retain(|s, _| open.contains_key(s.as_str()));
+        owners.by_session.retain(|s, _| open.contains_key(s.as_str()));
         let idle = SESSION_IDLE.as_secs() / 60;
-        if owners.values().filter(|k| k.as_str() == key_id).count() >= SESSIONS_PER_KEY {
+        let pending = |k: &str| owners.pending.get(k).copied().unwrap_or(0);
+        if owners.by_session.values().filter(|k| k.as_str() == key_id).count() + pending(key_id) >= SESSIONS_PER_KEY {
             return Err(ApiError::new(429, "mcp_sessions_exhausted", format!("this key has {SESSIONS_PER_KEY} MCP sessions open, the most one key may hold: close one you no longer use (DELETE /mcp with its Mcp-Session-Id), or wait for one to end after {idle} minutes without a request")));
         }
-        if open.len() >= SESSIONS_OPEN {
+        // the sessions the manager holds that are not recorded yet are among the pending
+        let unrecorded = open.len().saturating_sub(owners.by_session.len());
+        if open.len() + owners.pending.values().sum::<usize>().saturating_sub(unrecorded) >= SESSIONS_OPEN {
             return Err(ApiError::new(503, "mcp_sessions_exhausted", format!("the server has {SESSIONS_OPEN} MCP sessions open, the most it holds: retry once sessions close or end after {idle} minutes without a request")).with_details(json!({"retryable": true})));
         }
-        Ok(())
+        *owners.pending.entry(key_id.to_string()).or_insert(0) += 1;
+        Ok(Admitted { owners: self.owners.clone(), key_id: key_id.to_string() })
     }
 
     /// Record `sid` as `key_id`'s, forgetting the sessions that have ended.
     async fn opened(&self, sid: &str, key_id: String) {
         let open = self.manager.sessions.read().await;
         let mut owners = self.owners();
-        owners.retain(|s, _| open.contains_key(s.as_str()));
-        owners.insert(sid.to_string(), key_id);
+        owners.by_session.retain(|s, _| open.contains_key(s.as_str()));
+        owners.by_session.insert(sid.to_string(), key_id);
     }
 }
 
@@ -994,13 +1047,14 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
     let asked = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
     let closing = req.method() == axum::http::Method::DELETE;
     if let Some(sid) = &asked {
-        let foreign = sessions.owners().get(sid).is_some_and(|owner| *owner != key_id);
+        let foreign = sessions.owners().by_session.get(sid).is_some_and(|owner| *owner != key_id);
         // (the SDK answers a DELETE of a session it does not hold with 202; the transport
         // wants 404 for a session that has ended, as every other request gets)
         if foreign || (closing && !sessions.is_open(sid).await) {
             return session_not_found().into_response();
         }
     }
+    let mut admitted = None;
     if req.method() == axum::http::Method::POST {
         let opens;
         (req, opens) = match one_message(req).await {
@@ -1008,20 +1062,40 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
             Err(e) => return e.into_response(),
         };
         if opens && asked.is_none() {
-            if let Err(e) = sessions.admit(&key_id).await {
-                return e.into_response();
+            match sessions.admit(&key_id).await {
+                Ok(a) => admitted = Some(a),
+                Err(e) => return e.into_response(),
             }
         }
     }
     req.extensions_mut().insert(p);
-    let res = next.run(req).await;
-    match (&asked, res.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
-        // `initialize` opened a session: it is this key's
-        (None, Some(opened)) if res.status().is_success() => sessions.opened(opened, key_id).await,
-        (Some(sid), _) if closing && res.status().is_success() => {
-            sessions.owners().remove(sid);
+    if let Some(admitted) = admitted {
+        // The session the SDK opens is recorded as this key's even when the client drops
+        // the connection before the answer (a dropped request future would skip it, and
+        // the session would count against no key's cap): the call runs to its end apart.
+        let sessions = sessions.clone();
+        let run = tokio::spawn(async move {
+            let res = next.run(req).await;
+            if let Some(opened) = res.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).filter(|_| res.status().is_success()) {
+                sessions.opened(opened, key_id).await;
+            }
+            drop(admitted);
+            res
+        });
+        return run.await.unwrap_or_else(|_| ApiError::new(500, "internal_error", "the MCP initialize call failed; retry it").into_response());
+    }
+    let mut res = next.run(req).await;
+    if let Some(sid) = &asked {
+        if closing && res.status().is_success() {
+            sessions.owners().by_session.remove(sid);
+            // the SDK answers 202; a session's end has no body to accept later, and the
+            // MCP SDKs' clients take 200 or 204 as a clean close
+            *res.status_mut() = axum::http::StatusCode::NO_CONTENT;
+        } else if res.status().is_server_error() && !sessions.is_open(sid).await {
+            // a request racing its session's DELETE: the SDK's "session service
+            // terminated" 500 is the 404 every request to an ended session gets
+            return session_not_found().into_response();
         }
-        _ => {}
     }
     res
 }
@@ -1060,7 +1134,16 @@ async fn one_message(req: Request) -> Result<(Request, bool), ApiError> {
     let bytes = axum::body::to_bytes(body, crate::http::BODY_LIMIT).await.map_err(|e| ApiError::bad_request("invalid_request", format!("the request body could not be read ({e})")))?;
     let text = std::str::from_utf8(&bytes).map_err(ApiError::invalid_json)?;
     let opens = match read_message(text) {
-        Ok(m) => m["method"] == "initialize",
+        Ok(m) if m["method"] == "initialize" => {
+            // the SDK would take an `initialize` it cannot read for some other request, and
+            // ask for a session id the client cannot have yet
+            let params = m.get("params").cloned().unwrap_or(Value::Null);
+            if let Err(e) = serde_json::from_value::<rmcp::model::InitializeRequestParams>(params) {
+                return Err(ApiError::bad_request("invalid_request", format!("invalid params for initialize (-32602): {e}; send protocolVersion, capabilities and clientInfo")).with_details(json!({"jsonrpc": {"code": -32602, "id": m["id"]}})));
+            }
+            true
+        }
+        Ok(_) => false,
         Err(Unread::NotJson(why)) => return Err(ApiError::invalid_json(why)),
         Err(Unread::NotOneObject) => return Err(ApiError::bad_request("invalid_request", not_one_object(text))),
         Err(Unread::Twice(refusal, _)) => return Err((*refusal).into()),

@@ -270,6 +270,13 @@ fn protocol_errors_are_answered_on_both_transports() {
     let (code, msg) = error_of(r#"{"jsonrpc":"2.0","id":4,"method":"tools/cal"}"#);
     assert_eq!(code, -32601);
     assert!(msg.contains("tools/cal"), "{msg}");
+    // an MCP method lid does not serve is not found, whatever its params, not -32602
+    let (code, msg) = error_of(r#"{"jsonrpc":"2.0","id":4,"method":"tasks/list","params":{}}"#);
+    assert_eq!(code, -32601, "{msg}");
+    assert!(msg.contains("tasks/list") && msg.contains("lid does not serve") && msg.contains("tools/call"), "{msg}");
+    let (code, msg) = error_of(r#"{"jsonrpc":"2.0","id":4,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"boot_stub"},"argument":{"name":"profile","value":"g"}}}"#);
+    assert_eq!(code, -32601, "{msg}");
+    assert!(msg.contains("completion/complete") && msg.contains("lid does not serve"), "{msg}");
     for list in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"] {
         let (code, msg) = error_of(&json!({"jsonrpc": "2.0", "id": 5, "method": list, "params": {"cursor": "bogus"}}).to_string());
         assert_eq!(code, -32602, "{list}: {msg}");
@@ -291,7 +298,8 @@ fn protocol_errors_are_answered_on_both_transports() {
     // a recall still works in the same session, and the session ends once
     let r = post(r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"rollback the deploy","max_chunks":1}}}"#);
     assert_eq!(rpc(&r)["result"]["structuredContent"]["chunks"][0]["name"], "rollback-procedure", "a recall in the same session: {}", r.body);
-    assert_eq!(c.req_with("DELETE", "/mcp", Some(&key), None, &session).status, 202);
+    // a DELETE is answered 204 (the SDK's own 202 makes the MCP SDKs' clients warn)
+    assert_eq!(c.req_with("DELETE", "/mcp", Some(&key), None, &session).status, 204);
     let r = c.req_with("DELETE", "/mcp", Some(&key), None, &session);
     assert_eq!((r.status, r.code()), (404, "session_not_found".to_string()), "{}", r.body);
     assert_eq!(post(r#"{"jsonrpc":"2.0","id":13,"method":"ping"}"#).status, 404);
@@ -311,8 +319,26 @@ fn protocol_errors_are_answered_on_both_transports() {
     let r = open(&admin);
     assert_eq!(r.status, 200, "another key opens its own: {}", r.body);
     let first = [accept, ("Mcp-Session-Id", sids[0].as_str()), ("MCP-Protocol-Version", "2025-11-25")];
-    assert_eq!(c.req_with("DELETE", "/mcp", Some(&key), None, &first).status, 202);
+    assert_eq!(c.req_with("DELETE", "/mcp", Some(&key), None, &first).status, 204);
     assert_eq!(open(&key).status, 200, "a closed session frees its place");
+    // `initialize` calls racing each other are counted before any is answered: 32 at once
+    // from a fresh key open at most 16 sessions, the others get the 429
+    let racer = create_key(&db, "agent", Some(AGENT), &[], "agent:mcp-racer");
+    let answers: Vec<(u16, String)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..32).map(|_| s.spawn(|| open(&racer))).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).map(|r| (r.status, if r.status == 200 { String::new() } else { r.code() })).collect()
+    });
+    let opened = answers.iter().filter(|a| a.0 == 200).count();
+    assert_eq!(opened, 16, "{answers:?}");
+    assert!(answers.iter().all(|a| a.0 == 200 || *a == (429, "mcp_sessions_exhausted".to_string())), "{answers:?}");
+    // an `initialize` whose params cannot be read says so (the SDK alone asked for a
+    // session id, which a client cannot have before it initializes)
+    for params in ["", r#","params":{}"#, r#","params":{"protocolVersion":"2025-11-25"}"#] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"initialize"{params}}}"#);
+        let r = c.req_with("POST", "/mcp", Some(&admin), Some(&body), &[accept]);
+        assert_eq!((r.status, r.code()), (400, "invalid_request".to_string()), "{body}: {}", r.body);
+        assert!(r.body.contains("invalid params for initialize (-32602)") && !r.body.contains("Session ID"), "{}", r.body);
+    }
 
     // ---- stdio (`lid mcp`) ----
     let mut child = Command::new(lid_bin())
