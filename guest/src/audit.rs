@@ -484,4 +484,38 @@ mod tests {
         assert_eq!(m.coverage_at_k, Some(0.75));
         assert_eq!(m.hit_at_k, Some(1.0));
     }
+
+    /// §21.5.3: with no feedback to pool there is no rate at all (not a 0/0): closed
+    /// records that name neither used nor missed units give no recall@k, hit@k or miss rate.
+    #[test]
+    fn closed_records_without_feedback_give_no_rates() {
+        let m = metrics(&[rec(&["a"], &[], &[], true), rec(&["b"], &[], &[], true)], 3);
+        assert_eq!((m.closed_events, m.heartbeats), (2, 0));
+        assert_eq!((m.recall_at_k, m.hit_at_k, m.miss_rate), (None, None, None));
+        // only missed units: a miss rate, but no recall@k (no used unit to find)
+        let m = metrics(&[rec(&["a"], &[], &["b"], true)], 3);
+        assert_eq!((m.recall_at_k, m.miss_rate), (None, Some(1.0)));
+    }
+
+    /// §21.5.3: "alert when `miss_rate > 0.15` over 100+ events": exactly 0.15 does not.
+    #[test]
+    fn a_miss_rate_of_exactly_0_15_does_not_alert() {
+        // 3 missed of 20 named units in every event: 0.15
+        let used: Vec<String> = (0..17).map(|i| format!("u{i}")).collect();
+        let used: Vec<&str> = used.iter().map(String::as_str).collect();
+        let at = |missed: &[&str]| metrics(&vec![rec(&used, &used, missed, true); 100], 3);
+        let m = at(&["m1", "m2", "m3"]);
+        assert_eq!(m.miss_rate, Some(0.15));
+        assert!(!m.alert);
+        assert!(at(&["m1", "m2", "m3", "m4"]).alert);
+    }
+
+    /// §21.8.3: a probe's k defaults to 3 when the outcome does not give one.
+    #[test]
+    fn a_probe_without_k_is_scored_at_3() {
+        let o: ProbeOutcome = serde_json::from_str(r#"{"probe_id": "p", "required_units": ["c"], "ranked": ["a", "b", "c", "d"]}"#).unwrap();
+        assert_eq!(o.k, 3);
+        assert_eq!(probe_metrics(&[o]).hit_at_k, Some(1.0));
+    }
+
 }

@@ -536,4 +536,34 @@ mod tests {
         assert_ne!(a, pack_digest("k", &[("units/a.md".into(), "A".into()), ("units/b.md".into(), "b".into())]));
         assert_eq!(a.len(), 64);
     }
+
+    /// A pack the agent's sources list twice is served once.
+    #[test]
+    fn a_pack_listed_twice_is_served_once() {
+        let mut f = store(KMD);
+        let mut sources = f.content_sources("eng").unwrap().unwrap();
+        sources.packs.push(sources.packs[0].clone());
+        f.set_content_sources("eng", sources);
+        let s = select("eng", &f, "does the widget work offline", &Weights::default(), limits()).unwrap();
+        assert_eq!(s.items.iter().filter(|i| i.name == "offline").count(), 1, "{:?}", s.items.iter().map(|i| &i.name).collect::<Vec<_>>());
+    }
+
+    /// Content is served at or above the channel's minimum score, and never when the
+    /// intent reaches nothing in it, whatever the minimum.
+    #[test]
+    fn content_scoring_exactly_the_minimum_is_served_and_unreached_content_never_is() {
+        let f = store(KMD);
+        let at = |min: f64| select("eng", &f, "does the widget work offline", &Weights::default(), Limits { min_score: min, ..limits() }).unwrap();
+        let top = at(0.0).items.iter().find(|i| i.name == "offline").map(|i| i.score).expect("served");
+        assert!(at(top).items.iter().any(|i| i.name == "offline"));
+        assert!(at((top + 0.001).min(1.0)).items.iter().all(|i| i.name != "offline"));
+        // the budget includes its bound: an item of exactly the budget left is served
+        let one = |budget: u64| select("eng", &f, "does the widget work offline", &Weights::default(), Limits { max_content: 1, budget, ..limits() }).unwrap();
+        let tokens = one(1000).items[0].tokens as u64;
+        assert_eq!(one(tokens).items.len(), 1);
+        assert_eq!((one(tokens - 1).items.len(), one(tokens - 1).omitted.len()), (0, 1));
+        let none = select("eng", &f, "bake a sourdough loaf", &Weights::default(), Limits { min_score: 0.0, ..limits() }).unwrap();
+        assert!(none.items.is_empty(), "{:?}", none.items.iter().map(|i| (&i.name, i.score)).collect::<Vec<_>>());
+    }
+
 }

@@ -1342,6 +1342,216 @@ mod tests {
         assert!(both.ok, "{:?}", both.errors);
     }
 
+    /// A manifest that gives no version is `v1`, as loading and validation both read it.
+    #[test]
+    fn a_manifest_without_a_version_is_v1() {
+        let mut m: serde_json::Value = serde_json::from_str(&manifest(vec![entry("alpha")])).unwrap();
+        m.as_object_mut().unwrap().remove("manifest_version");
+        let r = validate(&m.to_string(), &ValidateOptions::default());
+        assert!(r.ok, "{:?}", r.errors);
+        assert_eq!(r.manifest.unwrap().manifest_version, "v1");
+        assert_eq!(parse(&m.to_string()).unwrap().manifest_version, "v1");
+    }
+
+    /// `always_applicable` is written only when set: the canonical JSON the token cap is
+    /// counted on carries no `false` for every entry (§21.2.1), and a set flag survives the
+    /// store-and-load round trip, so the stub still embeds the unit (§21.1.1).
+    #[test]
+    fn always_applicable_is_kept_when_set_and_left_out_when_not() {
+        let mut rule = entry("rule");
+        rule["always_applicable"] = true.into();
+        let m = parse(&manifest(vec![entry("alpha"), rule])).unwrap();
+        let canonical = canonical_json(&m);
+        assert_eq!(canonical.matches("always_applicable").count(), 1, "{canonical}");
+        let back = parse(&canonical).unwrap();
+        assert_eq!(back.entries.iter().map(|e| e.always_applicable).collect::<Vec<_>>(), [false, true]);
+        assert_eq!(back, m);
+    }
+
+    /// §21.2.2: a `path` is relative to the instructions root: one that starts at the
+    /// root of a file system, either separator, is refused.
+    #[test]
+    fn an_absolute_path_is_refused_with_either_separator() {
+        for bad in ["/etc/units/alpha.md", "\\units\\alpha.md"] {
+            let mut e = entry("alpha");
+            e["fact_uri"] = serde_json::Value::Null;
+            e["path"] = bad.into();
+            let r = validate(&manifest(vec![e]), &ValidateOptions::default());
+            let found: Vec<(&str, Option<&str>)> = r.errors.iter().map(|p| (p.code.as_str(), p.field.as_deref())).collect();
+            assert_eq!(found, [("manifest_entry_invalid", Some("path"))], "{bad:?}");
+        }
+        let mut fine = entry("alpha");
+        fine["fact_uri"] = serde_json::Value::Null;
+        fine["path"] = "units/alpha.md".into();
+        assert!(validate(&manifest(vec![fine]), &ValidateOptions::default()).ok);
+    }
+
+    /// §21.2.2: a description is one line of at most 120 characters (120 is allowed), and
+    /// either line break makes it two.
+    #[test]
+    fn a_description_is_one_line_of_at_most_120_characters() {
+        let with = |d: &str| {
+            let mut e = entry("alpha");
+            e["description"] = d.into();
+            validate(&manifest(vec![e]), &ValidateOptions::default())
+        };
+        assert!(with(&"é".repeat(DESCRIPTION_MAX_CHARS)).ok, "the limit counts characters, and includes 120");
+        for bad in ["x".repeat(DESCRIPTION_MAX_CHARS + 1), "Triage.\nThen fix.".into(), "Triage.\rThen fix.".into()] {
+            let r = with(&bad);
+            let found: Vec<(&str, Option<&str>)> = r.errors.iter().map(|p| (p.code.as_str(), p.field.as_deref())).collect();
+            assert_eq!(found, [("manifest_entry_invalid", Some("description"))], "{bad:?}");
+        }
+    }
+
+    /// An unknown field's problem names the field and the fields there are, so the author
+    /// can tell a typo from a field lid does not have.
+    #[test]
+    fn an_unknown_field_is_named_with_the_fields_allowed() {
+        let mut e = entry("alpha");
+        e["guarantee"] = true.into();
+        let r = validate(&manifest(vec![e]), &ValidateOptions::default());
+        let p = r.errors.iter().find(|p| p.field.as_deref() == Some("guarantee")).expect("the unknown field is named");
+        assert!(p.message.contains("`guarantee`") && p.message.contains("guarantee_load"), "{}", p.message);
+    }
+
+    /// `published_at` and `heartbeat_contract` are strings or null; any other type is
+    /// named, not read as absent.
+    #[test]
+    fn a_publish_time_or_heartbeat_contract_of_another_type_is_refused() {
+        for (k, v) in [("published_at", serde_json::json!(5)), ("heartbeat_contract", serde_json::json!(true)), ("heartbeat_contract", serde_json::json!(["x"]))] {
+            let mut m: serde_json::Value = serde_json::from_str(&manifest(vec![entry("alpha")])).unwrap();
+            m[k] = v.clone();
+            let r = validate(&m.to_string(), &ValidateOptions::default());
+            let found: Vec<(&str, Option<&str>)> = r.errors.iter().map(|p| (p.code.as_str(), p.field.as_deref())).collect();
+            assert_eq!(found, [("manifest_invalid", Some(k))], "{k}: {v}");
+        }
+        let mut m: serde_json::Value = serde_json::from_str(&manifest(vec![entry("alpha")])).unwrap();
+        m["published_at"] = serde_json::Value::Null;
+        m["heartbeat_contract"] = serde_json::Value::Null;
+        assert!(validate(&m.to_string(), &ValidateOptions::default()).ok);
+    }
+
+    /// An empty `entries` array draws the `manifest_empty` warning; a manifest with
+    /// entries does not.
+    #[test]
+    fn only_a_manifest_without_entries_is_warned_empty() {
+        let empty = validate(&manifest(vec![]), &ValidateOptions::default());
+        assert!(empty.ok, "{:?}", empty.errors);
+        assert!(empty.warnings.iter().any(|w| w.code == "manifest_empty"), "{:?}", empty.warnings);
+        let one = validate(&manifest(vec![entry("alpha")]), &ValidateOptions::default());
+        assert!(one.warnings.iter().all(|w| w.code != "manifest_empty"), "{:?}", one.warnings);
+    }
+
+    /// An entry whose name is empty, or starts with a dot, is labelled by its position in
+    /// its problems rather than by that name.
+    #[test]
+    fn an_entry_without_a_usable_name_is_labelled_by_position() {
+        for name in ["", ".hidden"] {
+            let mut e = entry("alpha");
+            e["name"] = name.into();
+            let r = validate(&manifest(vec![entry("beta"), e]), &ValidateOptions::default());
+            assert!(!r.errors.is_empty(), "{name:?}");
+            assert!(r.errors.iter().all(|p| p.entry.as_deref() == Some("entries[1]")), "{name:?}: {:#?}", r.errors);
+        }
+    }
+
+    /// §21.4.4: a unit's `fact_uri` lies in its own agent's scope: another agent's, or the
+    /// same agent id in another deployment, is refused.
+    #[test]
+    fn a_fact_uri_in_another_agents_or_deployments_scope_is_refused() {
+        for uri in ["instruction:acme/ceo/alpha/v1", "instruction:globex/cto/alpha/v1"] {
+            let mut e = entry("alpha");
+            e["fact_uri"] = uri.into();
+            let r = validate(&manifest(vec![e]), &ValidateOptions::default());
+            assert_eq!(codes(&r), ["manifest_entry_invalid"], "{uri}");
+            assert!(r.errors[0].field.as_deref() == Some("fact_uri") && r.errors[0].message.contains("outside this agent's instruction scope"), "{uri}: {:?}", r.errors);
+        }
+    }
+
+    /// A `load_triggers.task_types` value that is not a registered wake reason can never
+    /// match: a `task_type_unregistered` warning for it, none for a registered one.
+    #[test]
+    fn an_unregistered_trigger_task_type_is_warned_about() {
+        let mut e = entry("alpha");
+        e["load_triggers"]["task_types"] = serde_json::json!(["issue_assigned", "coffee_break"]);
+        let r = validate(&manifest(vec![e]), &ValidateOptions::default());
+        assert!(r.ok, "a warning, not an error: {:?}", r.errors);
+        let warned: Vec<&str> = r.warnings.iter().filter(|w| w.code == "task_type_unregistered").map(|w| w.message.as_str()).collect();
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].contains("\"coffee_break\""), "{}", warned[0]);
+    }
+
+    /// §21.1.5 governance: more than 2 `required_by_task_types` need an approval naming
+    /// the entry; 2 need none, and an approval for another entry does not count.
+    #[test]
+    fn the_task_types_approval_is_needed_past_two_and_names_the_entry() {
+        let with = |n: usize| {
+            let mut e = entry("many");
+            e["required_by_task_types"] = serde_json::json!(DEFAULT_WAKE_REASONS[..n]);
+            manifest(vec![e])
+        };
+        let dry = validate(&with(2), &ValidateOptions::default());
+        assert!(dry.ok && dry.approvals_needed.is_empty(), "{:?}", dry.approvals_needed);
+        let needed = validate(&with(3), &ValidateOptions::default());
+        assert_eq!(needed.approvals_needed.iter().map(|p| p.code.as_str()).collect::<Vec<_>>(), ["task_types_approval_required"]);
+        let approve = |names: &[&str]| ValidateOptions { approvals: Some(Approvals { task_types: names.iter().map(|n| n.to_string()).collect(), ..Default::default() }), ..Default::default() };
+        let approved = validate(&with(3), &approve(&["many"]));
+        assert!(approved.ok, "{:?}", approved.errors);
+        assert_eq!(codes(&validate(&with(3), &approve(&["other"]))), ["task_types_approval_required"]);
+    }
+
+    /// §21.3.3 rule 1: `force_position: "prepend"` applies to guaranteed units only; on
+    /// another unit it is ignored, with a warning.
+    #[test]
+    fn prepend_on_a_unit_that_is_not_guaranteed_is_warned_ignored() {
+        let ignored = |guaranteed: bool| {
+            let mut e = entry("rules");
+            e["guarantee_load"] = guaranteed.into();
+            e["force_position"] = "prepend".into();
+            validate(&manifest(vec![e]), &ValidateOptions::default()).warnings.iter().any(|w| w.code == "force_position_ignored")
+        };
+        assert!(ignored(false));
+        assert!(!ignored(true));
+    }
+
+    /// §21.2.1 and §21.8.3: a manifest of exactly 1000 tokens is accepted (within 10% of
+    /// the cap, so with `manifest_near_cap`), one of 1001 is `manifest_too_large`; the
+    /// near-cap warning starts past 900 tokens.
+    #[test]
+    fn the_token_cap_and_the_near_cap_warning_start_past_their_counts() {
+        // The role has no length cap: pad it a word at a time, reading the count back.
+        let with_role = |n: usize| {
+            let mut m: serde_json::Value = serde_json::from_str(&manifest(vec![entry("alpha")])).unwrap();
+            m["agent_role"] = format!("Engineer{}", " a".repeat(n)).into();
+            validate(&m.to_string(), &ValidateOptions::default())
+        };
+        let small = with_role(0);
+        // (each padding word is about one token: search near where that puts the target)
+        let at = |target: usize| {
+            let from = target.saturating_sub(small.token_count + 20);
+            (from..from + 60).map(with_role).find(|r| r.token_count >= target).filter(|r| r.token_count == target).unwrap_or_else(|| panic!("no padding gives {target} tokens"))
+        };
+        let near = |r: &Report| r.warnings.iter().any(|w| w.code == "manifest_near_cap");
+        assert!(small.ok && !near(&small), "{:?}", small.warnings);
+        let r = at(900);
+        assert!(r.ok && !near(&r), "900: {:?}", r.warnings);
+        let r = at(901);
+        assert!(r.ok && near(&r), "901: {:?}", r.warnings);
+        let r = at(1000);
+        assert!(r.ok && near(&r), "1000: {:?} {:?}", r.errors, r.warnings);
+        let r = at(1001);
+        assert_eq!(r.primary_code(), Some("manifest_too_large"));
+        assert!(!r.token_count_at_least);
+    }
+
+    /// §21.3.3 rule 3: at most 5 guaranteed units; 5 is allowed.
+    #[test]
+    fn five_guaranteed_units_are_within_the_cap() {
+        let es: Vec<_> = (0..GUARANTEE_CAP).map(|i| { let mut e = entry(&format!("g{i}")); e["guarantee_load"] = true.into(); e }).collect();
+        let r = validate(&manifest(es), &ValidateOptions::default());
+        assert!(r.ok && !codes(&r).contains(&"guarantee_cap_exceeded"), "{:?}", r.errors);
+    }
+
     #[test]
     fn guarantee_cap() {
         let es: Vec<_> = (0..6).map(|i| { let mut e = entry(&format!("g{i}")); e["guarantee_load"] = true.into(); e }).collect();

@@ -286,4 +286,45 @@ mod tests {
         let r = crate::recall::recall(&m, &facts, &crate::store::NoAudit, &crate::recall::RecallRequest { intent: "write the changelog".into(), ..Default::default() }, &Default::default()).unwrap();
         assert_eq!(r.chunks[0].fact_uri, p.units[0].fact_uri);
     }
+
+    fn one_unit_manifest() -> crate::manifest::Manifest {
+        let m = serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v1", "entries": [
+            {"name": "triage", "description": "Triage.", "required_by_task_types": ["issue_assigned"], "guarantee_load": false,
+             "load_triggers": {"intents": [], "keywords": [], "task_types": []}, "fact_uri": "instruction:acme/eng/triage/v1", "path": null}]});
+        crate::manifest::parse(&m.to_string()).unwrap()
+    }
+
+    /// §21.1.5 rule 5: boot stub + preloads over 2000 tokens draws a
+    /// `preload_budget_warning`, exactly 2000 does not, and the unit is delivered either way.
+    #[test]
+    fn the_budget_warning_starts_past_2000_tokens_and_drops_nothing() {
+        let mut facts = MemoryFacts::new();
+        facts.insert(Fact { uri: "instruction:acme/eng/triage/v1".into(), content: "Reproduce first.".into(), version: "v1".into(), tokens: Some(1500), ..Fact::default() });
+        let m = one_unit_manifest();
+        let at_cap = super::preload(&m, &facts, "issue_assigned", 500).unwrap();
+        assert_eq!((at_cap.units.len(), at_cap.total_tokens, at_cap.stub_tokens), (1, 1500, 500));
+        assert!(at_cap.warnings.is_empty(), "{:?}", at_cap.warnings);
+        let over = super::preload(&m, &facts, "issue_assigned", 501).unwrap();
+        assert_eq!(over.units.len(), 1, "nothing is dropped (rule 5: MUST NOT silently drop)");
+        let codes: Vec<&str> = over.warnings.iter().map(|w| w.code.as_str()).collect();
+        assert_eq!(codes, ["preload_budget_warning"]);
+        assert!(over.warnings[0].message.contains("2001"), "{}", over.warnings[0].message);
+    }
+
+    /// The preload's audit record carries each delivered unit's content digest, so a
+    /// replay can tell which text the agent was given (§21.5.1).
+    #[test]
+    fn the_preload_record_holds_the_digest_of_each_delivered_unit() {
+        use sha2::Digest;
+        let mut facts = MemoryFacts::new();
+        facts.insert(Fact { uri: "instruction:acme/eng/triage/v1".into(), content: "Reproduce first.".into(), version: "v1".into(), ..Fact::default() });
+        let audit = Records(Default::default());
+        let p = super::preload_audited(&one_unit_manifest(), &facts, &audit, "issue_assigned", 0, &crate::recall::RecallContext::default()).unwrap();
+        let rec: crate::audit::AuditRecord = serde_json::from_str(&audit.0.borrow()[0]).unwrap();
+        assert_eq!(rec.loaded_chunks, ["triage"]);
+        assert_eq!(rec.chunk_sha256, [format!("{:x}", sha2::Sha256::digest(b"Reproduce first."))]);
+        assert_eq!(rec.audit_token, p.audit_token);
+        assert!(crate::audit::valid_token(&p.audit_token), "{}", p.audit_token);
+    }
+
 }

@@ -1569,4 +1569,243 @@ mod tests {
         let bad = crate::api::recall(&m, r#"{"intent": "x", "content_min_score": 2}"#, ctx, &facts, &audit).unwrap_err();
         assert_eq!(bad.code(), "invalid_request");
     }
+
+    /// An agent with two ranked units and two guaranteed ones, one of them prepended; the
+    /// first entry is a guaranteed one, so its availability is looked up at index 0.
+    fn team(missing: Option<&str>) -> (crate::manifest::Manifest, MemoryFacts) {
+        let e = |name: &str, intents: &[&str], guaranteed: bool, position: Option<&str>| {
+            serde_json::json!({"name": name, "description": format!("The {name} unit."), "required_by_task_types": [], "guarantee_load": guaranteed, "force_position": position,
+                "load_triggers": {"intents": intents, "keywords": [], "task_types": []}, "fact_uri": format!("instruction:acme/eng/{name}/v1"), "path": null})
+        };
+        let m = serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v1", "entries": [
+            e("security-policy", &["handle secrets"], true, Some("prepend")),
+            e("deploy-rules", &["deploy to production"], false, None),
+            e("style-guide", &["format rust code"], false, None),
+            e("escalation", &["escalate an incident"], true, None)]});
+        let mut f = MemoryFacts::new();
+        for (name, content) in [("security-policy", "Never paste secrets."), ("deploy-rules", "Deploy only after review."), ("style-guide", "Run rustfmt before committing."), ("escalation", "Page the on-call lead.")] {
+            if missing != Some(name) {
+                f.insert(Fact { uri: format!("instruction:acme/eng/{name}/v1"), content: content.into(), version: "v1".into(), ..Fact::default() });
+            }
+        }
+        (crate::manifest::parse(&m.to_string()).unwrap(), f)
+    }
+
+    fn ask(m: &crate::manifest::Manifest, facts: &MemoryFacts, req: super::RecallRequest) -> super::RecallResponse {
+        super::recall(m, facts, &crate::store::NoAudit, &req, &super::RecallContext::default()).unwrap()
+    }
+
+    fn names(r: &super::RecallResponse) -> Vec<(&str, &str)> {
+        r.chunks.iter().map(|c| (c.name.as_str(), c.selected_by.as_str())).collect()
+    }
+
+    /// §21.3.3: hinted units come before the ranked results, a prepended guaranteed unit
+    /// before everything and the other guaranteed units after; a hint naming no unit is
+    /// not an error but is listed in `missed_hints`, and a hint given twice counts once.
+    #[test]
+    fn hints_come_before_ranked_units_and_a_hint_naming_no_unit_goes_to_missed_hints() {
+        let (m, facts) = team(None);
+        let req = super::RecallRequest { intent: "deploy to production".into(), manifest_hint: vec!["style-guide".into(), "no-such-unit".into(), "style-guide".into()], ..Default::default() };
+        let r = ask(&m, &facts, req);
+        assert_eq!(names(&r), [("security-policy", "guarantee_load"), ("style-guide", "manifest_hint"), ("deploy-rules", "ranked"), ("escalation", "guarantee_load")]);
+        assert_eq!(r.missed_hints, ["no-such-unit"]);
+        assert!(!r.truncated && r.omitted.is_empty() && r.warnings.is_empty(), "{r:?}");
+        assert_eq!(r.total_tokens, r.chunks.iter().map(|c| c.tokens).sum::<u32>());
+    }
+
+    /// §21.3.3 rule 2: guaranteed units are served whatever the budget, ranked ones are
+    /// dropped first (named, with `truncated`); a guaranteed unit that cannot be read is
+    /// named as unavailable, never silently missing.
+    #[test]
+    fn guaranteed_units_survive_the_budget_and_an_unreadable_one_is_named() {
+        let (m, facts) = team(None);
+        let r = ask(&m, &facts, super::RecallRequest { intent: "deploy to production".into(), token_budget: Some(1), ..Default::default() });
+        assert_eq!(names(&r), [("security-policy", "guarantee_load"), ("escalation", "guarantee_load")]);
+        assert!(r.truncated);
+        assert_eq!(r.omitted.iter().map(|o| (o.name.as_str(), o.reason.as_str())).collect::<Vec<_>>(), [("deploy-rules", "token_budget")]);
+
+        let (m, facts) = team(Some("escalation"));
+        let r = ask(&m, &facts, super::RecallRequest { intent: "deploy to production".into(), ..Default::default() });
+        assert_eq!(names(&r), [("security-policy", "guarantee_load"), ("deploy-rules", "ranked")]);
+        assert_eq!(r.omitted.iter().map(|o| (o.name.as_str(), o.reason.as_str())).collect::<Vec<_>>(), [("escalation", "unavailable")]);
+        assert!(r.warnings.iter().any(|w| w.contains("\"escalation\"") && w.contains("unavailable")), "{:?}", r.warnings);
+    }
+
+    /// §21.6.1: a unit read from its `path` is served only when that fact is an
+    /// instruction and not quarantined, as a fact URI's would be.
+    #[test]
+    fn a_path_fallback_serves_only_instruction_facts_out_of_quarantine() {
+        let m = crate::manifest::Manifest { agent_id: "eng".into(), deployment: "acme".into(), manifest_version: "v4".into(), ..Default::default() };
+        let e = crate::manifest::Entry { name: "legacy".into(), path: Some("legacy.md".into()), ..Default::default() };
+        let with = |interpret_as: InterpretAs, quarantined: bool| {
+            let mut f = MemoryFacts::new();
+            f.insert(Fact { uri: "path:legacy.md".into(), content: "Old rules.".into(), interpret_as, quarantined, ..Fact::default() });
+            super::resolve_unit(&m, &e, &f).unwrap().map(|r| (r.source, r.fact.version))
+        };
+        assert_eq!(with(InterpretAs::Instruction, false), Some(("fallback_path", "v4".to_string())));
+        assert_eq!(with(InterpretAs::Instruction, true), None);
+        assert_eq!(with(InterpretAs::Content, false), None);
+    }
+
+    /// §21.5.5: a coverage-critical unit's score is lifted by ln(1 + 0.15), and only its.
+    #[test]
+    fn the_soft_lift_adds_ln_1_15_to_the_named_units_score_only() {
+        let (m, facts) = team(None);
+        let req = super::RecallRequest { intent: "deploy to production and format rust code".into(), ..Default::default() };
+        let score = |lift: &[&str], name: &str| {
+            let ctx = super::RecallContext { lift_units: lift.iter().map(|s| s.to_string()).collect(), ..Default::default() };
+            let r = super::recall(&m, &facts, &crate::store::NoAudit, &req, &ctx).unwrap();
+            r.chunks.iter().find(|c| c.name == name).map(|c| c.score).expect("ranked")
+        };
+        let (deploy, style) = (score(&[], "deploy-rules"), score(&[], "style-guide"));
+        assert!(deploy + 0.2 < 1.0, "{deploy}: room for the lift below the 1.0 cap");
+        assert!((score(&["deploy-rules"], "deploy-rules") - deploy - 0.15f64.ln_1p()).abs() < 1e-5);
+        assert_eq!(score(&["deploy-rules"], "style-guide"), style);
+    }
+
+    /// A unit whose content cannot be read is not ranked, and the response says so by
+    /// name (a guaranteed one is named by the assembly instead).
+    #[test]
+    fn an_unreadable_ranked_unit_is_named_in_the_warnings() {
+        let (m, facts) = team(Some("style-guide"));
+        let r = ask(&m, &facts, super::RecallRequest { intent: "format rust code".into(), ..Default::default() });
+        assert!(r.chunks.iter().all(|c| c.name != "style-guide"));
+        let said: Vec<&String> = r.warnings.iter().filter(|w| w.contains("could not be read")).collect();
+        assert_eq!(said.len(), 1, "{:?}", r.warnings);
+        assert!(said[0].contains("\"style-guide\""), "{}", said[0]);
+        // and `lid rank` lists it as unavailable
+        let listed = |m: &crate::manifest::Manifest, facts: &MemoryFacts| {
+            let v: serde_json::Value = serde_json::from_str(&crate::api::rank(&serde_json::to_string(m).unwrap(), "format rust code", None, facts).unwrap()).unwrap();
+            v["unavailable"].clone()
+        };
+        assert_eq!(listed(&m, &facts), serde_json::json!(["style-guide"]));
+        let (m, facts) = team(None);
+        assert!(ask(&m, &facts, super::RecallRequest { intent: "format rust code".into(), ..Default::default() }).warnings.is_empty());
+        assert_eq!(listed(&m, &facts), serde_json::json!([]));
+    }
+
+    /// A recall answered from a prepared corpus (which keeps no unit names in its index)
+    /// still names a unit the budget dropped, and stops serving a fact quarantined since.
+    #[test]
+    fn a_prepared_corpus_names_dropped_units_and_serves_no_quarantined_fact() {
+        let (m, mut facts) = team(None);
+        let m = serde_json::to_string(&m).unwrap();
+        let ctx = r#"{"now_ms": 1700000000000, "corpus_key": "manifest-7:0"}"#;
+        let recall = |req: &str, facts: &MemoryFacts| -> serde_json::Value { serde_json::from_str(&crate::api::recall(&m, req, ctx, facts, &crate::store::NoAudit).unwrap()).unwrap() };
+        let tight = r#"{"intent": "deploy to production", "token_budget": 1}"#;
+        let _prepared = recall(tight, &facts);
+        let v = recall(tight, &facts);
+        assert_eq!(v["omitted"], serde_json::json!([{"name": "deploy-rules", "tokens": v["omitted"][0]["tokens"], "reason": "token_budget"}]), "{v}");
+        let ask = r#"{"intent": "deploy to production"}"#;
+        assert!(recall(ask, &facts)["chunks"].as_array().unwrap().iter().any(|c| c["name"] == "deploy-rules"));
+        facts.insert(Fact { uri: "instruction:acme/eng/deploy-rules/v1".into(), content: "Deploy only after review.".into(), version: "v1".into(), quarantined: true, ..Fact::default() });
+        let v = recall(ask, &facts);
+        assert!(v["chunks"].as_array().unwrap().iter().all(|c| c["name"] != "deploy-rules"), "{v}");
+    }
+
+    /// The request limits include their bounds: an intent of 8192 bytes and a hint of 256
+    /// are taken, one byte more is refused.
+    #[test]
+    fn request_size_limits_include_their_bounds() {
+        let req = |intent: String, hint: String| super::RecallRequest { intent, manifest_hint: vec![hint], ..Default::default() };
+        assert!(super::check_request(&req("x".repeat(super::INTENT_MAX_BYTES), "h".repeat(super::MAX_HINT_BYTES))).is_ok());
+        assert!(super::check_request(&req("x".repeat(super::INTENT_MAX_BYTES + 1), "h".into())).is_err());
+        assert!(super::check_request(&req("x".into(), "h".repeat(super::MAX_HINT_BYTES + 1))).is_err());
+    }
+
+    /// A wake reason that some unit names is not reported as lifting nothing, even when
+    /// it is not registered; one that no unit names and is not registered is.
+    #[test]
+    fn a_wake_reason_a_unit_names_is_not_reported_unregistered() {
+        let (mut m, facts) = team(None);
+        m.entries[1].load_triggers.task_types.push("deploy_started".into());
+        let said = |wake: &str| {
+            let r = ask(&m, &facts, super::RecallRequest { intent: "deploy to production".into(), wake_reason: Some(wake.into()), ..Default::default() });
+            r.warnings.iter().any(|w| w.starts_with("wake_reason_unregistered"))
+        };
+        assert!(!said("deploy_started"));
+        assert!(said("deploy-started"));
+    }
+
+    /// §21.3.3: a hinted guaranteed unit comes with the hints (a prepended one still goes
+    /// first), a hinted unit that also ranks is served once, with its ranked score, and
+    /// hints take ranked slots.
+    #[test]
+    fn hinted_units_are_served_once_in_the_hints_place() {
+        let (m, facts) = team(None);
+        let plain = ask(&m, &facts, super::RecallRequest { intent: "deploy to production".into(), ..Default::default() });
+        let ranked_score = plain.chunks.iter().find(|c| c.name == "deploy-rules").map(|c| c.score).unwrap();
+        assert!(ranked_score > 0.0);
+        let hints = |h: &[&str], max_chunks: u32| super::RecallRequest { intent: "deploy to production".into(), manifest_hint: h.iter().map(|s| s.to_string()).collect(), max_chunks: Some(max_chunks), ..Default::default() };
+        let r = ask(&m, &facts, hints(&["escalation", "security-policy", "deploy-rules"], 3));
+        assert_eq!(names(&r), [("security-policy", "guarantee_load"), ("escalation", "manifest_hint"), ("deploy-rules", "manifest_hint")]);
+        assert_eq!(r.chunks[2].score, ranked_score, "a hinted unit keeps its ranked score");
+        // one slot, taken by the hint: no ranked unit besides
+        let r = ask(&m, &facts, hints(&["style-guide"], 1));
+        assert_eq!(names(&r), [("security-policy", "guarantee_load"), ("style-guide", "manifest_hint"), ("escalation", "guarantee_load")]);
+    }
+
+    /// §21.3.3 rule 2: the guaranteed units' tokens are set aside first, then hints and
+    /// ranked units take what is left: a budget of exactly everything serves everything,
+    /// one token less drops the ranked unit, and a budget of exactly the guaranteed units
+    /// with nothing ranked is not truncated.
+    #[test]
+    fn the_budget_sets_the_guaranteed_units_aside_and_counts_each_unit_once() {
+        let (m, facts) = team(None);
+        let req = |intent: &str, budget: u32| super::RecallRequest { intent: intent.into(), manifest_hint: vec!["style-guide".into()], token_budget: Some(budget), ..Default::default() };
+        let all = ask(&m, &facts, req("deploy to production", 2000));
+        assert_eq!(all.chunks.len(), 4, "{:?}", names(&all));
+        let exact = ask(&m, &facts, req("deploy to production", all.total_tokens));
+        assert_eq!((names(&exact), exact.truncated), (names(&all), false));
+        let short = ask(&m, &facts, req("deploy to production", all.total_tokens - 1));
+        assert_eq!(names(&short), [("security-policy", "guarantee_load"), ("style-guide", "manifest_hint"), ("escalation", "guarantee_load")]);
+        assert!(short.truncated);
+        assert_eq!(short.omitted.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["deploy-rules"]);
+        let guaranteed: u32 = all.chunks.iter().filter(|c| c.selected_by == "guarantee_load").map(|c| c.tokens).sum();
+        let only = ask(&m, &facts, super::RecallRequest { intent: "zzzz".into(), token_budget: Some(guaranteed), ..Default::default() });
+        assert_eq!((names(&only), only.truncated), (vec![("security-policy", "guarantee_load"), ("escalation", "guarantee_load")], false));
+    }
+
+    /// §21.3.3: a guaranteed unit that ranks takes its ranked place (and a slot); a
+    /// prepended one goes first whatever its rank.
+    #[test]
+    fn a_guaranteed_unit_that_ranks_takes_its_ranked_place() {
+        let (m, facts) = team(None);
+        let r = ask(&m, &facts, super::RecallRequest { intent: "escalate an incident, then deploy".into(), max_chunks: Some(1), ..Default::default() });
+        assert_eq!(names(&r), [("security-policy", "guarantee_load"), ("escalation", "ranked")], "one slot, taken by the guaranteed unit that ranked first");
+        let r = ask(&m, &facts, super::RecallRequest { intent: "handle secrets".into(), ..Default::default() });
+        assert_eq!(names(&r)[0], ("security-policy", "guarantee_load"));
+        assert_eq!(r.chunks.iter().filter(|c| c.name == "security-policy").count(), 1);
+    }
+
+    /// `max_chunks` bounds the ranked units, one dropped for the budget included (it takes
+    /// its slot), and `token_budget` is spent unit by unit.
+    #[test]
+    fn ranked_units_take_one_slot_each_and_spend_the_budget_once() {
+        let (m, facts) = team(None);
+        let intent = "deploy to production and format rust code";
+        let req = |max_chunks: u32, budget: u32| super::RecallRequest { intent: intent.into(), max_chunks: Some(max_chunks), token_budget: Some(budget), ..Default::default() };
+        let all = ask(&m, &facts, req(3, 2000));
+        let ranked: Vec<&str> = all.chunks.iter().filter(|c| c.selected_by == "ranked").map(|c| c.name.as_str()).collect();
+        assert_eq!(ranked.len(), 2, "{:?}", names(&all));
+        assert_eq!(ask(&m, &facts, req(1, 2000)).chunks.iter().filter(|c| c.selected_by == "ranked").count(), 1);
+        let exact = ask(&m, &facts, req(3, all.total_tokens));
+        assert_eq!((names(&exact), exact.truncated), (names(&all), false));
+        let short = ask(&m, &facts, req(3, all.total_tokens - 1));
+        assert_eq!((short.chunks.len(), short.omitted.len(), short.truncated), (3, 1, true), "{:?}", names(&short));
+        let guaranteed: u32 = all.chunks.iter().filter(|c| c.selected_by == "guarantee_load").map(|c| c.tokens).sum();
+        let dropped = ask(&m, &facts, req(1, guaranteed + 1));
+        assert_eq!(dropped.omitted.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), [ranked[0]], "the dropped unit took the one slot");
+    }
+
+    /// `min_score` keeps a unit that scores exactly it and drops one below.
+    #[test]
+    fn min_score_keeps_a_unit_scoring_exactly_it() {
+        let (m, facts) = team(None);
+        let req = |min: f64| super::RecallRequest { intent: "deploy to production".into(), min_score: Some(min), ..Default::default() };
+        let score = ask(&m, &facts, req(0.0)).chunks.iter().find(|c| c.name == "deploy-rules").map(|c| c.score).unwrap();
+        assert!(ask(&m, &facts, req(score)).chunks.iter().any(|c| c.name == "deploy-rules"));
+        assert!(ask(&m, &facts, req((score + 0.001).min(1.0))).chunks.iter().all(|c| c.name != "deploy-rules"));
+    }
+
 }

@@ -261,4 +261,125 @@ mod tests {
         let named = crate::manifest::Manifest { heartbeat_contract: Some("instruction:acme/shared/heartbeat/v3".into()), ..m };
         assert!(super::render(&named, None, &facts).unwrap().text.contains("Your heartbeat procedure is at `instruction:acme/shared/heartbeat/v3`."));
     }
+
+    /// §21.1.1: the stub MUST carry the `recall_instruction` schema inline, so the agent
+    /// can call the tool without a fetch; its limits are the ones recall enforces.
+    #[test]
+    fn the_frontmatter_carries_the_recall_tool_schema_inline() {
+        let stub = super::render(&eng(), None, &crate::store::MemoryFacts::new()).unwrap();
+        let line = stub.text.lines().find_map(|l| l.strip_prefix("recall_tool_schema: ")).expect("the schema line");
+        let schema: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(schema["name"], "recall_instruction");
+        assert_eq!(schema["input_schema"]["required"], serde_json::json!(["intent"]));
+        let props = &schema["input_schema"]["properties"];
+        assert_eq!(props["max_chunks"]["maximum"], crate::recall::MAX_CHUNKS_LIMIT);
+        assert_eq!(props["max_chunks"]["default"], crate::recall::DEFAULT_MAX_CHUNKS);
+        assert_eq!(props["token_budget"]["default"], crate::recall::DEFAULT_TOKEN_BUDGET);
+    }
+
+    fn eng() -> crate::manifest::Manifest {
+        crate::manifest::Manifest { agent_id: "eng".into(), deployment: "acme".into(), agent_role: "Engineer".into(), manifest_version: "v1".into(), ..Default::default() }
+    }
+
+    fn unit(name: &str, fact_uri: Option<&str>, path: Option<&str>) -> crate::manifest::Entry {
+        crate::manifest::Entry { name: name.into(), fact_uri: fact_uri.map(str::to_string), path: path.map(str::to_string), ..Default::default() }
+    }
+
+    /// §21.1.3: the built-in profiles are named as they are and add their own section;
+    /// an unknown profile "MUST be treated as `generic`", which injects nothing.
+    #[test]
+    fn unknown_profiles_are_rendered_as_generic_and_known_ones_keep_their_section() {
+        let (m, facts) = (eng(), crate::store::MemoryFacts::new());
+        let generic = super::render(&m, None, &facts).unwrap();
+        assert_eq!(generic.adapter_profile, "generic");
+        assert!(generic.text.contains("adapter_profile: \"generic\"\n"), "{}", generic.text);
+        let unknown = super::render(&m, Some("my-runtime"), &facts).unwrap();
+        assert_eq!(unknown.adapter_profile, "generic");
+        assert_eq!(unknown.text, generic.text, "an unknown profile renders exactly as generic");
+        for (profile, marker) in [("paperclip-claude-code", "## Harness"), ("openai-assistants", "## Tool calls")] {
+            let stub = super::render(&m, Some(profile), &facts).unwrap();
+            assert_eq!(stub.adapter_profile, profile);
+            assert!(stub.text.contains(&format!("adapter_profile: \"{profile}\"\n")), "{}", stub.text);
+            assert!(stub.text.contains(marker), "{profile}: {}", stub.text);
+            assert!(!generic.text.contains(marker));
+            assert!(stub.body_tokens > generic.body_tokens, "{profile}'s section is in the counted body");
+        }
+    }
+
+    /// §21.6.1 rule 4: `file` when units are read from paths only, `coexistence` when both
+    /// kinds of location are in use, `stigmem` when only fact URIs are.
+    #[test]
+    fn the_migration_mode_follows_where_the_units_live() {
+        let mode = |entries: Vec<crate::manifest::Entry>| {
+            let m = crate::manifest::Manifest { entries, ..eng() };
+            let stub = super::render(&m, None, &crate::store::MemoryFacts::new()).unwrap();
+            assert!(stub.text.contains(&format!("migration_mode: \"{}\"\n", super::migration_mode(&m))), "{}", stub.text);
+            super::migration_mode(&m)
+        };
+        assert_eq!(mode(vec![unit("a", Some("instruction:acme/eng/a/v1"), None)]), "stigmem");
+        assert_eq!(mode(vec![unit("a", None, Some("a.md"))]), "file");
+        assert_eq!(mode(vec![unit("a", Some("instruction:acme/eng/a/v1"), None), unit("b", None, Some("b.md"))]), "coexistence");
+        assert_eq!(mode(vec![]), "stigmem");
+    }
+
+    /// `generated_at` is the manifest's publish time when that is an RFC 3339 time, and
+    /// otherwise the fixed epoch with a warning: never the clock (byte-reproducible stubs).
+    #[test]
+    fn generated_at_is_the_publish_time_or_the_epoch_with_a_warning() {
+        let facts = crate::store::MemoryFacts::new();
+        let at = |published: Option<&str>| {
+            let m = crate::manifest::Manifest { published_at: published.map(str::to_string), ..eng() };
+            let stub = super::render(&m, None, &facts).unwrap();
+            assert!(stub.text.contains(&format!("generated_at: \"{}\"\n", stub.generated_at)), "{}", stub.text);
+            (stub.generated_at, stub.warnings.iter().any(|w| w.contains("published_at")))
+        };
+        assert_eq!(at(Some("2026-11-01T09:30:00Z")), ("2026-11-01T09:30:00Z".to_string(), false));
+        assert_eq!(at(Some("last tuesday")), (super::UNPUBLISHED_AT.to_string(), true));
+        assert_eq!(at(Some("")), (super::UNPUBLISHED_AT.to_string(), true));
+        assert_eq!(at(None), (super::UNPUBLISHED_AT.to_string(), true));
+    }
+
+    /// §21.1.1: an always-applicable unit's content is embedded in the body; one that
+    /// cannot be read is named in a warning, and a manifest without any has no such section.
+    #[test]
+    fn always_applicable_units_are_embedded_or_named_as_missing() {
+        let mut facts = crate::store::MemoryFacts::new();
+        facts.insert(crate::store::Fact { uri: "instruction:acme/eng/never-push-to-main/v1".into(), content: "Never push to main.\n\n".into(), version: "v1".into(), ..Default::default() });
+        let always = |name: &str| crate::manifest::Entry { always_applicable: true, ..unit(name, Some(&format!("instruction:acme/eng/{name}/v1")), None) };
+        let m = crate::manifest::Manifest { entries: vec![always("never-push-to-main"), always("gone"), unit("lazy", Some("instruction:acme/eng/lazy/v1"), None)], ..eng() };
+        let stub = super::render(&m, None, &facts).unwrap();
+        assert_eq!(stub.embedded_units, ["never-push-to-main"]);
+        assert!(stub.text.contains("## Always applicable\n\nNever push to main.\n"), "{}", stub.text);
+        assert!(stub.warnings.iter().any(|w| w.contains("\"gone\"") && w.contains("not embedded")), "{:?}", stub.warnings);
+        let plain = super::render(&eng(), None, &facts).unwrap();
+        assert!(!plain.text.contains("Always applicable") && plain.embedded_units.is_empty(), "{}", plain.text);
+    }
+
+    /// §21.1.2: a body of 500 tokens is served (over the 450 target, with a warning), one
+    /// of 501 is refused; a body of exactly 450 tokens draws no warning.
+    #[test]
+    fn the_body_limit_and_target_are_inclusive() {
+        let mut facts = crate::store::MemoryFacts::new();
+        let m = crate::manifest::Manifest { entries: vec![crate::manifest::Entry { always_applicable: true, ..unit("rules", Some("instruction:acme/eng/rules/v1"), None) }], ..eng() };
+        // The body's token count for `n` padding words, read from the render itself, and
+        // whether the render warned (Ok) or refused (Err).
+        let mut rendered = Vec::new();
+        for n in 0..600 {
+            facts.insert(crate::store::Fact { uri: "instruction:acme/eng/rules/v1".into(), content: format!("Rules:{}", " x".repeat(n)), version: "v1".into(), ..Default::default() });
+            let r = match super::render(&m, None, &facts) {
+                Ok(stub) => (stub.body_tokens, Ok(stub.warnings.iter().any(|w| w.contains("token target")))),
+                Err(crate::error::EngineError::StubTooLarge { tokens }) => (tokens, Err(())),
+                Err(e) => panic!("{e}"),
+            };
+            rendered.push(r);
+            if r.0 > 501 {
+                break;
+            }
+        }
+        let at = |target: usize| rendered.iter().find(|(t, _)| *t == target).unwrap_or_else(|| panic!("no padding gives a body of {target} tokens")).1;
+        assert_eq!(at(450), Ok(false));
+        assert_eq!(at(451), Ok(true));
+        assert_eq!(at(500), Ok(true));
+        assert_eq!(at(501), Err(()));
+    }
 }

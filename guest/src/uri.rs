@@ -292,6 +292,15 @@ mod tests {
     }
 
     #[test]
+    fn only_the_reserved_manifest_segment_names_a_manifest() {
+        // §21.4.1: the manifest itself is instruction:{deployment}/{agent_id}/manifest/{version}
+        let m = InstructionUri::parse(&manifest_uri("acme", "cto", "v3")).unwrap();
+        assert!(m.is_manifest());
+        assert!(!InstructionUri::parse("instruction:acme/cto/security-posture/v3").unwrap().is_manifest());
+        assert!(!InstructionUri::parse("instruction:acme/manifest/manifests/v3").unwrap().is_manifest());
+    }
+
+    #[test]
     fn rejects_bad_shapes() {
         assert!(matches!(InstructionUri::parse("acme/cto/x/v1"), Err(UriError::Scheme(_))));
         assert!(matches!(InstructionUri::parse("instruction:acme/cto/v1"), Err(UriError::Shape(_))));
@@ -393,6 +402,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn dots_and_underscores_separate_the_pieces_of_a_non_semver_tail() {
+        // a tail that is neither a pre-release nor build metadata compares piece by piece,
+        // `.` and `_` only separating them: `r1.10` is newer than `r1.9` (§21.4.1)
+        assert_eq!(version_precedence("v2rc.10", "v2rc.9"), Ordering::Greater);
+        assert_eq!(version_precedence("v2rc_9", "v2rc_10"), Ordering::Less);
+        assert_eq!(version_precedence("v2rc.9", "v2rc_9"), Ordering::Equal);
     }
 
     #[test]
