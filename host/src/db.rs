@@ -962,7 +962,10 @@ impl Db {
     /// Note that the derived blob `key` was read ([`Db::prune_derived`] keeps it).
     fn derived_used(&self, key: &str) {
         if let Ok(mut read) = self.derived_read.lock() {
-            read.insert(key.to_string());
+            // (every recall reads its index: no allocation once the key is noted)
+            if !read.contains(key) {
+                read.insert(key.to_string());
+            }
         }
     }
 
