@@ -961,11 +961,10 @@ impl Db {
 
     /// Note that the derived blob `key` was read ([`Db::prune_derived`] keeps it).
     fn derived_used(&self, key: &str) {
-        if let Ok(mut read) = self.derived_read.lock() {
-            // (every recall reads its index: no allocation once the key is noted)
-            if !read.contains(key) {
-                read.insert(key.to_string());
-            }
+        let mut read = self.derived_read.lock().unwrap_or_else(|e| e.into_inner());
+        // (every recall reads its index: no allocation once the key is noted)
+        if !read.contains(key) {
+            read.insert(key.to_string());
         }
     }
 
@@ -975,7 +974,7 @@ impl Db {
     /// good. A deleted blob still in memory serves on; one asked for again is derived
     /// again. Returns how many were marked and how many deleted.
     pub fn prune_derived(&self, now: i64, keep_ms: i64) -> DbResult<(usize, usize)> {
-        let read = std::mem::take(&mut *self.derived_read.lock().map_err(|_| DbError::Corrupt("the derived-blob register is poisoned".into()))?);
+        let read = std::mem::take(&mut *self.derived_read.lock().unwrap_or_else(|e| e.into_inner()));
         self.write(|tx| {
             let mut used = tx.prepare_cached("UPDATE derived_blobs SET used_at = ?1 WHERE key = ?2")?;
             let mut marked = 0;
@@ -1815,6 +1814,24 @@ mod tests {
         }
     }
 
+    /// A fact of `agent`'s unit `name` at `uri` (its unit key and version read from it).
+    fn test_fact(uri: &str, agent: &str, name: &str, interpret_as: &str) -> NewFact {
+        NewFact {
+            uri: uri.into(),
+            unit_key: uri.rsplit_once('/').map(|(k, _)| k.to_string()).unwrap(),
+            agent_id: agent.into(),
+            unit_name: name.into(),
+            version: uri.rsplit('/').next().unwrap().into(),
+            content: format!("text of {uri}"),
+            interpret_as: interpret_as.into(),
+            tokens: 3,
+            authored_by: "admin:test".into(),
+            authored_at: iso(1000),
+            source_trust: 1.0,
+            provenance: json!({}),
+        }
+    }
+
     /// The live state holds no file of a pack's replaced version and no earlier manifest
     /// (a soak audit: each re-upload of a pack kept its files in memory for good); a state
     /// as of a time keeps them, and a unit's earlier versions stay in both.
@@ -1822,20 +1839,7 @@ mod tests {
     fn the_live_state_leaves_out_replaced_pack_files_and_earlier_manifests() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&dir.path().join("lid.db")).unwrap();
-        let fact = |uri: &str, name: &str| NewFact {
-            uri: uri.into(),
-            unit_key: uri.rsplit_once('/').map(|(k, _)| k.to_string()).unwrap(),
-            agent_id: "a".into(),
-            unit_name: name.into(),
-            version: uri.rsplit('/').next().unwrap().into(),
-            content: format!("text of {uri}"),
-            interpret_as: "content".into(),
-            tokens: 3,
-            authored_by: "admin:test".into(),
-            authored_at: iso(1000),
-            source_trust: 1.0,
-            provenance: json!({}),
-        };
+        let fact = |uri: &str, name: &str| test_fact(uri, "a", name, "content");
         let mut facts = vec![fact("instruction:d/a/manifest/v1", "manifest"), fact("instruction:d/a/manifest/v2", "manifest"), fact("instruction:d/a/rules/v1", "rules"), fact("instruction:d/a/rules/v2", "rules")];
         // a pack's file: `{prefix}{path}` under the unit key `knowledge:…/{pack}/{path}`
         for v in ["v1", "v2"] {
@@ -1878,21 +1882,7 @@ mod tests {
         let key = req.reviewed_key("a");
         assert_eq!(key, r#"{"agent":"a","units":["first","rules","style"]}"#);
         let write = |agent: &str, name: &str, v: &str| {
-            let uri = format!("instruction:d/{agent}/{name}/{v}");
-            let f = NewFact {
-                uri: uri.clone(),
-                unit_key: format!("instruction:d/{agent}/{name}"),
-                agent_id: agent.into(),
-                unit_name: name.into(),
-                version: v.into(),
-                content: format!("text of {uri}"),
-                interpret_as: "instruction".into(),
-                tokens: 3,
-                authored_by: "admin:test".into(),
-                authored_at: iso(1000),
-                source_trust: 1.0,
-                provenance: json!({}),
-            };
+            let f = test_fact(&format!("instruction:d/{agent}/{name}/{v}"), agent, name, "instruction");
             db.write(|tx| insert_fact(tx, &f, 1000, db.attestor())).unwrap().unwrap();
         };
         let horizon = || db.read(|c| reviewed_horizon(c, &key)).unwrap();

@@ -641,7 +641,7 @@ const MCP_METHODS: &[&str] = &[
     "tools/call", "tools/list", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "server/discover",
 ];
 
-/// The MCP requests lid serves.
+/// The MCP requests lid serves (all of them in [`MCP_METHODS`]).
 const SERVED: &[&str] = &["initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read", "server/discover"];
 
 /// -32601 for an MCP method lid does not serve, naming those it does (the SDK's own
@@ -882,8 +882,6 @@ impl ServerHandler for LidMcp {
         )
     }
 
-    /// A request the SDK could not read: a known method with params it could not parse
-    /// (-32602, saying what is wrong), or a method MCP does not have (-32601, naming it).
     async fn complete(&self, _: rmcp::model::CompleteRequestParams, _: RequestContext<RoleServer>) -> Result<rmcp::model::CompleteResult, McpError> {
         Err(not_served("completion/complete"))
     }
@@ -894,18 +892,20 @@ impl ServerHandler for LidMcp {
         Err(not_served("logging/setLevel"))
     }
 
+    /// A request the SDK could not read: a method lid serves with params it could not
+    /// parse (-32602, saying what is wrong), an MCP method lid does not serve (`tasks/list`,
+    /// …; -32601 whatever its params), or a method MCP does not have (-32601, naming it).
     async fn on_custom_request(
         &self,
         request: CustomRequest,
         _: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        // an MCP method lid serves, with params the SDK could not read; an MCP method lid
-        // does not serve (`tasks/list`, …) is not found, whatever its params
-        if MCP_METHODS.contains(&request.method.as_str()) && SERVED.contains(&request.method.as_str()) {
-            return Err(McpError::invalid_params(format!("invalid params for {}: {}", request.method, params_problem(&request)), None));
+        let method = request.method.as_str();
+        if SERVED.contains(&method) {
+            return Err(McpError::invalid_params(format!("invalid params for {method}: {}", params_problem(&request)), None));
         }
-        if MCP_METHODS.contains(&request.method.as_str()) {
-            return Err(not_served(&request.method));
+        if MCP_METHODS.contains(&method) {
+            return Err(not_served(method));
         }
         Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, format!("method {:?} not found: lid serves {}", request.method, SERVED.join(", ")), None))
     }

@@ -772,11 +772,16 @@ impl Service {
             self.store.restore_committed(&uris).await?;
             let msg = e.to_string();
             if msg.contains(crate::store::MOVED) {
-                // which guard failed: the head, else the units
-                return Err(match current_manifest_id(&self.store, agent).await {
-                    Ok(now) if now == head => lid_shared::publish::units_moved(agent).into(),
-                    _ => lid_shared::publish::published_concurrently(agent).into(),
-                });
+                // which guard failed: the head, the reviewed units, else a staged unit's
+                // latest (the refusals `lid serve` gives for each)
+                if current_manifest_id(&self.store, agent).await.ok().as_ref() != Some(&head) {
+                    return Err(lid_shared::publish::published_concurrently(agent).into());
+                }
+                if crate::store::reviewed_horizon(&self.store, &reviewed).await.ok().as_ref() != Some(&horizon) {
+                    return Err(lid_shared::publish::units_moved(agent).into());
+                }
+                let staged_uris: Vec<&str> = staged.iter().map(|(f, _, _)| f.uri.as_str()).collect();
+                return Err(lid_shared::units::written_concurrently(&staged_uris.join(", ")).into());
             }
             if msg.contains("UNIQUE") || msg.contains("constraint") {
                 return Err(ApiError::new(409, "manifest_version_conflict", format!("version {version:?} (or one of its facts) was published concurrently; versions are immutable")));
