@@ -931,7 +931,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(svc: Arc<Service>, stop: tokio_u
         .with_max_request_body_bytes(crate::http::BODY_LIMIT);
     let manager = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(move || Ok(LidMcp::new(backend.clone())), manager.clone(), config);
-    let sessions = Sessions { owners: Arc::default(), manager };
+    let sessions = Sessions { owners: Arc::default(), in_flight: Arc::default(), manager };
     axum::Router::new()
         .route_service("/mcp", service)
         .route_layer(axum::middleware::from_fn_with_state((svc, sessions), authenticate))
@@ -944,7 +944,28 @@ pub fn router<S: Clone + Send + Sync + 'static>(svc: Arc<Service>, stop: tokio_u
 #[derive(Clone)]
 struct Sessions {
     owners: Arc<std::sync::Mutex<Owners>>,
+    in_flight: InFlight,
     manager: Arc<LocalSessionManager>,
+}
+
+/// The JSON-RPC requests being answered, as (session, id): the id as JSON text, so `7`
+/// and `"7"` are two ids as JSON-RPC has them. MCP says a client never reuses an id in a
+/// session; the SDK keeps one answer channel per id, so a second request with an id
+/// already in flight got no answer at all, its event stream kept open by pings until
+/// the session ended. lid refuses it instead ([`Sessions::begin`]).
+type InFlight = Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>;
+
+/// A request's place in [`InFlight`], given back when its answer has been sent (the
+/// response body is dropped), or when the request failed before.
+struct Answering {
+    in_flight: InFlight,
+    key: (String, String),
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
+    }
 }
 
 /// Each open session's key, and per key the `initialize` calls admitted and not yet
@@ -1011,6 +1032,16 @@ impl Sessions {
         Ok(Admitted { owners: self.owners.clone(), key_id: key_id.to_string() })
     }
 
+    /// Note the request `id` of session `sid` as being answered, or refuse it when a
+    /// request with that id is still being answered in the session.
+    fn begin(&self, sid: &str, id: &Value) -> Result<Answering, ApiError> {
+        let key = (sid.to_string(), id.to_string());
+        if !self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone()) {
+            return Err(ApiError::bad_request("invalid_request", format!("a request with id {id} is still being answered in this MCP session (JSON-RPC -32600): an id must not be reused within a session; send this request with an id of its own")).with_details(json!({"jsonrpc": {"code": -32600, "id": id}})));
+        }
+        Ok(Answering { in_flight: self.in_flight.clone(), key })
+    }
+
     /// Record `sid` as `key_id`'s, forgetting the sessions that have ended.
     async fn opened(&self, sid: &str, key_id: String) {
         let open = self.manager.sessions.read().await;
@@ -1055,15 +1086,22 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
         }
     }
     let mut admitted = None;
+    let mut answering = None;
     if req.method() == axum::http::Method::POST {
-        let opens;
-        (req, opens) = match one_message(req).await {
+        let message;
+        (req, message) = match one_message(req).await {
             Ok(r) => r,
             Err(e) => return e.into_response(),
         };
-        if opens && asked.is_none() {
+        if message.opens && asked.is_none() {
             match sessions.admit(&key_id).await {
                 Ok(a) => admitted = Some(a),
+                Err(e) => return e.into_response(),
+            }
+        }
+        if let (Some(sid), Some(id)) = (&asked, &message.request_id) {
+            match sessions.begin(sid, id) {
+                Ok(a) => answering = Some(a),
                 Err(e) => return e.into_response(),
             }
         }
@@ -1097,7 +1135,17 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
             return session_not_found().into_response();
         }
     }
-    res
+    match answering {
+        // the id stays taken until the answer's stream has been sent whole (or dropped)
+        Some(answering) => res.map(|body| {
+            use http_body_util::BodyExt as _;
+            axum::body::Body::new(body.map_frame(move |frame| {
+                let _held = &answering;
+                frame
+            }))
+        }),
+        None => res,
+    }
 }
 
 /// Why a JSON-RPC message's text is not one message lid takes.
@@ -1127,13 +1175,13 @@ fn read_message(text: &str) -> Result<Value, Unread> {
 /// byte-order mark skipped, a body that is not JSON `invalid_json`, a field given twice
 /// `invalid_request` (the SDK would keep the last silently), and JSON that is not one
 /// object (a batch) `invalid_request`. The SDK then reads the JSON-RPC message itself.
-/// With the request: whether the message is an `initialize` (which opens a session).
-async fn one_message(req: Request) -> Result<(Request, bool), ApiError> {
+/// With the request: what [`Message`] says of it.
+async fn one_message(req: Request) -> Result<(Request, Message), ApiError> {
     let (mut parts, body) = req.into_parts();
     // (`body_deadline` has read the body into memory, within the body limit)
     let bytes = axum::body::to_bytes(body, crate::http::BODY_LIMIT).await.map_err(|e| ApiError::bad_request("invalid_request", format!("the request body could not be read ({e})")))?;
     let text = std::str::from_utf8(&bytes).map_err(ApiError::invalid_json)?;
-    let opens = match read_message(text) {
+    let message = match read_message(text) {
         Ok(m) if m["method"] == "initialize" => {
             // the SDK would take an `initialize` it cannot read for some other request, and
             // ask for a session id the client cannot have yet
@@ -1141,9 +1189,10 @@ async fn one_message(req: Request) -> Result<(Request, bool), ApiError> {
             if let Err(e) = serde_json::from_value::<rmcp::model::InitializeRequestParams>(params) {
                 return Err(ApiError::bad_request("invalid_request", format!("invalid params for initialize (-32602): {e}; send protocolVersion, capabilities and clientInfo")).with_details(json!({"jsonrpc": {"code": -32602, "id": m["id"]}})));
             }
-            true
+            Message { opens: true, request_id: None }
         }
-        Ok(_) => false,
+        // a request (a method and an id); a notification has no id, a response no method
+        Ok(m) => Message { opens: false, request_id: m.get("method").and(m.get("id")).filter(|id| !id.is_null()).cloned() },
         Err(Unread::NotJson(why)) => return Err(ApiError::invalid_json(why)),
         Err(Unread::NotOneObject) => return Err(ApiError::bad_request("invalid_request", not_one_object(text))),
         Err(Unread::Twice(refusal, _)) => return Err((*refusal).into()),
@@ -1152,7 +1201,15 @@ async fn one_message(req: Request) -> Result<(Request, bool), ApiError> {
     if skip > 0 {
         parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len() - skip));
     }
-    Ok((Request::from_parts(parts, axum::body::Body::from(bytes.slice(skip..))), opens))
+    Ok((Request::from_parts(parts, axum::body::Body::from(bytes.slice(skip..))), message))
+}
+
+/// What `/mcp`'s middleware needs of a POST's JSON-RPC message.
+struct Message {
+    /// An `initialize`, which opens a session.
+    opens: bool,
+    /// A request's id (not an `initialize`'s, which has no session yet).
+    request_id: Option<Value>,
 }
 
 // ---- lid mcp (stdio) ------------------------------------------------------------------

@@ -298,6 +298,30 @@ fn protocol_errors_are_answered_on_both_transports() {
     // a recall still works in the same session, and the session ends once
     let r = post(r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"rollback the deploy","max_chunks":1}}}"#);
     assert_eq!(rpc(&r)["result"]["structuredContent"]["chunks"][0]["name"], "rollback-procedure", "a recall in the same session: {}", r.body);
+    // Two requests with one id at once (MCP: an id is never reused in a session): each is
+    // answered, the one that comes while the other is being answered with a refusal. The
+    // SDK alone answered one and held the other's stream open with no answer, kept alive
+    // by pings until the session ended.
+    for round in 0..10 {
+        let body = json!({"jsonrpc": "2.0", "id": format!("twin-{round}"), "method": "tools/call", "params": {"name": "recall_instruction", "arguments": {"intent": "rollback the deploy", "max_chunks": 1}}}).to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..2 {
+            let (c, key, sid, body, tx) = (c.clone(), key.clone(), sid.clone(), body.clone(), tx.clone());
+            std::thread::spawn(move || {
+                let session = [accept, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+                let _ = tx.send(c.req_with("POST", "/mcp", Some(&key), Some(&body), &session));
+            });
+        }
+        for _ in 0..2 {
+            let r = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap_or_else(|_| panic!("round {round}: a request with an id in flight was never answered"));
+            if r.status == 200 {
+                assert_eq!(rpc(&r)["result"]["structuredContent"]["chunks"][0]["name"], "rollback-procedure", "round {round}: {}", r.body);
+            } else {
+                assert_eq!((r.status, r.code()), (400, "invalid_request".to_string()), "round {round}: {}", r.body);
+                assert!(r.body.contains("still being answered") && r.body.contains("-32600"), "{}", r.body);
+            }
+        }
+    }
     // a DELETE is answered 204 (the SDK's own 202 makes the MCP SDKs' clients warn)
     assert_eq!(c.req_with("DELETE", "/mcp", Some(&key), None, &session).status, 204);
     let r = c.req_with("DELETE", "/mcp", Some(&key), None, &session);
