@@ -548,6 +548,25 @@ mod tests {
         assert_eq!(s.items.iter().filter(|i| i.name == "offline").count(), 1, "{:?}", s.items.iter().map(|i| &i.name).collect::<Vec<_>>());
     }
 
+    /// A persona pack's items are fenced `mode="persona"` and come before the data items,
+    /// whatever their scores (runtime standard, Step 5); the data items keep their order.
+    #[test]
+    fn persona_items_come_before_data_items_whatever_their_scores() {
+        let mut f = store(KMD);
+        f.insert(content_fact("knowledge:acme/eng/voice/v1/KNOWLEDGE.md", "---\nname: house-voice\ndescription: How we write\ntype: reference\nstatus: ready\ntrust: high\nruntime:\n  mode: persona\n---\n# Voice\n"));
+        f.insert(content_fact("knowledge:acme/eng/voice/v1/units/tone.md", "# Tone\nWhen asked whether the widget works, answer plainly."));
+        let mut sources = f.content_sources("eng").unwrap().unwrap();
+        sources.packs.push(StoredPack { id: "voice".into(), version: "v1".into(), prefix: "knowledge:acme/eng/voice/v1/".into(), files: vec!["units/tone.md".into()], digest: None });
+        f.set_content_sources("eng", sources);
+        let s = select("eng", &f, "does the widget work offline", &Weights::default(), Limits { min_score: 0.0, ..limits() }).unwrap();
+        let got: Vec<(&str, &str, f64)> = s.items.iter().map(|i| (i.name.as_str(), i.mode.as_str(), i.score)).collect();
+        assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>()[..2], ["persona", "data"], "{got:?}");
+        let (tone, offline) = (&s.items[0], &s.items[1]);
+        assert_eq!((tone.name.as_str(), offline.name.as_str()), ("tone", "offline"), "{got:?}");
+        assert!(tone.score < offline.score, "{got:?}: the persona item must rank below to show the order is by mode");
+        assert!(tone.text.contains("mode=\"persona\"") && offline.text.contains("mode=\"data\""), "{}", tone.text);
+    }
+
     /// Content is served at or above the channel's minimum score, and never when the
     /// intent reaches nothing in it, whatever the minimum.
     #[test]

@@ -1663,6 +1663,57 @@ mod tests {
         assert_eq!(score(&["deploy-rules"], "style-guide"), style);
     }
 
+    /// A lift can move a unit from outside the top `max_chunks` into it (§21.5.5), so a
+    /// lifted recall ranks every unit before it cuts: the assembly's cut-off must not be
+    /// applied before the lift.
+    #[test]
+    fn a_lift_moves_a_unit_from_outside_the_cut_off_into_it() {
+        let (m, facts) = team(None);
+        let mut m = serde_json::to_value(&m).unwrap();
+        for e in m["entries"].as_array_mut().unwrap() {
+            e["guarantee_load"] = false.into();
+            e["force_position"] = serde_json::Value::Null;
+        }
+        let m: crate::manifest::Manifest = serde_json::from_value(m).unwrap();
+        let recall = |lift: &[&str]| {
+            let req = super::RecallRequest { intent: "deploy to production and format rust code".into(), max_chunks: Some(1), ..Default::default() };
+            let ctx = super::RecallContext { lift_units: lift.iter().map(|s| s.to_string()).collect(), ..Default::default() };
+            super::recall(&m, &facts, &crate::store::NoAudit, &req, &ctx).unwrap()
+        };
+        let all = super::recall(&m, &facts, &crate::store::NoAudit, &super::RecallRequest { intent: "deploy to production and format rust code".into(), max_chunks: Some(4), ..Default::default() }, &super::RecallContext::default()).unwrap();
+        let (top, second) = (&all.chunks[0], &all.chunks[1]);
+        assert!(top.score - second.score < 0.15f64.ln_1p(), "{all:?}: the lift must be able to overtake");
+        assert_eq!(recall(&[]).chunks.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), [top.name.as_str()]);
+        let lifted = recall(&[second.name.as_str()]);
+        assert_eq!(lifted.chunks.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), [second.name.as_str()], "{lifted:?}");
+    }
+
+    /// A hinted unit ranked below the assembly's cut-off is still served with its own
+    /// score: the ranker scores the hinted entries past its top `limit` (`also`), mapped
+    /// from manifest entries to the corpus's ranked entries.
+    #[test]
+    fn a_hinted_unit_below_the_cut_off_keeps_its_own_score() {
+        let (m, facts) = team(None);
+        let mut m = serde_json::to_value(&m).unwrap();
+        for e in m["entries"].as_array_mut().unwrap() {
+            e["guarantee_load"] = false.into();
+            e["force_position"] = serde_json::Value::Null;
+        }
+        let text = m.to_string();
+        let m: crate::manifest::Manifest = serde_json::from_value(m).unwrap();
+        let intent = "deploy to production and format rust code, escalate an incident";
+        let v: serde_json::Value = serde_json::from_str(&crate::api::rank(&text, intent, None, &facts).unwrap()).unwrap();
+        let ranked = v["ranked"].as_array().unwrap();
+        assert_eq!(ranked.len(), 4);
+        let last = &ranked[3];
+        assert!(last["score"].as_f64().unwrap() > 0.0, "{v}: the hinted unit must have a score of its own");
+        let name = last["name"].as_str().unwrap();
+        let req = super::RecallRequest { intent: intent.into(), max_chunks: Some(1), manifest_hint: vec![name.into()], ..Default::default() };
+        let r = ask(&m, &facts, req);
+        let hinted = r.chunks.iter().find(|c| c.name == name).expect("the hint is served");
+        assert_eq!((hinted.selected_by.as_str(), hinted.score), ("manifest_hint", last["score"].as_f64().unwrap()), "{r:?}");
+    }
+
     /// A unit whose content cannot be read is not ranked, and the response says so by
     /// name (a guaranteed one is named by the assembly instead).
     #[test]
