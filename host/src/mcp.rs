@@ -647,7 +647,21 @@ const SERVED: &[&str] = &["initialize", "ping", "tools/list", "tools/call", "pro
 /// -32601 for an MCP method lid does not serve, naming those it does (the SDK's own
 /// answer is the method's name alone).
 fn not_served(method: &str) -> McpError {
-    McpError::new(ErrorCode::METHOD_NOT_FOUND, format!("method {method:?} is an MCP method lid does not serve: lid serves {}", SERVED.join(", ")), None)
+    McpError::new(ErrorCode::METHOD_NOT_FOUND, not_served_message(method), None)
+}
+
+fn not_served_message(method: &str) -> String {
+    format!("method {method:?} is an MCP method lid does not serve: lid serves {}", SERVED.join(", "))
+}
+
+/// The MCP methods lid does not serve that the SDK refuses itself, by its task-capability
+/// check, before lid's handler sees them, with the method's name alone as the message:
+/// lid answers them as [`not_served`] before the SDK reads them, on both transports.
+const REFUSED_BY_THE_SDK: &[&str] = &["tasks/get", "tasks/cancel"];
+
+/// [`not_served`]'s answer to a request in [`REFUSED_BY_THE_SDK`], as a JSON-RPC message.
+fn not_served_reply(id: &Value, method: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": ErrorCode::METHOD_NOT_FOUND.0, "message": not_served_message(method)}})
 }
 
 /// What is wrong with a known method's params, in serde's words where lid can say more.
@@ -1100,6 +1114,9 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
             }
         }
         if let (Some(sid), Some(id)) = (&asked, &message.request_id) {
+            if message.refused_by_the_sdk && sessions.is_open(sid).await {
+                return ([(header::CONTENT_TYPE, "application/json")], not_served_reply(id, &message.method).to_string()).into_response();
+            }
             match sessions.begin(sid, id) {
                 Ok(a) => answering = Some(a),
                 Err(e) => return e.into_response(),
@@ -1189,10 +1206,13 @@ async fn one_message(req: Request) -> Result<(Request, Message), ApiError> {
             if let Err(e) = serde_json::from_value::<rmcp::model::InitializeRequestParams>(params) {
                 return Err(ApiError::bad_request("invalid_request", format!("invalid params for initialize (-32602): {e}; send protocolVersion, capabilities and clientInfo")).with_details(json!({"jsonrpc": {"code": -32602, "id": m["id"]}})));
             }
-            Message { opens: true, request_id: None }
+            Message { opens: true, request_id: None, method: "initialize".into(), refused_by_the_sdk: false }
         }
         // a request (a method and an id); a notification has no id, a response no method
-        Ok(m) => Message { opens: false, request_id: m.get("method").and(m.get("id")).filter(|id| !id.is_null()).cloned() },
+        Ok(m) => {
+            let method = m["method"].as_str().unwrap_or_default().to_string();
+            Message { opens: false, request_id: m.get("method").and(m.get("id")).filter(|id| !id.is_null()).cloned(), refused_by_the_sdk: REFUSED_BY_THE_SDK.contains(&method.as_str()), method }
+        }
         Err(Unread::NotJson(why)) => return Err(ApiError::invalid_json(why)),
         Err(Unread::NotOneObject) => return Err(ApiError::bad_request("invalid_request", not_one_object(text))),
         Err(Unread::Twice(refusal, _)) => return Err((*refusal).into()),
@@ -1210,6 +1230,10 @@ struct Message {
     opens: bool,
     /// A request's id (not an `initialize`'s, which has no session yet).
     request_id: Option<Value>,
+    /// Its method (empty for a response).
+    method: String,
+    /// Whether the method is one of [`REFUSED_BY_THE_SDK`].
+    refused_by_the_sdk: bool,
 }
 
 // ---- lid mcp (stdio) ------------------------------------------------------------------
@@ -1385,7 +1409,10 @@ fn screen(line: &[u8], started: bool) -> Screened {
         };
     }
     if started {
-        return Screened::Forward { starts: false };
+        return match (method, &id) {
+            (Some(m), Some(id)) if REFUSED_BY_THE_SDK.contains(&m) => Screened::Reply(not_served_reply(id, m)),
+            _ => Screened::Forward { starts: false },
+        };
     }
     // The SDK answers every request before the lifecycle starts itself (ping, discover,
     // a request without the 2026-07-28 metadata), and takes `initialize` or a request

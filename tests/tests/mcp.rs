@@ -277,6 +277,13 @@ fn protocol_errors_are_answered_on_both_transports() {
     let (code, msg) = error_of(r#"{"jsonrpc":"2.0","id":4,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"boot_stub"},"argument":{"name":"profile","value":"g"}}}"#);
     assert_eq!(code, -32601, "{msg}");
     assert!(msg.contains("completion/complete") && msg.contains("lid does not serve"), "{msg}");
+    // and so are the two the SDK refuses itself by its capability check, with their name
+    // alone as its message
+    for method in ["tasks/get", "tasks/cancel"] {
+        let (code, msg) = error_of(&json!({"jsonrpc": "2.0", "id": 4, "method": method, "params": {"taskId": "t1"}}).to_string());
+        assert_eq!(code, -32601, "{msg}");
+        assert!(msg.contains(method) && msg.contains("lid does not serve") && msg.contains("tools/call"), "{msg}");
+    }
     for list in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"] {
         let (code, msg) = error_of(&json!({"jsonrpc": "2.0", "id": 5, "method": list, "params": {"cursor": "bogus"}}).to_string());
         assert_eq!(code, -32602, "{list}: {msg}");
@@ -383,6 +390,7 @@ fn protocol_errors_are_answered_on_both_transports() {
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#.to_string(),
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"a","intent":"b"}}}"#.to_string(),
         r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"rollback the deploy","max_chunks":1}}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"t1"}}"#.to_string(),
     ];
     let mut stdin = child.stdin.take().expect("stdin");
     for l in &lines {
@@ -393,8 +401,8 @@ fn protocol_errors_are_answered_on_both_transports() {
     for line in stdout.lines() {
         let v: Value = serde_json::from_str(&line.expect("read lid mcp")).expect("stdout carries JSON-RPC only");
         answers.insert(v["id"].to_string(), v);
-        // ids 1, 2, 4, 5, 6 and the parse error's null
-        if answers.len() == 6 {
+        // ids 1, 2, 4, 5, 6, 7 and the parse error's null
+        if answers.len() == 7 {
             break;
         }
     }
@@ -407,4 +415,6 @@ fn protocol_errors_are_answered_on_both_transports() {
     assert_eq!(answers["4"]["error"]["code"], -32602);
     assert_eq!(answers["5"]["error"]["code"], -32600);
     assert_eq!(answers["6"]["result"]["structuredContent"]["chunks"][0]["name"], "rollback-procedure", "{:?}", answers["6"]);
+    assert_eq!(answers["7"]["error"]["code"], -32601, "{:?}", answers["7"]);
+    assert!(answers["7"]["error"]["message"].as_str().unwrap_or_default().contains("lid does not serve"), "{:?}", answers["7"]);
 }
