@@ -1107,6 +1107,13 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
             Ok(r) => r,
             Err(e) => return e.into_response(),
         };
+        if let (true, Some(sid)) = (message.opens, &asked) {
+            // (MCP: an `initialize` is sent without a session id, and starts a session; a
+            // second one in a live session was answered again, as if it had started one)
+            if sessions.is_open(sid).await {
+                return ApiError::bad_request("invalid_request", "this MCP session is already initialized (JSON-RPC -32600): send requests in it, or send `initialize` without an Mcp-Session-Id header to start a new session").into_response();
+            }
+        }
         if message.opens && asked.is_none() {
             match sessions.admit(&key_id).await {
                 Ok(a) => admitted = Some(a),

@@ -257,6 +257,10 @@ fn protocol_errors_are_answered_on_both_transports() {
     let session = [accept, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
     let post = |body: &str| c.req_with("POST", "/mcp", Some(&key), Some(body), &session);
     assert_eq!(post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).status, 202);
+    // an `initialize` inside a live session starts nothing (MCP sends it without one)
+    let r = post(&init);
+    assert_eq!((r.status, r.code()), (400, "invalid_request".to_string()), "{}", r.body);
+    assert!(r.body.contains("already initialized") && r.body.contains("without an Mcp-Session-Id"), "{}", r.body);
     let error_of = |body: &str| {
         let r = post(body);
         assert_eq!(r.status, 200, "{body}: {}", r.body);
