@@ -1591,6 +1591,17 @@ mod tests {
         (crate::manifest::parse(&m.to_string()).unwrap(), f)
     }
 
+    /// [`team`] with no guaranteed or prepended unit: every unit is ranked alone.
+    fn plain_team() -> (crate::manifest::Manifest, MemoryFacts) {
+        let (m, facts) = team(None);
+        let mut m = serde_json::to_value(&m).unwrap();
+        for e in m["entries"].as_array_mut().unwrap() {
+            e["guarantee_load"] = false.into();
+            e["force_position"] = serde_json::Value::Null;
+        }
+        (serde_json::from_value(m).unwrap(), facts)
+    }
+
     fn ask(m: &crate::manifest::Manifest, facts: &MemoryFacts, req: super::RecallRequest) -> super::RecallResponse {
         super::recall(m, facts, &crate::store::NoAudit, &req, &super::RecallContext::default()).unwrap()
     }
@@ -1668,13 +1679,7 @@ mod tests {
     /// applied before the lift.
     #[test]
     fn a_lift_moves_a_unit_from_outside_the_cut_off_into_it() {
-        let (m, facts) = team(None);
-        let mut m = serde_json::to_value(&m).unwrap();
-        for e in m["entries"].as_array_mut().unwrap() {
-            e["guarantee_load"] = false.into();
-            e["force_position"] = serde_json::Value::Null;
-        }
-        let m: crate::manifest::Manifest = serde_json::from_value(m).unwrap();
+        let (m, facts) = plain_team();
         let recall = |lift: &[&str]| {
             let req = super::RecallRequest { intent: "deploy to production and format rust code".into(), max_chunks: Some(1), ..Default::default() };
             let ctx = super::RecallContext { lift_units: lift.iter().map(|s| s.to_string()).collect(), ..Default::default() };
@@ -1693,14 +1698,8 @@ mod tests {
     /// from manifest entries to the corpus's ranked entries.
     #[test]
     fn a_hinted_unit_below_the_cut_off_keeps_its_own_score() {
-        let (m, facts) = team(None);
-        let mut m = serde_json::to_value(&m).unwrap();
-        for e in m["entries"].as_array_mut().unwrap() {
-            e["guarantee_load"] = false.into();
-            e["force_position"] = serde_json::Value::Null;
-        }
-        let text = m.to_string();
-        let m: crate::manifest::Manifest = serde_json::from_value(m).unwrap();
+        let (m, facts) = plain_team();
+        let text = serde_json::to_string(&m).unwrap();
         let intent = "deploy to production and format rust code, escalate an incident";
         let v: serde_json::Value = serde_json::from_str(&crate::api::rank(&text, intent, None, &facts).unwrap()).unwrap();
         let ranked = v["ranked"].as_array().unwrap();
