@@ -448,10 +448,9 @@ const AUDIT_BATCH_MAX: usize = 256;
 /// writer waits for more rows before it commits: a commit's cost is mostly the WAL frames
 /// of the pages it touches, not its rows, so fewer, larger commits leave more CPU to
 /// recalls. `LID_AUDIT_LINGER_US` overrides it (0 turns it off).
-const AUDIT_LINGER: std::time::Duration = std::time::Duration::from_micros(500);
-
+/// (`crate::settings::AUDIT_LINGER_US` holds the default, 500 µs.)
 fn audit_linger() -> std::time::Duration {
-    std::env::var("LID_AUDIT_LINGER_US").ok().and_then(|v| v.parse().ok()).map(std::time::Duration::from_micros).unwrap_or(AUDIT_LINGER)
+    std::time::Duration::from_micros(crate::settings::AUDIT_LINGER_US.get())
 }
 
 /// Bound of the API-key cache; it is emptied when full (only valid keys are cached).
@@ -514,8 +513,8 @@ impl Db {
             path: path.to_path_buf(),
             writer: Mutex::new(w),
             readers: Mutex::new(Vec::new()),
-            snapshots: RwLock::new(ByteCache::new(cache_budget("LID_SNAPSHOT_CACHE_MB"))),
-            derived: RwLock::new(DerivedCache::new(cache_budget("LID_DERIVED_CACHE_MB"))),
+            snapshots: RwLock::new(ByteCache::new(cache_budget(&crate::settings::SNAPSHOT_CACHE_MB))),
+            derived: RwLock::new(DerivedCache::new(cache_budget(&crate::settings::DERIVED_CACHE_MB))),
             derived_read: Mutex::new(Default::default()),
             local_writes: AtomicU64::new(0),
             principals: RwLock::new(HashMap::new()),
@@ -974,23 +973,45 @@ impl Db {
     /// good. A deleted blob still in memory serves on; one asked for again is derived
     /// again. Returns how many were marked and how many deleted.
     pub fn prune_derived(&self, now: i64, keep_ms: i64) -> DbResult<(usize, usize)> {
-        let read = std::mem::take(&mut *self.derived_read.lock().unwrap_or_else(|e| e.into_inner()));
+        let read = self.take_derived_read();
         self.write(|tx| {
-            let mut used = tx.prepare_cached("UPDATE derived_blobs SET used_at = ?1 WHERE key = ?2")?;
-            let mut marked = 0;
-            for key in &read {
-                marked += used.execute(params![now, key])?;
-            }
+            let marked = mark_derived_read(tx, &read, now)?;
             let deleted = tx.execute("DELETE FROM derived_blobs WHERE coalesce(used_at, created_at) < ?1", params![now.saturating_sub(keep_ms)])?;
             Ok::<_, DbError>((marked, deleted))
         })
     }
+
+    /// Mark the derived blobs read since the last call as used at `now`, deleting none:
+    /// `lid serve` does it as it stops, so the reads noted since the last hourly prune
+    /// are not lost (a service restarted more often than hourly recorded none, and its
+    /// next start deleted indexes read seconds before). Returns how many were marked.
+    pub fn mark_derived_read_now(&self, now: i64) -> DbResult<usize> {
+        let read = self.take_derived_read();
+        if read.is_empty() {
+            return Ok(0);
+        }
+        self.write(|tx| mark_derived_read(tx, &read, now))
+    }
+
+    fn take_derived_read(&self) -> std::collections::BTreeSet<String> {
+        std::mem::take(&mut *self.derived_read.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Set `used_at` to `now` on the derived blobs named in `read`; how many there were.
+fn mark_derived_read(tx: &rusqlite::Transaction<'_>, read: &std::collections::BTreeSet<String>, now: i64) -> DbResult<usize> {
+    let mut used = tx.prepare_cached("UPDATE derived_blobs SET used_at = ?1 WHERE key = ?2")?;
+    let mut marked = 0;
+    for key in read {
+        marked += used.execute(params![now, key])?;
+    }
+    Ok(marked)
 }
 
 /// A cache's budget of bytes: the environment variable `var` (MiB), else 256
 /// (`LID_DERIVED_CACHE_MB`: derived blobs; `LID_SNAPSHOT_CACHE_MB`: agents' snapshots).
-fn cache_budget(var: &str) -> usize {
-    std::env::var(var).ok().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(256) << 20
+fn cache_budget(setting: &crate::settings::Setting) -> usize {
+    (setting.get() << 20) as usize
 }
 
 /// The in-memory side of the `derived_blobs` table (the ranker indexes recalls read),

@@ -230,7 +230,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 /// How much of each pooled linear memory stays resident between calls
 /// (`LID_KEEP_RESIDENT_MIB`, default 16 MiB).
 fn keep_resident() -> usize {
-    std::env::var("LID_KEEP_RESIDENT_MIB").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(16) << 20
+    (crate::settings::KEEP_RESIDENT_MIB.get() << 20) as usize
 }
 
 /// Epoch tick period; deadlines are counted in ticks.

@@ -27,5 +27,6 @@ pub mod mcp;
 pub mod pack_dir;
 pub mod serve;
 pub mod service;
+pub mod settings;
 pub mod trigger;
 pub mod write_tree;

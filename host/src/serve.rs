@@ -163,13 +163,6 @@ pub fn sign_trigger(secret: &str, agent: &str, wake_reason: &str, heartbeat_id: 
     Ok(jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), &claims, &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()))?)
 }
 
-/// How often the service checkpoints its WAL (`LID_CHECKPOINT_MS` overrides it). Each
-/// round ends with a short copy that holds the writer (and so the audit commits) back,
-/// and it lasts longer the more was written since the last round: under load, every
-/// 500 ms gave recall latencies a p99 of 4.2–5.8 ms (stalls of up to 12 ms), every 50 ms
-/// 3.0 ms, at the same CPU per recall (10 s runs of the load example).
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
-
 /// How often `lid serve` looks for manifests that fell due for re-certification (S10).
 const RECERTIFY_EVERY: Duration = Duration::from_secs(3600);
 
@@ -217,7 +210,7 @@ fn prune_derived_logged(db: &Db, keep: Option<i64>) {
 }
 
 fn checkpoint_every() -> Duration {
-    std::env::var("LID_CHECKPOINT_MS").ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(CHECKPOINT_EVERY)
+    Duration::from_millis(crate::settings::CHECKPOINT_MS.get())
 }
 
 /// Run the service; `json_banner` (`lid --json serve`) prints the banner as one JSON line.
@@ -226,6 +219,7 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
     let listener = std::net::TcpListener::bind(&args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
     listener.set_nonblocking(true)?;
     let keep = derived_keep()?;
+    crate::settings::check().map_err(anyhow::Error::msg)?;
     let db = Db::open_with_key(&args.db, args.org_key.as_deref())?;
     db.checkpoint_in_background(checkpoint_every())?;
     let demo_secret = (args.demo && std::env::var(&args.heartbeat_secret_env).map(|s| s.is_empty()).unwrap_or(true)).then(|| crate::db::random_hex(24));
@@ -293,6 +287,11 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
             stop.cancel();
         };
         serve_http(listener, app, HEADER_TIMEOUT.min(Duration::from_secs(args.body_timeout_secs)), signal).await;
+        if keep.is_some() {
+            if let Err(e) = db.mark_derived_read_now(crate::db::now_ms()) {
+                tracing::error!(error = %e, "could not note which ranker indexes were read (LID_DERIVED_KEEP_DAYS)");
+            }
+        }
         tracing::info!("stopped: every request accepted before the signal was answered");
         Ok::<_, anyhow::Error>(())
     })?;

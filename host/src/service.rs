@@ -349,7 +349,7 @@ impl Service {
     /// The agent's current handoff (the latest one posted), if any.
     fn latest_handoff(&self, agent: &str) -> Result<Option<Value>, ApiError> {
         let detail: Option<String> = self.db.read(|c| {
-            Ok(c.query_row("SELECT detail FROM service_events WHERE agent_id = ?1 AND kind = 'handoff' ORDER BY created_at DESC, rowid DESC LIMIT 1", params![agent], |r| r.get(0))
+            Ok(c.query_row(lid_shared::heartbeat::LATEST_HANDOFF_SQL, params![agent], |r| r.get(0))
                 .optional()?)
         })?;
         detail.map(|d| serde_json::from_str::<Value>(&d).map(|v| v["handoff"].clone()).map_err(|e| ApiError::backend(DbError::Corrupt(e.to_string())))).transpose()

@@ -52,6 +52,28 @@ impl TriggerKey {
 mod key_tests {
     use super::TriggerKey;
 
+    /// `exp` is a NumericDate (RFC 7519 §2, "non-integer values can be represented"), as
+    /// `nbf` is: a control plane minting `time.time() + 300` was refused; a decimal is
+    /// rounded, and an `exp` that is no number is refused.
+    #[test]
+    fn a_fractional_exp_is_a_numeric_date() {
+        let key = TriggerKey::hs256(b"s");
+        let now = jsonwebtoken::get_current_timestamp();
+        let sign = |exp: &str| {
+            let claims: serde_json::Value = serde_json::from_str(&format!(r#"{{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":{exp}}}"#)).unwrap();
+            jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &jsonwebtoken::EncodingKey::from_secret(b"s")).unwrap()
+        };
+        for exp in [format!("{now}.4"), format!("{}.5", now - 1), format!("{now}.0")] {
+            assert_eq!(key.verify(&sign(&exp), "a").map(|t| t.exp).ok(), Some(now), "exp {exp}");
+        }
+        let past = format!("{}.5", now - 60);
+        assert!(key.verify(&sign(&past), "a").unwrap_err().0.message.contains("ExpiredSignature"));
+        for bad in ["null".to_string(), format!("\"{now}\""), "-1".into()] {
+            let e = key.verify(&sign(&bad), "a").unwrap_err();
+            assert!(e.0.message.contains("`exp` must be a NumericDate"), "exp {bad}: {}", e.0.message);
+        }
+    }
+
     #[test]
     fn eddsa_keys_must_be_32_bytes_of_base64url() {
         // 32 bytes: accepted (the RFC 8037 example key's `x`).

@@ -473,6 +473,24 @@ fn a_recall_in_a_heartbeat_records_the_heartbeats_start() {
     assert_eq!((recall.0.as_str(), recall.1), ("run_s1", preload.1), "the recall's session_start is its heartbeat's: {rows:?}");
     assert!(recall.2 > recall.1, "it ran later: {rows:?}");
     assert_eq!((alone.0.as_str(), alone.1), ("", alone.2), "no heartbeat: its own start: {rows:?}");
+    // A heartbeat whose signed trigger states its start keeps that start when an earlier
+    // record (a recall naming its id first) holds a later one: the start is the earliest
+    // on record, so no recall can move a signed start later.
+    let body = json!({"intent": "roll back the deploy", "heartbeat_id": "run_s2"});
+    assert_eq!(c.post(&format!("/v1/agents/{agent}/recall-instruction"), Some(&admin), &body).status, 200);
+    let signed_start = (lid_tests::http::now_s() - 3600) * 1000;
+    let trigger = lid_tests::http::sign_trigger(SECRET, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_s2", "session_start": signed_start, "exp": lid_tests::http::now_s() + 600}));
+    assert_eq!(c.post(&format!("/v1/agents/{agent}/heartbeat"), Some(&admin), &json!({"trigger": trigger})).status, 200);
+    let starts: Vec<(i64, String)> = sql
+        .prepare("SELECT a.session_start, m.source FROM instruction_audit a JOIN instruction_audit_meta m ON m.id = a.id WHERE a.agent_id = ?1 AND a.heartbeat_id = 'run_s2' ORDER BY a.rowid")
+        .unwrap()
+        .query_map([agent], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    assert!(starts[0].0 > signed_start as i64, "the recall started its own: {starts:?}");
+    assert_eq!((starts[1].0, starts[1].1.as_str()), (signed_start as i64, "task_type_preload"), "the signed start: {starts:?}");
 }
 
 /// §21.8.3: a manifest certified under another ranker is re-certified through the coverage
@@ -857,15 +875,24 @@ fn serve_deletes_ranker_indexes_unread_for_the_time_kept() {
         sql.execute("INSERT INTO derived_blobs (key, value, created_at, used_at) VALUES (?1, x'00', ?2, ?3)", rusqlite::params![key, created, used]).unwrap();
     }
     drop(sql);
-    let bad = std::process::Command::new(lid_tests::http::lid_bin())
-        .args(["serve", "--addr", "127.0.0.1:0", "--db", dir.join("other.db").to_str().unwrap()])
-        .env("LID_DERIVED_KEEP_DAYS", "a week")
-        .env("LID_CACHE_DIR", dir.join("cache"))
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("LID_DERIVED_KEEP_DAYS must be a number of days"), "{}", String::from_utf8_lossy(&bad.stderr));
-    assert!(!dir.join("other.db").exists());
+    // and so does any other tuning setting that does not read or is out of range (a typo
+    // ran on the default; `LID_CHECKPOINT_MS=0` spun a core on an idle database)
+    for (var, value, said) in [
+        ("LID_DERIVED_KEEP_DAYS", "a week", "LID_DERIVED_KEEP_DAYS must be a number of days"),
+        ("LID_CHECKPOINT_MS", "0", "LID_CHECKPOINT_MS must be a whole number of milliseconds from 1 to 60000"),
+        ("LID_AUDIT_LINGER_US", "500us", "LID_AUDIT_LINGER_US must be a whole number of microseconds from 0 to 100000"),
+        ("LID_SNAPSHOT_CACHE_MB", "-1", "LID_SNAPSHOT_CACHE_MB must be a whole number of MiB"),
+    ] {
+        let bad = std::process::Command::new(lid_tests::http::lid_bin())
+            .args(["serve", "--addr", "127.0.0.1:0", "--db", dir.join("other.db").to_str().unwrap()])
+            .env(var, value)
+            .env("LID_CACHE_DIR", dir.join("cache"))
+            .output()
+            .unwrap();
+        assert_eq!(bad.status.code(), Some(1), "{var}={value}");
+        assert!(String::from_utf8_lossy(&bad.stderr).contains(said), "{var}={value}: {}", String::from_utf8_lossy(&bad.stderr));
+        assert!(!dir.join("other.db").exists(), "{var}={value}");
+    }
 
     let server = Server::start(&dir, &db, "derived-keep-secret-0123456789abcdef", &[]);
     let sql = Connection::open(&db).unwrap();
@@ -880,6 +907,25 @@ fn serve_deletes_ranker_indexes_unread_for_the_time_kept() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(server.log_text().contains("deleted=2"), "{}", server.log_text());
+    // The reads noted since the last prune are written down when the service stops, not
+    // only by the hourly prune: a service restarted more often than hourly recorded no
+    // read, and its next start deleted indexes read seconds before.
+    let mut server = server;
+    let writer = create_key(&db, "admin", None, &CAPS, "admin:keep-writer");
+    let c = server.client();
+    publish_demo(&c, &writer, "keep-agent");
+    let r = c.post("/v1/agents/keep-agent/recall-instruction", Some(&writer), &json!({"intent": "roll back the deploy"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let read_at = |sql: &Connection| -> Vec<Option<i64>> {
+        let mut st = sql.prepare("SELECT used_at FROM derived_blobs WHERE created_at >= ?1 ORDER BY key").unwrap();
+        st.query_map([now], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    assert!(!read_at(&sql).is_empty(), "the publish derived the agent's index");
+    assert!(read_at(&sql).iter().all(Option::is_none), "{:?}", read_at(&sql));
+    let pid = server.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(exited_within(&mut server, 10, "lid serve still running 10 s after SIGTERM").success());
+    assert!(read_at(&sql).iter().any(|u| u.is_some_and(|t| t >= now)), "the recall's read was written at the stop: {:?}", read_at(&sql));
 }
 
 /// A row written into SQLite by something other than the service: version `to` of the
@@ -1662,4 +1708,32 @@ fn two_processes_opening_an_unmigrated_database_at_once_both_open_it() {
         let n: i64 = Connection::open(&db).unwrap().query_row("SELECT count(*) FROM lid_migrations WHERE name = '0010_audit_corpus_key.sql'", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 1);
     }
+}
+
+/// The boot context's session is the handoff posted last, whatever the clock did between
+/// the posts: a handoff dated 10 minutes ahead (a clock later stepped back, by NTP or a
+/// resumed VM) used to stay the session over the one posted after it, until the clock
+/// caught up. The rows' dates are moved in the database, as such a clock writes them.
+#[test]
+fn the_handoff_posted_last_is_the_session_when_the_clock_stepped_back() {
+    let (server, admin) = fresh("handoff-clock", &[]);
+    let c = server.client();
+    publish_demo(&c, &admin, "clock-agent");
+    let handoff = |task: &str| {
+        let h = json!({"task_id": task, "from_agent": "clock-agent", "to_agent": "clock-agent", "task": format!("Carry on with {task}"), "status": "in-progress", "created_at": "2026-11-23T10:00:00Z"});
+        let r = c.post("/v1/agents/clock-agent/handoff", Some(&admin), &h);
+        assert_eq!(r.status, 201, "{}", r.body);
+    };
+    let session = || {
+        let b = c.get("/v1/agents/clock-agent/boot-context", Some(&admin));
+        assert_eq!(b.status, 200, "{}", b.body);
+        b.json()["sections"][1]["items"][0]["uri"].as_str().unwrap_or_default().to_string()
+    };
+    handoff("task-a");
+    assert_eq!(session(), "handoff:task-a");
+    let db = Connection::open(&server.db).unwrap();
+    let moved = db.execute("UPDATE service_events SET created_at = created_at + 600000 WHERE kind = 'handoff'", []).unwrap();
+    assert_eq!(moved, 1);
+    handoff("task-b");
+    assert_eq!(session(), "handoff:task-b", "the handoff posted last is the session");
 }

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::error::ApiError;
 
 pub use lid_shared::heartbeat::Trigger;
+use lid_shared::heartbeat::numeric_date;
 
 /// The JOSE header (RFC 7515 §4.1) with the types its registered fields must have, as
 /// jsonwebtoken reads it in `lid serve`: a `"kid": 5` makes the token invalid there, so
@@ -70,7 +71,9 @@ struct RawClaims {
     heartbeat_id: String,
     #[serde(default)]
     session_start: Option<u64>,
-    exp: Option<u64>,
+    /// As sent (`null` included): see [`numeric_date`].
+    #[serde(default, deserialize_with = "as_sent")]
+    exp: Option<serde_json::Value>,
     /// As sent (`null` included): see [`numeric_date`].
     #[serde(default, deserialize_with = "as_sent")]
     nbf: Option<serde_json::Value>,
@@ -79,14 +82,6 @@ struct RawClaims {
 /// A claim's value as sent, `null` as `Some(Null)` (absent is `None`).
 fn as_sent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
     serde_json::Value::deserialize(d).map(Some)
-}
-
-/// A NumericDate claim (RFC 7519 §2: seconds, "possibly non-integer") as jsonwebtoken
-/// reads `nbf` in `lid serve`: a whole number, or a finite non-negative number rounded;
-/// anything else (`null`, a string, a negative number) makes the token invalid.
-fn numeric_date(v: &serde_json::Value) -> Option<u64> {
-    let n = v.as_number()?;
-    n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && *f < u64::MAX as f64).map(|f| f.round() as u64))
 }
 
 /// How triggers are verified: a shared HS256 secret or an Ed25519 public key (as
@@ -176,7 +171,12 @@ impl TriggerKey {
         let sig = URL_SAFE_NO_PAD.decode(s).map_err(|_| self.invalid("InvalidSignature"))?;
         self.check_signature(&token.as_bytes()[..h.len() + 1 + p.len()], &sig)?;
         let claims: RawClaims = URL_SAFE_NO_PAD.decode(p).ok().and_then(|b| serde_json::from_slice(&b).ok()).ok_or_else(|| self.invalid("Json"))?;
-        let (Some(sub), Some(exp)) = (claims.sub, claims.exp) else {
+        // (an `exp` that is no NumericDate fails `lid serve`'s reading of the claims)
+        let exp = match &claims.exp {
+            None => None,
+            Some(v) => Some(numeric_date(v).ok_or_else(|| self.invalid("Json"))?),
+        };
+        let (Some(sub), Some(exp)) = (claims.sub, exp) else {
             return Err(self.invalid("MissingRequiredClaim"));
         };
         let nbf = match &claims.nbf {
@@ -267,6 +267,17 @@ mod tests {
         for bad in ["null", "\"950\"", "-1", "true"] {
             let t = sign(b"s", &format!(r#"{{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":1000,"nbf":{bad}}}"#));
             assert!(code_and_message(key.verify(&t, "a", 960)).2.contains("InvalidClaimFormat"), "nbf {bad}");
+        }
+        // `exp` is a NumericDate as well (a control plane's `time.time() + 300`): a decimal
+        // is rounded; `null`, a string or a negative number is no expiry
+        for exp in ["1000.4", "999.5", "1000.0", "1e3"] {
+            let t = sign(b"s", &format!(r#"{{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":{exp}}}"#));
+            assert_eq!(key.verify(&t, "a", 900).map(|t| t.exp).ok(), Some(1000), "exp {exp}");
+            assert!(code_and_message(key.verify(&t, "a", 1006)).2.contains("ExpiredSignature"), "exp {exp}");
+        }
+        for bad in ["null", "\"1000\"", "-1", "true"] {
+            let t = sign(b"s", &format!(r#"{{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":{bad}}}"#));
+            assert!(code_and_message(key.verify(&t, "a", 900)).2.contains("Json"), "exp {bad}");
         }
         // every header field jsonwebtoken does not know must be a string there, so here too
         for header in [r#"{"alg":"HS256","b64":false}"#, r#"{"alg":"HS256","crit":5}"#, r#"{"alg":"HS256","nonce":7}"#, r#"{"alg":"HS256","foo":{"a":1}}"#] {

@@ -289,7 +289,7 @@ impl Service {
         struct Row {
             detail: String,
         }
-        let row: Option<Row> = self.store.first("SELECT detail FROM service_events WHERE agent_id = ?1 AND kind = 'handoff' ORDER BY created_at DESC, rowid DESC LIMIT 1", args![agent]).await?;
+        let row: Option<Row> = self.store.first(lid_shared::heartbeat::LATEST_HANDOFF_SQL, args![agent]).await?;
         row.map(|r| serde_json::from_str::<Value>(&r.detail).map(|v| v["handoff"].clone()).map_err(ApiError::engine_json)).transpose()
     }
 

@@ -57,10 +57,12 @@ pub struct AuditRow {
 /// `id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks,
 /// missed_chunks, audit_token, created_at`. `session_start` is "the heartbeat start"
 /// (§21.5.1): a record naming a heartbeat already on record (its preloads, an earlier
-/// recall) takes that heartbeat's start; otherwise the record's own time is its start.
+/// recall) takes that heartbeat's start, and otherwise its own (a signed trigger's
+/// `session_start`, else the record's time); of the two, the earlier. So a recall that
+/// named a heartbeat's id first cannot move the start its signed trigger states later.
 /// `migrations/0006_audit_heartbeats.sql` indexes the lookup.
 pub const INSERT_AUDIT_SQL: &str = "INSERT INTO instruction_audit (id, agent_id, heartbeat_id, session_start, intent, loaded_chunks, used_chunks, missed_chunks, audit_token, audit_closed, created_at)
- VALUES (?1, ?2, ?3, coalesce((SELECT min(session_start) FROM instruction_audit WHERE agent_id = ?2 AND heartbeat_id = ?3 AND ?3 <> ''), ?4), ?5, ?6, ?7, ?8, ?9, NULL, ?10)";
+ VALUES (?1, ?2, ?3, min(coalesce((SELECT min(session_start) FROM instruction_audit WHERE agent_id = ?2 AND heartbeat_id = ?3 AND ?3 <> ''), ?4), ?4), ?5, ?6, ?7, ?8, ?9, NULL, ?10)";
 
 /// Insert one audit row's meta (`instruction_audit_meta`), as both hosts do: parameters
 /// `id, source, manifest_version, content_served, chunk_sha256, assembly_sha256, request,

@@ -16,7 +16,23 @@ pub struct Trigger {
     pub heartbeat_id: String,
     #[serde(default)]
     pub session_start: Option<u64>,
+    #[serde(deserialize_with = "numeric_date_claim")]
     pub exp: u64,
+}
+
+/// A NumericDate claim (RFC 7519 §2: seconds, "non-integer values can be represented")
+/// as jsonwebtoken reads `exp` and `nbf` in `lid serve`: a whole number, or a finite
+/// non-negative number rounded; anything else (`null`, a string, a negative number) makes
+/// the token invalid. A control plane minting `exp` as `time.time() + 300` sends a
+/// fraction.
+pub fn numeric_date(v: &Value) -> Option<u64> {
+    let n = v.as_number()?;
+    n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && *f < u64::MAX as f64).map(|f| f.round() as u64))
+}
+
+fn numeric_date_claim<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = Value::deserialize(d)?;
+    numeric_date(&v).ok_or_else(|| serde::de::Error::custom(format!("`exp` must be a NumericDate (Unix seconds, a non-negative number), not {v}")))
 }
 
 impl Trigger {
@@ -40,6 +56,12 @@ impl Trigger {
         Ok(self)
     }
 }
+
+/// The agent's current handoff, the boot context's session: the one posted last, in the
+/// order the rows were written. Not the newest `created_at`: a clock stepped back (NTP, a
+/// resumed VM) dated a new handoff before the old one, and the old one stayed the session
+/// until the clock caught up. `max(rowid)` reads the (agent, kind) index alone.
+pub const LATEST_HANDOFF_SQL: &str = "SELECT detail FROM service_events WHERE rowid = (SELECT max(rowid) FROM service_events WHERE agent_id = ?1 AND kind = 'handoff')";
 
 /// The latest `session_start` a trigger may carry, in Unix ms: 9999-12-31T23:59:59.999Z.
 pub const SESSION_START_MAX_MS: u64 = 253_402_300_799_999;
