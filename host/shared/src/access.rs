@@ -483,4 +483,34 @@ mod tests {
             assert_eq!(writer.require_instruction_write(bad).unwrap_err().code, "invalid_request");
         }
     }
+
+    /// The boot context's identity section is the boot stub (§21.8.1: the agent itself or
+    /// an admin), so a supervisor is refused it; acting (a signed trigger, a heartbeat) is
+    /// the agent's own or an admin's (§21.4.5).
+    #[test]
+    fn the_boot_context_is_the_agents_own_or_an_admins() {
+        let admin = key(Role::Admin, None, &[CAP_ADMIN, CAP_READ]);
+        let own = key(Role::Agent, Some("a"), &[CAP_READ]);
+        let boss = key(Role::Agent, Some("boss"), &[CAP_READ]);
+        let no_read = key(Role::Agent, Some("a"), &[]);
+        for acting in [false, true] {
+            assert!(admin.require_boot("a", acting).is_ok() && own.require_boot("a", acting).is_ok(), "{acting}");
+            assert_eq!(boss.require_boot("a", acting).unwrap_err().code, "instruction_scope_denied", "{acting}");
+            assert_eq!(no_read.require_boot("a", acting).unwrap_err().code, "capability_missing", "{acting}");
+            assert_eq!(admin.require_boot("a b", acting).unwrap_err().code, "invalid_request", "{acting}");
+        }
+        assert!(boss.require_boot("a", false).unwrap_err().message.contains("boot context"));
+        assert!(boss.require_boot("a", true).unwrap_err().message.contains("may not act for agent"));
+    }
+
+    #[test]
+    fn a_label_or_entity_uri_may_be_256_characters_and_no_more() {
+        let req = |v: serde_json::Value| serde_json::from_value::<NewKey>(v).unwrap();
+        for field in ["label", "entity_uri"] {
+            let (info, _) = req(serde_json::json!({"role": "admin", field: "é".repeat(256)})).mint("01", "02", 0).unwrap();
+            assert_eq!(if field == "label" { &info.label } else { &info.entity_uri }.chars().count(), 256, "{field}");
+            let e = req(serde_json::json!({"role": "admin", field: "x".repeat(257)})).mint("01", "02", 0).unwrap_err();
+            assert!(e.message.contains(&format!("`{field}` must be one line of at most 256 characters")), "{}", e.message);
+        }
+    }
 }

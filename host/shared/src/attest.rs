@@ -533,4 +533,73 @@ mod tests {
         assert!(m.contains(other.kid()) && m.contains(cur.kid()) && m.contains("restore the key file"), "{m}");
         assert_eq!(org_key_mismatch(m).status, 503);
     }
+
+    /// The public key operators verify facts with elsewhere (the JWK `x`): the 32 bytes
+    /// that check the key's signatures; `Debug` names the key by its kid.
+    #[test]
+    fn the_public_text_verifies_the_keys_signatures() {
+        let k = key(8);
+        let f = fact("Review every diff.");
+        let x: [u8; 32] = URL_SAFE_NO_PAD.decode(k.public_text()).unwrap().try_into().unwrap();
+        let public = VerifyingKey::from_bytes(&x).unwrap();
+        let chain: Vec<Entry> = serde_json::from_str(&k.sign(&f)).unwrap();
+        let sig = Signature::from_slice(&URL_SAFE_NO_PAD.decode(&chain[0].sig).unwrap()).unwrap();
+        assert!(public.verify(&f.payload(), &sig).is_ok());
+        assert_ne!(k.public_text(), key(9).public_text());
+        assert_eq!(format!("{k:?}"), format!("OrgKey({})", k.kid()));
+    }
+
+    /// [`SIGNED_BY_SQL`] counts the facts whose chain holds the needle: it is the key's own
+    /// `"kid"` entry, found in its chains and in no other key's.
+    #[test]
+    fn the_kid_needle_is_found_in_the_keys_chains_only() {
+        let (k, other) = (key(1), key(2));
+        assert_eq!(kid_needle(k.kid()), format!("\"kid\":\"{}\"", k.kid()));
+        let f = fact("x");
+        assert!(k.sign(&f).contains(&kid_needle(k.kid())));
+        assert!(!other.sign(&f).contains(&kid_needle(k.kid())));
+    }
+
+    /// A stored row (no content, its digest) re-signed by the new key verifies with its
+    /// content under the new key; a row the old key did not sign is not re-signed.
+    #[test]
+    fn a_stored_chain_is_re_signed_from_its_row() {
+        let (old, new) = (key(5), key(6));
+        let f = fact("Review every diff.");
+        let digest = hex(&Sha256::digest(f.content.as_bytes()));
+        let row = |chain: String| StoredChain {
+            uri: f.uri.into(),
+            version: f.version.into(),
+            interpret_as: f.interpret_as.into(),
+            authored_by: f.authored_by.into(),
+            authored_at: f.authored_at.into(),
+            source_trust: f.source_trust,
+            tokens: f.tokens,
+            sha256: digest.clone(),
+            attestation_chain: chain,
+        };
+        let resigned = row(old.sign(&f)).resign(&new, &old).unwrap();
+        assert_eq!(new.verify(&f, Some(&resigned)), Ok(()));
+        assert_eq!(row(key(7).sign(&f)).resign(&new, &old), Err(Unattested::UnknownKey(old.kid().to_string())));
+        assert_eq!(StoredChain { tokens: 5, ..row(old.sign(&f)) }.resign(&new, &old), Err(Unattested::BadSignature));
+    }
+
+    /// The memo keeps every fact that passed, up to [`MEMO_MAX`], then starts again.
+    #[test]
+    fn the_memo_keeps_what_passed_up_to_its_bound() {
+        let (k, memo) = (key(3), Memo::default());
+        let (a, b) = (fact("a"), fact("b"));
+        for f in [&a, &b] {
+            assert_eq!(memo.verify(&k, f, Some(&k.sign(f))), Ok(()));
+        }
+        assert_eq!(memo.verified.lock().unwrap().len(), 2);
+        memo.verified.lock().unwrap().extend((0..MEMO_MAX as u32).map(|i| {
+            let mut id = [0xff; 32];
+            id[..4].copy_from_slice(&i.to_le_bytes());
+            id
+        }));
+        let c = fact("c");
+        assert_eq!(memo.verify(&k, &c, Some(&k.sign(&c))), Ok(()));
+        assert_eq!(memo.verified.lock().unwrap().len(), 1, "emptied when full");
+    }
 }

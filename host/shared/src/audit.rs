@@ -271,4 +271,32 @@ mod tests {
         assert_eq!(p["warnings"][0]["code"], "audit_write_failed");
         assert!(p["warnings"][0]["message"].as_str().is_some_and(|m| m.ends_with("disk full")));
     }
+
+    /// §21.5.2: feedback is taken for 24 hours after the recall, that instant included.
+    #[test]
+    fn a_token_takes_feedback_for_24_hours_after_its_recall() {
+        use super::{closing, Stored};
+        let at = 1_777_896_000_000;
+        let open = Stored { created_at: at, closed: false, loaded_json: "[]", used_json: "[]", missed_json: "[]" };
+        for now in [at, at + 1, at + 86_400_000] {
+            assert_eq!(closing(&open, now, &[], &[]), Ok(true), "{now}");
+        }
+        assert_eq!(closing(&open, at + 86_400_001, &[], &[]).unwrap_err().code, "audit_token_expired");
+    }
+
+    /// The window's rows come newest first from the query, at most one more than
+    /// [`super::WINDOW_ROWS_MAX`]: oldest first, the oldest past the bound left out and said.
+    #[test]
+    fn a_window_is_oldest_first_and_says_when_rows_were_left_out() {
+        use super::{window, WINDOW_ROWS_MAX};
+        let row = |i: usize| serde_json::from_value::<AuditRow>(serde_json::json!({"id": i.to_string(), "agent_id": "a", "heartbeat_id": "", "session_start": 0, "intent": "", "loaded_chunks": [], "audit_token": "", "created_at": i})).unwrap();
+        let ids = |rows: &[AuditRow]| rows.iter().map(|r| r.created_at).collect::<Vec<_>>();
+        let (rows, truncated) = window((0..3).rev().map(row).collect());
+        assert_eq!((ids(&rows), truncated), (vec![0, 1, 2], false));
+        assert!(!window(vec![]).1);
+        let (rows, truncated) = window((0..WINDOW_ROWS_MAX).rev().map(row).collect());
+        assert_eq!((rows.len(), rows[0].created_at, truncated), (WINDOW_ROWS_MAX, 0, false));
+        let (rows, truncated) = window((0..=WINDOW_ROWS_MAX).rev().map(row).collect());
+        assert_eq!((rows.len(), rows[0].created_at, rows[WINDOW_ROWS_MAX - 1].created_at, truncated), (WINDOW_ROWS_MAX, 1, WINDOW_ROWS_MAX as i64, true));
+    }
 }

@@ -156,6 +156,23 @@ mod tests {
         assert_eq!(run(vec![])["units"][0]["guarantee_relevance"], json!({"closed_recalls": 0, "used": 0, "p_relevant": null}));
     }
 
+    /// §21.3.3 rule 4 warns below 0.6: 12 of 20 is not warned; recalls that did not load
+    /// the unit do not count towards it.
+    #[test]
+    fn a_relevance_of_exactly_0_6_is_not_warned_and_only_recalls_that_loaded_the_unit_count() {
+        let manifest = r#"{"entries": [{"name": "rules", "guarantee_load": true}]}"#;
+        let subject = Subject { agent: "eng", manifest_version: "v2", manifest_json: manifest, ranker_version: "r" };
+        let rec = |i: usize, loaded: &[&str], used: &[&str]| {
+            json!({"id": i.to_string(), "agent_id": "eng", "heartbeat_id": "h", "session_start": 0, "intent": "x", "loaded_chunks": loaded, "used_chunks": used, "audit_token": format!("t{i}"), "audit_closed": 5, "created_at": 0, "source": "recall_instruction"})
+        };
+        let mut rows: Vec<Value> = (0..20).map(|i| rec(i, &["rules"], if i < 12 { &["rules"] } else { &[] })).collect();
+        rows.extend((20..40).map(|i| rec(i, &["b"], &["b"])));
+        let audit: Vec<AuditRow> = serde_json::from_value(Value::Array(rows)).unwrap();
+        let r = report(&subject, vec![], &audit, &json!({}), true);
+        assert_eq!(r["units"][0]["guarantee_relevance"], json!({"closed_recalls": 20, "used": 12, "p_relevant": 0.6}));
+        assert_eq!(r["warnings"], json!([]));
+    }
+
     #[test]
     fn per_unit_figures_and_admin_only_status() {
         let manifest = r#"{"entries": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}"#;

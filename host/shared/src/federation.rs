@@ -93,4 +93,23 @@ mod tests {
         assert!(promotion_claims(&json!({"interpret_as": "content", "promote": null})).is_empty());
         assert!(promotion_claims(&json!("not an object")).is_empty());
     }
+
+    #[test]
+    fn an_origin_may_be_256_characters_and_no_more() {
+        let origin = |n: usize| format!("org:{}", "x".repeat(n - 4));
+        let at_most = json!({"name": "tips", "content": "text", "origin": origin(256)});
+        assert_eq!(federated_fields(&at_most).unwrap().2.len(), 256);
+        let over = json!({"name": "tips", "content": "text", "origin": origin(257)});
+        assert_eq!(federated_fields(&over).unwrap_err().code, "invalid_request");
+    }
+
+    /// The identical fact sent again from another origin: the event names both origins and
+    /// who sent it, so no sender is lost from the record.
+    #[test]
+    fn a_fact_received_again_records_both_origins() {
+        assert_eq!(
+            received_again("quarantine:d/a/tips/v1", "org:b", "org:a", "admin:key_01"),
+            json!({"uri": "quarantine:d/a/tips/v1", "origin": "org:b", "held_origin": "org:a", "entity_uri": "admin:key_01"})
+        );
+    }
 }

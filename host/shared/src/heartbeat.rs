@@ -326,4 +326,35 @@ mod tests {
         assert_eq!((bad.status, bad.code.as_ref()), (400, "handoff_invalid"));
         assert!(bad.message.starts_with("`from_agent`: agent id \"Bad Agent\""), "{}", bad.message);
     }
+
+    /// A snapshot's stubs are kept by profile and stub version: each is found only under
+    /// both, and the first one kept stays.
+    #[test]
+    fn a_stub_is_kept_once_per_profile_and_stub_version() {
+        let memo = StubMemo::default();
+        assert_eq!(memo.get("generic", 1), None);
+        assert!(memo.put("generic", 1, "STUB", 42));
+        assert!(!memo.put("generic", 1, "OTHER", 7), "one was kept already");
+        assert_eq!(memo.get("generic", 1), Some(("STUB".to_string(), 42)));
+        assert_eq!((memo.get("generic", 2), memo.get("openai-assistants", 1)), (None, None));
+        assert!(memo.put("openai-assistants", 1, "OPENAI", 40));
+        assert!(memo.put("generic", 2, "STUB2", 43));
+        assert_eq!(memo.get("openai-assistants", 1), Some(("OPENAI".to_string(), 40)));
+        assert_eq!(memo.get("generic", 2), Some(("STUB2".to_string(), 43)));
+        assert_eq!(memo.get("generic", 1), Some(("STUB".to_string(), 42)));
+    }
+
+    /// The boot context's session source: the latest handoff, none, or why it could not be
+    /// read (a `source_unavailable` degradation, not a failure).
+    #[test]
+    fn the_session_source_is_the_latest_handoff_or_why_it_is_unavailable() {
+        let mut req = json!({"intent": "x"});
+        session_source(&mut req, Ok::<_, String>(Some(json!({"summary": "done"}))));
+        assert_eq!(req, json!({"intent": "x", "handoff": {"summary": "done"}, "handoff_stored": true}));
+        let mut req = json!({"intent": "x"});
+        session_source(&mut req, Ok::<_, String>(None));
+        assert_eq!(req, json!({"intent": "x"}));
+        session_source(&mut req, Err::<Option<Value>, _>("disk I/O error"));
+        assert_eq!(req["unavailable"], json!([{"source": "session", "reason": "disk I/O error"}]));
+    }
 }

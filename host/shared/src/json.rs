@@ -141,4 +141,11 @@ mod tests {
         assert_eq!(object(r#"{"a": "\ud800"#).unwrap_err().code, "invalid_json", "not well-formed: syntax");
         assert_eq!(object(r#"{"a": "\ud83d\ude00"}"#).unwrap(), json!({"a": "😀"}));
     }
+
+    #[test]
+    fn half_a_surrogate_pair_in_a_body_that_is_not_json_is_a_syntax_error() {
+        for bad in [r#"{"a": "\ud800",}"#, r#"{"a": "\ud800"} x"#, r#"{"a": ["\udc00" "b"]}"#] {
+            assert_eq!(object(bad).unwrap_err().code, "invalid_json", "{bad}");
+        }
+    }
 }

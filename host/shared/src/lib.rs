@@ -186,3 +186,18 @@ pub(crate) fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<
         _ => vec![],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// README "Errors": `{"error": {code, status, message, details}}`, and the refusal
+    /// displayed as its code and message (what the hosts log).
+    #[test]
+    fn a_refusal_is_answered_as_the_error_body_and_shown_as_code_and_message() {
+        let r = Refusal::new(409, "manifest_version_conflict", "v1 is published").with_details(serde_json::json!({"retryable": true}));
+        assert_eq!(r.body(), serde_json::json!({"error": {"code": "manifest_version_conflict", "status": 409, "message": "v1 is published", "details": {"retryable": true}}}));
+        assert_eq!(Refusal::invalid_request("x").body()["error"]["details"], serde_json::Value::Null);
+        assert_eq!(r.to_string(), "manifest_version_conflict: v1 is published");
+    }
+}

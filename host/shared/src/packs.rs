@@ -113,4 +113,37 @@ mod tests {
         assert_ne!(super::scoped_digest("a", &d), super::scoped_digest("a", &"1".repeat(64)));
         assert_eq!(super::scoped_digest("a", &d).len(), 64);
     }
+
+    #[test]
+    fn an_upload_is_read_field_by_field() {
+        use super::upload_fields;
+        use serde_json::json;
+        let body = json!({"knowledge_md": "---\nname: Ops\n---", "units": {"a.md": "# A"}, "deployment": "acme"});
+        let (kmd, units) = upload_fields(&body).unwrap();
+        assert_eq!((kmd, units.len(), units["a.md"].as_str()), ("---\nname: Ops\n---", 1, Some("# A")));
+        assert!(upload_fields(&json!({"knowledge_md": "k"})).unwrap().1.is_empty(), "a pack of KNOWLEDGE.md alone");
+        for (bad, needle) in [
+            (json!({"knowledge_md": "k", "unit": {}}), "unknown field `unit`"),
+            (json!({"units": {}}), "send the pack as"),
+            (json!({"knowledge_md": 5}), "send the pack as"),
+            (json!({"knowledge_md": "k", "units": ["a"]}), "`units` must be an object"),
+            (json!({"knowledge_md": "k", "units": {"a.md": "x", "b.md": 1}}), "`units.b.md` must be"),
+            (json!("k"), "send the pack as"),
+        ] {
+            let e = upload_fields(&bad).unwrap_err();
+            assert!(e.code == "invalid_request" && e.message.contains(needle), "{bad}: {}", e.message);
+        }
+    }
+
+    /// The index-building recall: a manifest naming one unit no store holds, an intent of
+    /// the pack's name in words, one chunk and one content item, the upload's clock.
+    #[test]
+    fn the_index_probe_ranks_the_pack_alone() {
+        let (manifest, request, context) = super::index_probe("eng", "acme", "ops-run_book.v2", 7);
+        let m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+        assert_eq!((m["agent_id"].as_str(), m["deployment"].as_str(), m["manifest_version"].as_str()), (Some("eng"), Some("acme"), Some("v1")));
+        assert_eq!((m["entries"].as_array().map(Vec::len), m["entries"][0]["name"].as_str()), (Some(1), Some("lid-pack-index")));
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&request).unwrap(), serde_json::json!({"intent": "ops run book v2", "max_chunks": 1, "max_content": 1}));
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&context).unwrap()["now_ms"], 7);
+    }
 }

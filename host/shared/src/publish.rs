@@ -586,4 +586,48 @@ mod tests {
         // without guarantee_load one admin may skip
         assert_eq!(gate(&failing, true, &["admin:a"], false).verdict().unwrap()["cosigned_by"], json!(["admin:a"]));
     }
+
+    /// The units whose text a publish reviews (§21.3.3 rules 1 and 5, §21.1.1): the key
+    /// [`REVIEWED_HORIZON_SQL`] reads names exactly them, sorted and each once.
+    #[test]
+    fn the_reviewed_key_names_the_guaranteed_prepended_and_always_applicable_units_sorted() {
+        let body = json!({"manifest_version": "v2", "entries": [
+            {"name": "rules", "guarantee_load": true},
+            {"name": "notes", "guarantee_load": false, "force_position": "append", "always_applicable": false},
+            {"name": "first", "force_position": "prepend"},
+            {"name": "style", "always_applicable": true},
+            {"name": "loose", "guarantee_load": "true", "always_applicable": 1},
+            {"name": "rules", "guarantee_load": true},
+        ]});
+        let r = PublishRequest::read("eng", &body).unwrap();
+        assert_eq!(r.reviewed_key("eng"), r#"{"agent":"eng","units":["first","rules","style"]}"#);
+        let plain = json!({"manifest_version": "v2", "entries": [{"name": "notes"}]});
+        assert_eq!(PublishRequest::read("eng", &plain).unwrap().reviewed_key("eng"), r#"{"agent":"eng","units":[]}"#);
+    }
+
+    /// §21.8.2: the current manifest as `GET …/instruction-manifest` shows it; the
+    /// provenance only when the host passes it (an admin's read).
+    #[test]
+    fn the_manifest_view_shows_the_stored_document_and_the_provenance_only_when_given() {
+        let stored = r#"{"agent_id":"eng","deployment":"acme","agent_role":"Release Engineer","manifest_version":"v3","published_at":"x","entries":[{"name":"a"}]}"#;
+        let view = |manifest_json, provenance| ManifestView { agent: "eng", manifest_json, version: "v3", fact_uri: "instruction:acme/eng/manifest/v3", token_count: 840, created_at_ms: 1_777_896_000_000, ranker_version: "r2", provenance };
+        assert_eq!(
+            view(stored, None).response().unwrap(),
+            json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Release Engineer", "manifest_version": "v3", "fact_uri": "instruction:acme/eng/manifest/v3",
+                "token_count": 840, "entries": [{"name": "a"}], "last_updated_at": "2026-05-04T12:00:00Z", "embedding_model_version": "r2"})
+        );
+        let p = json!({"published_by": "admin:a"});
+        assert_eq!(view(stored, Some(&p)).response().unwrap()["provenance"], p);
+        assert!(view("not json", None).response().is_err());
+    }
+
+    #[test]
+    fn the_provenance_records_who_published_what_under_which_ranker() {
+        let approvals = json!({"guarantee_load": true});
+        assert_eq!(
+            provenance("admin:alice", "key_01", 0, "d1", "r2", &approvals),
+            json!({"published_by": "admin:alice", "key_id": "key_01", "published_at": "1970-01-01T00:00:00Z", "manifest_sha256": "d1", "embedding_model_version": "r2",
+                "approvals": {"approved_by": "admin:alice", "granted": {"guarantee_load": true}}})
+        );
+    }
 }

@@ -145,4 +145,13 @@ mod tests {
         let ok = Outcome::new(&c, "ranker_changed", "r2", &json!({"units": [{"unit": "good", "passed": true}]}));
         assert_eq!((ok.passed(), ok.event_kind(), line(&ok.result)), (true, "manifest_recertified", r#"re-certified a v1 (ranker_changed; was certified under "r1")"#.to_string()));
     }
+
+    /// A unit of the engine's coverage report (its `paraphrases` is the probe count) as the
+    /// `coverage_reports` row a gate run writes; what it lacks is zero.
+    #[test]
+    fn a_coverage_row_takes_the_units_figures_from_the_engine_report() {
+        let u = json!({"unit": "deploy", "passed": false, "coverage_pct": 0.75, "hit_at_10": 0.5, "paraphrases": 8, "failed": ["p"]});
+        assert_eq!(coverage_row(&u), ("deploy".to_string(), 0.75, 0.5, 8));
+        assert_eq!(coverage_row(&json!({"unit": "x"})), ("x".to_string(), 0.0, 0.0, 0));
+    }
 }

@@ -31,4 +31,14 @@ mod tests {
         assert_eq!(iso(1_767_225_599_999), "2025-12-31T23:59:59Z");
         assert_eq!(iso(4_102_444_800_000), "2100-01-01T00:00:00Z");
     }
+
+    /// A century year that is not a leap year (2100, 2200) has no 29 February: the second
+    /// after its 28th is 1 March, where the algorithm's own year turns (it counts from March).
+    #[test]
+    fn february_of_a_century_year_that_is_not_leap_ends_on_the_28th() {
+        assert_eq!(iso(4_107_542_399_000), "2100-02-28T23:59:59Z");
+        assert_eq!(iso(4_107_542_400_000), "2100-03-01T00:00:00Z");
+        assert_eq!(iso(7_263_216_000_000), "2200-03-01T00:00:00Z");
+        assert_eq!(iso(951_868_800_000), "2000-03-01T00:00:00Z");
+    }
 }

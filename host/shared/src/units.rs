@@ -552,4 +552,78 @@ mod tests {
         assert!(check_reviewed("rules", Kind::Instruction, None).is_ok(), "a unit the manifest does not name");
         assert!(check_reviewed("rules", Kind::Content, Some(&prepend)).is_ok(), "content is refused by check_kind");
     }
+
+    #[test]
+    fn interpret_as_instruction_is_taken_as_sent_whatever_the_default() {
+        let body = json!({"content": "x", "interpret_as": "instruction"});
+        assert_eq!(UnitWrite::read("notes", &body).unwrap().kind, Kind::Instruction);
+        // a promotion defaults to content (Spec-13) but may ask for an instruction
+        let (kind, _) = promotion(&json!({"uri": "quarantine:d/a/x/v1", "interpret_as": "instruction"})).unwrap();
+        assert_eq!(kind, Kind::Instruction);
+        assert_eq!(Kind::read(Some(&json!("content")), Kind::Instruction).unwrap(), Kind::Content);
+    }
+
+    #[test]
+    fn a_units_entry_is_found_by_its_name_in_the_manifest() {
+        let m = r#"{"entries": [{"name": "rules", "guarantee_load": true}, {"name": "style", "always_applicable": true}]}"#;
+        assert_eq!(manifest_entry(m, "style"), Some(json!({"name": "style", "always_applicable": true})));
+        assert_eq!(manifest_entry(m, "rules").unwrap()["guarantee_load"], true);
+        assert_eq!(manifest_entry(m, "notes"), None, "a unit the manifest does not name");
+        assert_eq!(manifest_entry("not json", "rules"), None);
+        assert_eq!(manifest_entry(r#"{"entries": {}}"#, "rules"), None);
+    }
+
+    /// §21.1.1: the boot stub embeds always-applicable units, so an instruction written to
+    /// one changes the stub; content, or a unit that is not always applicable, does not.
+    #[test]
+    fn only_an_instruction_to_an_always_applicable_unit_changes_the_stub() {
+        let always = json!({"name": "style", "always_applicable": true});
+        assert!(changes_stub(Kind::Instruction, Some(&always)));
+        assert!(!changes_stub(Kind::Content, Some(&always)));
+        for other in [json!({"name": "style"}), json!({"name": "style", "always_applicable": false}), json!({"name": "style", "always_applicable": "true"})] {
+            assert!(!changes_stub(Kind::Instruction, Some(&other)), "{other}");
+        }
+        assert!(!changes_stub(Kind::Instruction, None));
+    }
+
+    /// §21.4.3: facts authored by verified administrators SHOULD have `source_trust >= 0.9`;
+    /// an agent's own 0.7, and an agent-role key holding `admin` is no administrator.
+    #[test]
+    fn an_admins_facts_are_trusted_more_than_an_agents() {
+        use crate::access::{Principal, Role, CAP_ADMIN, CAP_READ};
+        let key = |role, caps: &[&str]| Principal { key_id: "k".into(), role, agent_id: None, capabilities: caps.iter().map(|c| c.to_string()).collect(), entity_uri: "e".into() };
+        assert_eq!(source_trust(&key(Role::Admin, &[CAP_ADMIN, CAP_READ])), 0.9);
+        assert_eq!(source_trust(&key(Role::Agent, &[CAP_READ])), 0.7);
+        assert_eq!(source_trust(&key(Role::Agent, &[CAP_ADMIN, CAP_READ])), 0.7);
+    }
+
+    #[test]
+    fn a_promoted_fact_is_authored_by_its_origin_else_by_the_admin_who_promoted_it() {
+        assert_eq!(promoted_author("org:other-co", "admin:alice"), "org:other-co");
+        assert_eq!(promoted_author("", "admin:alice"), "admin:alice", "quarantined for its attestation: no origin");
+    }
+
+    #[test]
+    fn a_requested_version_that_is_not_a_plain_vn_is_left_to_the_engines_order() {
+        let after = |_: &str, _: Option<&str>| Ok::<i8, Refusal>(1);
+        for v in ["v2.0", "v2.1.0-rc1", "v", "release-a"] {
+            assert_eq!(plan_version(Some(v), None, None, after).unwrap(), v, "{v}");
+        }
+    }
+
+    /// §21.4.1: versions increase monotonically; a version of the same precedence as the
+    /// latest (`v10+build` against `v10`) is not after it.
+    #[test]
+    fn published_content_of_the_latests_precedence_is_not_newer() {
+        let latest = Latest { uri: "instruction:d/a/u/v10".into(), version: "v10".into(), interpret_as: "instruction".into(), sha256: String::new(), authored_by: "admin:alice".into(), quarantined: false };
+        let e = check_published_version::<Refusal>("instruction:d/a/u/v10+build", "v10+build", Some(&latest), |_, _| Ok(0)).unwrap_err();
+        assert_eq!((e.status, &*e.code), (409, "fact_version_conflict"));
+    }
+
+    #[test]
+    fn a_write_basis_names_a_manifest_row_or_a_first_deployment() {
+        assert_eq!(basis_manifest("manifest:man_01"), Some("man_01"));
+        assert_eq!(basis_manifest("deployment:acme"), None);
+        assert_eq!(basis_manifest(""), None);
+    }
 }
