@@ -209,6 +209,16 @@ fn prune_derived_logged(db: &Db, keep: Option<i64>) {
     }
 }
 
+/// As the service stops: write down the ranker-index reads noted since the last prune
+/// ([`Db::mark_derived_read_now`]), so the next start's prune does not take them for unread.
+fn note_reads_at_stop(db: &Db, keep: Option<i64>) {
+    if keep.is_some() {
+        if let Err(e) = db.mark_derived_read_now(crate::db::now_ms()) {
+            tracing::error!(error = %e, "could not note which ranker indexes were read (LID_DERIVED_KEEP_DAYS)");
+        }
+    }
+}
+
 fn checkpoint_every() -> Duration {
     Duration::from_millis(crate::settings::CHECKPOINT_MS.get())
 }
@@ -243,9 +253,11 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
         });
     }
     if args.exit_with_stdin {
-        std::thread::spawn(|| {
+        let db = db.clone();
+        std::thread::spawn(move || {
             let mut sink = Vec::new();
             let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+            note_reads_at_stop(&db, keep);
             std::process::exit(0);
         });
     }
@@ -287,11 +299,7 @@ pub fn run(args: &ServeArgs, json_banner: bool) -> Result<i32> {
             stop.cancel();
         };
         serve_http(listener, app, HEADER_TIMEOUT.min(Duration::from_secs(args.body_timeout_secs)), signal).await;
-        if keep.is_some() {
-            if let Err(e) = db.mark_derived_read_now(crate::db::now_ms()) {
-                tracing::error!(error = %e, "could not note which ranker indexes were read (LID_DERIVED_KEEP_DAYS)");
-            }
-        }
+        note_reads_at_stop(&db, keep);
         tracing::info!("stopped: every request accepted before the signal was answered");
         Ok::<_, anyhow::Error>(())
     })?;
