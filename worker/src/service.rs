@@ -278,7 +278,7 @@ impl Service {
         let id = format!("evt_{}", random_hex(12));
         let detail = json!({"handoff": h, "session_markdown": v["session_markdown"], "key_id": who.key_id, "entity_uri": who.entity_uri});
         self.store
-            .run("INSERT INTO service_events (id, agent_id, kind, detail, created_at) VALUES (?1, ?2, 'handoff', ?3, ?4)", args![id.as_str(), agent, detail.to_string(), now_ms() as f64])
+            .run("INSERT INTO service_events (id, agent_id, kind, detail, created_at) VALUES (?1, ?2, 'handoff', ?3, ?4)", args![id.as_str(), agent, detail.to_string(), now_ms()])
             .await?;
         Ok(json!({"agent_id": agent, "handoff_id": id, "task_id": h["task_id"], "handoff": h, "session_markdown": v["session_markdown"]}))
     }
