@@ -874,4 +874,96 @@ mod tests {
         assert!(b.warnings.iter().any(|w| w.starts_with("source_unavailable: the stored handoff")), "{:?}", b.warnings);
         req.handoff_stored = false;
     }
+
+    /// Provenance: each item's `sha256` is the SHA-256 of its text, and `bundle_sha256`
+    /// that of the sections' JSON (checked against `sha2` itself, not the helper).
+    #[test]
+    fn items_and_the_bundle_carry_the_sha256_of_their_text() {
+        use sha2::{Digest, Sha256};
+        let hex = |s: &str| Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let (m, facts) = agent();
+        let b = compose(&m, &facts, &NoAudit, &request(), &Default::default()).unwrap();
+        for it in b.sections.iter().flat_map(|s| &s.items) {
+            assert_eq!(it.sha256, hex(&it.text), "{}", it.key);
+        }
+        assert_eq!(b.bundle_sha256, hex(&serde_json::to_string(&b.sections).unwrap()));
+    }
+
+    /// A knowledge item without `layer` or `status` is the agent's own and ready.
+    #[test]
+    fn a_knowledge_item_is_the_agents_and_ready_unless_it_says_otherwise() {
+        let k: KnowledgeItem = serde_json::from_value(serde_json::json!({"pack": "p", "text": "t"})).unwrap();
+        assert_eq!((k.layer.as_str(), k.status.as_str(), k.mode.as_str()), ("agent", "ready", ""));
+    }
+
+    /// A layer item naming a section that does not exist, or with a blank key, is refused
+    /// like one naming an unknown layer.
+    #[test]
+    fn a_layer_item_with_an_unknown_section_or_a_blank_key_is_refused() {
+        let (m, facts) = agent();
+        for (section, key) in [("tasks", "k"), ("task", "  ")] {
+            let mut req = request();
+            req.layers.push(LayerItem { layer: "agent".into(), section: section.into(), key: key.into(), text: "t".into(), ..LayerItem::default() });
+            let e = compose(&m, &facts, &NoAudit, &req, &Default::default()).unwrap_err();
+            assert_eq!(e.code(), "invalid_request", "{section} {key:?}: {e}");
+        }
+    }
+
+    /// Layer precedence, agent > project > org, whatever order the request lists them in:
+    /// the agent's item holds the key; the project's at the same version is a duplicate,
+    /// the org's at another version is incompatible (`layer_precedence`).
+    #[test]
+    fn the_agent_layer_holds_a_key_over_project_and_org_whatever_the_request_order() {
+        let (m, facts) = agent();
+        let item = |layer: &str, version: &str| LayerItem { layer: layer.into(), section: "session".into(), key: "handbook".into(), uri: format!("{layer}:handbook"), version: version.into(), authored_at: None, text: format!("The {layer} handbook.") };
+        for layers in [vec![item("org", "v1"), item("project", "v2"), item("agent", "v2")], vec![item("project", "v2"), item("agent", "v2"), item("org", "v1")]] {
+            let mut req = request();
+            req.layers = layers;
+            let b = compose(&m, &facts, &NoAudit, &req, &Default::default()).unwrap();
+            let session = &b.sections[1];
+            let held: Vec<(&str, &str)> = session.items.iter().filter(|i| i.key == "handbook").map(|i| (i.layer.as_str(), i.text.as_str())).collect();
+            assert_eq!(held, [("agent", "The agent handbook.")]);
+            let dropped: Vec<(&str, &str)> = session.dropped.iter().map(|d| (d.layer.as_str(), d.reason.as_str())).collect();
+            assert_eq!(dropped, [("project", "duplicate"), ("org", "incompatible")]);
+            let c: Vec<(&str, &str, &str)> = b.conflicts.iter().filter(|c| c.key == "handbook").map(|c| (c.kept.as_str(), c.dropped.as_str(), c.resolution.as_str())).collect();
+            assert_eq!(c, [("session:agent@v2", "session:org@v1", "layer_precedence")]);
+        }
+    }
+
+    /// Knowledge comes persona packs first, then by layer (agent > project > org), in the
+    /// request's order within those.
+    #[test]
+    fn knowledge_comes_persona_first_then_by_layer() {
+        let (m, facts) = agent();
+        let mut req = request();
+        req.knowledge = serde_json::from_value(serde_json::json!([
+            {"layer": "org", "pack": "org-data", "text": "Org facts."},
+            {"layer": "project", "pack": "project-data", "text": "Project facts."},
+            {"layer": "org", "pack": "org-voice", "mode": "persona", "text": "Org voice."},
+            {"pack": "agent-data", "text": "Agent facts."},
+            {"layer": "project", "pack": "project-more", "text": "More project facts."}
+        ]))
+        .unwrap();
+        let b = compose(&m, &facts, &NoAudit, &req, &Default::default()).unwrap();
+        let keys: Vec<&str> = b.sections[3].items.iter().map(|i| i.key.as_str()).collect();
+        assert_eq!(keys, ["org-voice", "agent-data", "project-data", "project-more", "org-data"]);
+    }
+
+    /// The boot stub is never dropped, and `identity_over_budget` is said only when it is
+    /// over the identity budget: not when it fits, nor when it fills the budget exactly.
+    #[test]
+    fn the_boot_stub_is_warned_over_budget_only_past_it() {
+        let (m, facts) = agent();
+        let over = |b: &Bundle| b.warnings.iter().any(|w| w.starts_with("identity_over_budget"));
+        let b = compose(&m, &facts, &NoAudit, &request(), &Default::default()).unwrap();
+        assert!(!over(&b), "{:?}", b.warnings);
+        let stub = b.sections[0].items[0].tokens;
+        for (budget, warned) in [(stub, false), (stub - 1, true)] {
+            let mut req = request();
+            req.budgets.insert("identity".into(), budget);
+            let b = compose(&m, &facts, &NoAudit, &req, &Default::default()).unwrap();
+            assert_eq!(b.sections[0].items.iter().map(|i| i.key.as_str()).collect::<Vec<_>>(), ["boot-stub"], "{budget}");
+            assert_eq!(over(&b), warned, "{budget}: {:?}", b.warnings);
+        }
+    }
 }

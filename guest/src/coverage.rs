@@ -503,4 +503,209 @@ mod tests {
         let run = paraphrases("run the tests before you merge", 5);
         assert!(run.iter().any(|p| p.contains("execute")), "a verb in verb position is still swapped: {run:?}");
     }
+
+    /// A manifest of `units` (name, intents, description, content) and its facts, gated.
+    fn gate(units: &[(&str, &[&str], &str, &str)], opts: &CoverageOptions) -> CoverageReport {
+        use crate::store::{Fact, MemoryFacts};
+        let entries: Vec<serde_json::Value> = units
+            .iter()
+            .map(|(n, intents, d, _)| {
+                serde_json::json!({"name": n, "description": d, "required_by_task_types": [], "guarantee_load": false,
+                    "load_triggers": {"intents": intents, "keywords": [], "task_types": []},
+                    "fact_uri": format!("instruction:acme/eng/{n}/v1"), "path": null, "token_estimate": 20})
+            })
+            .collect();
+        let m = serde_json::json!({"agent_id": "eng", "deployment": "acme", "agent_role": "Engineer", "manifest_version": "v1", "entries": entries});
+        let mut facts = MemoryFacts::new();
+        for (n, _, _, text) in units {
+            facts.insert(Fact { uri: format!("instruction:acme/eng/{n}/v1"), content: text.to_string(), version: "v1".into(), ..Fact::default() });
+        }
+        run(&crate::manifest::parse(&m.to_string()).unwrap(), &facts, opts).unwrap()
+    }
+
+    const KEYS: &str = "rotate the signing keys";
+
+    /// Eleven identical units (`copy-a` … `copy-k`): every paraphrase of their intent scores
+    /// them alike, so they rank in name order, `copy-a` first and `copy-k` eleventh.
+    fn copies() -> Vec<(String, &'static [&'static str], &'static str, &'static str)> {
+        ('a'..='k').map(|c| (format!("copy-{c}"), &[KEYS][..], "Key rotation.", "Rotate the signing keys every quarter.")).collect()
+    }
+
+    fn gate_copies(extra: &[(&str, &[&str], &str, &str)], opts: &CoverageOptions) -> CoverageReport {
+        let copies = copies();
+        let mut units: Vec<(&str, &[&str], &str, &str)> = copies.iter().map(|(n, i, d, c)| (n.as_str(), *i, *d, *c)).collect();
+        units.extend_from_slice(extra);
+        gate(&units, opts)
+    }
+
+    /// §21.8.3: a host that sends no `k` or threshold gets the spec's: top 3, 80%.
+    #[test]
+    fn options_left_out_are_the_specs_top_3_and_80_percent() {
+        let o: CoverageOptions = serde_json::from_str("{}").unwrap();
+        assert_eq!(o, CoverageOptions::default());
+        assert_eq!((o.k, o.threshold), (3, 0.80));
+        let o: CoverageOptions = serde_json::from_str(r#"{"k": 5}"#).unwrap();
+        assert_eq!((o.k, o.threshold), (5, 0.80));
+        let o: CoverageOptions = serde_json::from_str(r#"{"threshold": 0.9}"#).unwrap();
+        assert_eq!((o.k, o.threshold), (3, 0.9));
+    }
+
+    /// §21.8.3 steps 2–4 at the cut-off: a unit ranked third is in the top 3 for every
+    /// paraphrase and passes; one ranked fourth is in it for none and fails, each miss
+    /// naming its paraphrase, its rank and the three units above it.
+    #[test]
+    fn a_unit_ranked_third_passes_and_one_ranked_fourth_fails_naming_the_top_three() {
+        let r = gate_copies(&[], &CoverageOptions::default());
+        let unit = |n: &str| r.units.iter().find(|u| u.unit == n).unwrap();
+        let third = unit("copy-c");
+        assert_eq!((third.coverage_pct, third.passed, third.paraphrases, third.failed.len()), (1.0, true, 5, 0), "{third:?}");
+        let fourth = unit("copy-d");
+        assert_eq!((fourth.coverage_pct, fourth.passed, fourth.paraphrases), (0.0, false, 5), "{fourth:?}");
+        assert_eq!(fourth.failed.iter().map(|f| f.paraphrase.clone()).collect::<Vec<_>>(), paraphrases(KEYS, PARAPHRASES_PER_INTENT));
+        for f in &fourth.failed {
+            assert_eq!((f.seed.as_str(), f.rank, f.top.clone()), (KEYS, 4, vec!["copy-a".to_string(), "copy-b".into(), "copy-c".into()]), "{f:?}");
+        }
+        assert_eq!((r.k, r.threshold, r.passed), (3, 0.80, false));
+        assert_eq!(r.failing_units, ["copy-d", "copy-e", "copy-f", "copy-g", "copy-h", "copy-i", "copy-j", "copy-k"], "in manifest order");
+    }
+
+    /// hit@10 (§21.5.5) counts the paraphrases that put the unit in the first ten.
+    #[test]
+    fn hit_at_10_counts_a_unit_ranked_tenth_and_not_one_ranked_eleventh() {
+        let r = gate_copies(&[], &CoverageOptions::default());
+        let unit = |n: &str| r.units.iter().find(|u| u.unit == n).unwrap();
+        assert_eq!((unit("copy-j").hit_at_10, unit("copy-j").failed[0].rank), (1.0, 10));
+        assert_eq!((unit("copy-k").hit_at_10, unit("copy-k").failed[0].rank), (0.0, 11));
+        assert_eq!(unit("copy-a").hit_at_10, 1.0);
+    }
+
+    /// A `k` of 0 would fail every unit: it is taken as 1.
+    #[test]
+    fn a_k_of_0_is_taken_as_1() {
+        let r = gate_copies(&[], &CoverageOptions { k: 0, ..CoverageOptions::default() });
+        assert_eq!(r.k, 1);
+        assert!(r.units[0].passed, "{:?}", r.units[0]);
+        let second = &r.units[1];
+        assert!(!second.passed);
+        assert!(second.failed.iter().all(|f| f.rank == 2 && f.top == ["copy-a"]), "{second:?}");
+    }
+
+    /// §21.8.3 step 3: `coverage_pct` is the share of the unit's paraphrases (five per
+    /// intent) that put it in the top k, reported to four places; a unit exactly at the
+    /// threshold passes (step 4 rejects below it).
+    #[test]
+    fn coverage_is_the_share_of_paraphrases_in_the_top_k_and_the_threshold_itself_passes() {
+        let units: &[(&str, &[&str], &str, &str)] = &[
+            ("mixed", &[KEYS, "water the office plants"], "Mixed.", "Rotate the signing keys every quarter. Water the office plants on Mondays."),
+            ("mixed3", &[KEYS, "order printer toner", "book the meeting room"], "Mixed.", "Rotate the signing keys every quarter. Order printer toner from the supplier. Book the meeting room a day ahead."),
+        ];
+        let half = CoverageOptions { threshold: 0.5, ..CoverageOptions::default() };
+        let r = gate_copies(units, &half);
+        let got: Vec<(&str, usize, f64, f64, bool, usize)> =
+            r.units[11..].iter().map(|u| (u.unit.as_str(), u.paraphrases, u.coverage_pct, u.hit_at_10, u.passed, u.failed.len())).collect();
+        assert_eq!(got, [("mixed", 10, 0.5, 0.5, true, 5), ("mixed3", 15, 0.6667, 0.6667, true, 5)]);
+        let r = gate_copies(units, &CoverageOptions::default());
+        assert!(r.failing_units.ends_with(&["mixed".to_string(), "mixed3".into()]), "{:?}", r.failing_units);
+    }
+
+    /// A unit without intents is gated on its description (five paraphrases of it); a
+    /// manifest whose every unit passes passes.
+    #[test]
+    fn a_unit_without_intents_is_gated_on_its_description_and_a_manifest_of_passing_units_passes() {
+        let r = gate(
+            &[
+                ("leave", &[], "How to request vacation leave from your manager", "Ask your manager for vacation leave two weeks ahead."),
+                ("deploys", &["roll back a failed deploy"], "Roll back deploys.", "Roll back a failed deploy with the release tool."),
+            ],
+            &CoverageOptions::default(),
+        );
+        assert_eq!(r.units.iter().map(|u| (u.unit.as_str(), u.paraphrases, u.passed)).collect::<Vec<_>>(), [("leave", 5, true), ("deploys", 5, true)]);
+        assert!(r.passed && r.failing_units.is_empty(), "{r:?}");
+    }
+
+
+    /// The synonym paraphrase (the second) swaps the first two swappable words; the fifth
+    /// swaps one, skipping the first: "fix the bug and update the test" has three.
+    #[test]
+    fn the_synonym_paraphrases_swap_two_words_and_then_one_after_the_first() {
+        let p = paraphrases("fix the bug and update the test", 5);
+        assert_eq!(p[1], "repair the defect and update the test", "{p:?}");
+        assert_eq!(p[4], "quick question: how do i fix the defect and update the test?", "{p:?}");
+    }
+
+    /// "do" is the auxiliary only before its subject ("what do we have"): as the verb it
+    /// is swapped ("handle"), and another verb before a pronoun is swapped too.
+    #[test]
+    fn do_as_a_verb_and_a_verb_before_a_pronoun_are_swapped() {
+        assert_eq!(paraphrases("do the backups", 5)[1], "handle the backups");
+        assert_eq!(paraphrases("fix it now", 5)[1], "repair it now");
+    }
+
+    /// A swap that puts a vowel after "a" makes it "an" ("a wrong answer" -> "an incorrect answer").
+    #[test]
+    fn a_becomes_an_before_a_swapped_in_vowel() {
+        assert_eq!(paraphrases("fix a wrong answer", 5)[1], "repair an incorrect answer");
+        assert_eq!(join(&["a".into(), "incorrect".into(), "an".into(), "ticket".into()]), "an incorrect a ticket");
+    }
+
+    /// A two-letter verb keeps its "e" ("be" -> "being", not "bing").
+    #[test]
+    fn a_two_letter_verb_keeps_its_e() {
+        assert_eq!(gerund("be"), "being");
+    }
+
+    /// A sentence ending in "?" is a question even without a question word: it is turned
+    /// into an imperative, not wrapped in "how do i …?".
+    #[test]
+    fn a_question_mark_alone_makes_a_question() {
+        assert_eq!(paraphrases("deploys on friday?", 5)[0], "before going further, tell me deploys on friday");
+    }
+
+
+    /// The inflected form makes a gerund of each clause's verb only: the first word and
+    /// the one after "and"/"then" (or after a function word such as "does"), never a
+    /// noun, a plural, a one-letter word or a word after a non-verb opener.
+    #[test]
+    fn only_the_verb_of_each_clause_is_made_a_gerund() {
+        for (seed, want) in [
+            ("fix the bug and update the docs", "fixing the bug and updating the docs"),
+            ("build then deploy", "building then deploying"),
+            ("does check out", "does checking out"),
+            ("access the dashboard", "accessing the dashboard"),
+            ("focus the review", "focusing the review"),
+            ("releases need a changelog", "releases need a changelog"),
+            ("x marks the spot", "x marks the spot"),
+        ] {
+            assert_eq!(ing_form(&words(seed), &[]).join(" "), want, "{seed}");
+        }
+        // a capitalised word is no acronym: "Deploy" is still a verb
+        let p = paraphrases("Deploy the release", 5);
+        assert!(p.contains(&"deploying release".to_string()), "{p:?}");
+    }
+
+    /// The word-order paraphrase swaps the clauses around a connective in the middle;
+    /// one at the start or the end is no clause boundary, and then (from three words on)
+    /// the head verb moves to the end.
+    #[test]
+    fn word_order_swaps_clauses_only_around_a_connective_inside_the_seed() {
+        let r = |s: &str| reorder(&words(s)).join(" ");
+        assert_eq!(r("roll back when deploys fail"), "deploys fail when roll back");
+        assert_eq!(r("when deploys fail roll back"), "deploys fail roll back when");
+        assert_eq!(r("when tests fail check the logs before merging"), "merging before when tests fail check the logs");
+        assert_eq!(r("clean up after"), "up after clean");
+        assert_eq!(r("fix all bugs"), "all bugs fix");
+        assert_eq!(r("fix bugs"), "fix bugs");
+    }
+
+
+    /// More paraphrases than the generator has forms still come out distinct, and never
+    /// the seed: the rest are the seed in numbered contexts.
+    #[test]
+    fn more_paraphrases_than_forms_are_still_distinct() {
+        let p = paraphrases("fix the bug", 12);
+        assert_eq!(p.len(), 12, "{p:?}");
+        assert_eq!(p.iter().collect::<std::collections::BTreeSet<_>>().len(), 12, "{p:?}");
+        assert!(!p.contains(&"fix the bug".to_string()));
+        assert_eq!(p[9..], ["before going further, fix the bug (1)", "quick question: fix the bug (2)", "for the current task, fix the bug (3)"], "{p:?}");
+    }
 }

@@ -435,4 +435,42 @@ mod tests {
         let missing = render_session(&from_value(&sample()).unwrap()).replace("Task ID: abc-123\n", "");
         assert_eq!(parse_session(&missing).unwrap_err().problems[0].field, "task_id");
     }
+
+    /// The limits are inclusive: a message of exactly 64 KiB and a `task` of exactly
+    /// 8192 bytes are taken; a byte more is refused.
+    #[test]
+    fn a_handoff_of_exactly_64_kib_and_a_task_of_exactly_8192_bytes_are_taken() {
+        let mut v = sample();
+        v["context"] = json!({"blob": ""});
+        let pad = HANDOFF_MAX_BYTES - v.to_string().len();
+        v["context"]["blob"] = json!("x".repeat(pad));
+        assert_eq!(v.to_string().len(), HANDOFF_MAX_BYTES);
+        assert!(parse_handoff(&v.to_string()).is_ok());
+        v["context"]["blob"] = json!("x".repeat(pad + 1));
+        assert_eq!(parse_handoff(&v.to_string()).unwrap_err().problems[0].field, "(body)");
+        let mut t = sample();
+        t["task"] = json!("x".repeat(TASK_MAX_BYTES));
+        assert!(from_value(&t).is_ok());
+        t["task"] = json!("x".repeat(TASK_MAX_BYTES + 1));
+        assert_eq!(from_value(&t).unwrap_err().problems[0].field, "task");
+    }
+
+    /// A context value is listed under References (loaded on demand) when it reads as a
+    /// path: one token, no URL, with a `/` or a short alphanumeric extension.
+    #[test]
+    fn context_values_that_read_as_paths_are_references() {
+        for yes in ["docs/login.md", "README.md", "archive.tar.gz", "src/", "notes.txt5"] {
+            assert_eq!(reference(&json!(yes)), Some(yes), "{yes}");
+        }
+        for no in ["https://example.com/a.md", "see docs/login.md", "notes.markdown", ".env", "a.b-c", "plain words", "nodot"] {
+            assert_eq!(reference(&json!(no)), None, "{no}");
+        }
+        assert_eq!(reference(&json!(2)), None);
+        let mut v = sample();
+        v["context"] = json!({"spec": "docs/login.md", "url": "https://example.com/a.md", "why": "it broke"});
+        let md = render_session(&from_value(&v).unwrap());
+        assert!(md.contains("## References\n- docs/login.md (from context `spec`, load on demand)\n\n## Status"), "{md}");
+        v["context"] = json!({"why": "it broke"});
+        assert!(!render_session(&from_value(&v).unwrap()).contains("## References"));
+    }
 }

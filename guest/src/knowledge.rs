@@ -722,4 +722,43 @@ mod tests {
         assert_eq!(units.len(), 2);
         assert!(units.iter().all(|u| u.as_ref().is_some_and(|r| r.source == "fallback_path")));
     }
+
+    /// Blank lines and `#` comments in the front matter are skipped; a key given with no
+    /// value (a mapping or list that never came, or a parent of nested keys) is kept, empty.
+    #[test]
+    fn front_matter_skips_blank_and_comment_lines_and_keeps_empty_keys() {
+        let (m, _) = parse_knowledge_md("---\nname: a\n\n# the catalog fields\ndescription: d\ntype: t\nstatus: ready\nlicense:\nruntime:\n  mode: data\n---\nbody").unwrap();
+        let fields: Vec<(&str, &str)> = m.fields.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(fields, [("license", ""), ("runtime", ""), ("runtime.mode", "data")]);
+    }
+
+    /// A front-matter error names the file's line (the `---` is line 1).
+    #[test]
+    fn front_matter_errors_name_the_line() {
+        assert_eq!(parse_knowledge_md("---\nname: a\n- stray\n---\n").unwrap_err(), KnowledgeError::FrontMatterLine { line: 3, text: "- stray".into() });
+        assert_eq!(parse_knowledge_md("---\nname: a\n: v\n---\n").unwrap_err(), KnowledgeError::FrontMatterLine { line: 3, text: ": v".into() });
+    }
+
+    /// A `# ` line with no title text is no title: the unit name stands in.
+    #[test]
+    fn an_empty_heading_is_no_title() {
+        assert_eq!(unit_title("scrape-config", "#   \nbody"), "scrape config");
+    }
+
+    /// A pack id is 1–128 characters: 128 is taken, 129 refused.
+    #[test]
+    fn a_pack_id_of_128_characters_is_taken_and_129_refused() {
+        let spec = |id: String| PackSpec { id, knowledge_md: KMD.into(), files: vec!["units/a.md".into()], digest: None };
+        assert!(read_pack(&spec("p".repeat(128)), |_, _| Some(String::new())).is_ok());
+        assert_eq!(read_pack(&spec("p".repeat(129)), |_, _| Some(String::new())).unwrap_err().code(), "knowledge_pack_id_invalid");
+    }
+
+    /// A pack is ranked as manifest `v1` of agent `{id}` under the `knowledge` deployment.
+    #[test]
+    fn a_pack_is_ranked_as_manifest_v1_under_the_knowledge_deployment() {
+        let spec = PackSpec { id: "p".into(), knowledge_md: KMD.into(), files: vec!["units/a.md".into()], digest: None };
+        let m = read_pack(&spec, |_, _| Some(String::new())).unwrap().manifest;
+        assert_eq!((m.agent_id.as_str(), m.deployment.as_str(), m.manifest_version.as_str()), ("p", PACK_DEPLOYMENT, "v1"));
+        assert_eq!(PACK_DEPLOYMENT, "knowledge");
+    }
 }
