@@ -44,6 +44,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0011_window_indexes.sql", include_str!("../../migrations/0011_window_indexes.sql")),
     ("0012_trim_identities.sql", include_str!("../../migrations/0012_trim_identities.sql")),
     ("0013_derived_used_at.sql", include_str!("../../migrations/0013_derived_used_at.sql")),
+    ("0014_handoff_index.sql", include_str!("../../migrations/0014_handoff_index.sql")),
 ];
 
 /// Key of an agent's recall content-channel sources in the facts bucket (`wit/lid.wit`).
@@ -1008,8 +1009,8 @@ fn mark_derived_read(tx: &rusqlite::Transaction<'_>, read: &std::collections::BT
     Ok(marked)
 }
 
-/// A cache's budget of bytes: the environment variable `var` (MiB), else 256
-/// (`LID_DERIVED_CACHE_MB`: derived blobs; `LID_SNAPSHOT_CACHE_MB`: agents' snapshots).
+/// A cache's budget in bytes: `setting` in MiB ([`crate::settings::Setting::get`];
+/// `LID_DERIVED_CACHE_MB`: derived blobs; `LID_SNAPSHOT_CACHE_MB`: agents' snapshots).
 fn cache_budget(setting: &crate::settings::Setting) -> usize {
     (setting.get() << 20) as usize
 }

@@ -656,7 +656,9 @@ fn not_served_message(method: &str) -> String {
 
 /// The MCP methods lid does not serve that the SDK refuses itself, by its task-capability
 /// check, before lid's handler sees them, with the method's name alone as the message:
-/// lid answers them as [`not_served`] before the SDK reads them, on both transports.
+/// lid answers them as [`not_served`] before the SDK reads them, on both transports (so,
+/// on `/mcp`, without the SDK's protocol-version check, and without refreshing the
+/// session's idle timer).
 const REFUSED_BY_THE_SDK: &[&str] = &["tasks/get", "tasks/cancel"];
 
 /// [`not_served`]'s answer to a request in [`REFUSED_BY_THE_SDK`], as a JSON-RPC message.
@@ -1125,7 +1127,14 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
                 return ([(header::CONTENT_TYPE, "application/json")], not_served_reply(id, &message.method).to_string()).into_response();
             }
             match sessions.begin(sid, id) {
-                Ok(a) => answering = Some(a),
+                Ok(a) => {
+                    // held by the request (which the SDK hands its handler) and by the
+                    // answer's body: the id is free once both are done, so a client that
+                    // drops its stream cannot reuse the id while the handler still runs
+                    let a = Arc::new(a);
+                    req.extensions_mut().insert(a.clone());
+                    answering = Some(a);
+                }
                 Err(e) => return e.into_response(),
             }
         }

@@ -60,7 +60,8 @@ impl Trigger {
 /// The agent's current handoff, the boot context's session: the one posted last, in the
 /// order the rows were written. Not the newest `created_at`: a clock stepped back (NTP, a
 /// resumed VM) dated a new handoff before the old one, and the old one stayed the session
-/// until the clock caught up. `max(rowid)` reads the (agent, kind) index alone.
+/// until the clock caught up. `max(rowid)` is one seek in `idx_events_agent_kind_rowid`
+/// (`migrations/0014_handoff_index.sql`).
 pub const LATEST_HANDOFF_SQL: &str = "SELECT detail FROM service_events WHERE rowid = (SELECT max(rowid) FROM service_events WHERE agent_id = ?1 AND kind = 'handoff')";
 
 /// The latest `session_start` a trigger may carry, in Unix ms: 9999-12-31T23:59:59.999Z.
