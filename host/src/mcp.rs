@@ -1123,8 +1123,10 @@ async fn authenticate(State((svc, sessions)): State<(Arc<Service>, Sessions)>, m
             }
         }
         if let (Some(sid), Some(id)) = (&asked, &message.request_id) {
-            if message.refused_by_the_sdk && sessions.is_open(sid).await {
-                return ([(header::CONTENT_TYPE, "application/json")], not_served_reply(id, &message.method).to_string()).into_response();
+            if let Some(method) = message.refused_by_the_sdk {
+                if sessions.is_open(sid).await {
+                    return ([(header::CONTENT_TYPE, "application/json")], not_served_reply(id, method).to_string()).into_response();
+                }
             }
             match sessions.begin(sid, id) {
                 Ok(a) => {
@@ -1222,13 +1224,14 @@ async fn one_message(req: Request) -> Result<(Request, Message), ApiError> {
             if let Err(e) = serde_json::from_value::<rmcp::model::InitializeRequestParams>(params) {
                 return Err(ApiError::bad_request("invalid_request", format!("invalid params for initialize (-32602): {e}; send protocolVersion, capabilities and clientInfo")).with_details(json!({"jsonrpc": {"code": -32602, "id": m["id"]}})));
             }
-            Message { opens: true, request_id: None, method: "initialize".into(), refused_by_the_sdk: false }
+            Message { opens: true, request_id: None, refused_by_the_sdk: None }
         }
         // a request (a method and an id); a notification has no id, a response no method
-        Ok(m) => {
-            let method = m["method"].as_str().unwrap_or_default().to_string();
-            Message { opens: false, request_id: m.get("method").and(m.get("id")).filter(|id| !id.is_null()).cloned(), refused_by_the_sdk: REFUSED_BY_THE_SDK.contains(&method.as_str()), method }
-        }
+        Ok(m) => Message {
+            opens: false,
+            request_id: m.get("method").and(m.get("id")).filter(|id| !id.is_null()).cloned(),
+            refused_by_the_sdk: REFUSED_BY_THE_SDK.iter().copied().find(|r| m["method"] == *r),
+        },
         Err(Unread::NotJson(why)) => return Err(ApiError::invalid_json(why)),
         Err(Unread::NotOneObject) => return Err(ApiError::bad_request("invalid_request", not_one_object(text))),
         Err(Unread::Twice(refusal, _)) => return Err((*refusal).into()),
@@ -1246,10 +1249,8 @@ struct Message {
     opens: bool,
     /// A request's id (not an `initialize`'s, which has no session yet).
     request_id: Option<Value>,
-    /// Its method (empty for a response).
-    method: String,
-    /// Whether the method is one of [`REFUSED_BY_THE_SDK`].
-    refused_by_the_sdk: bool,
+    /// Its method, when it is one of [`REFUSED_BY_THE_SDK`].
+    refused_by_the_sdk: Option<&'static str>,
 }
 
 // ---- lid mcp (stdio) ------------------------------------------------------------------
