@@ -179,12 +179,14 @@ pub struct HttpBackend {
     key: String,
     agent: String,
     http: ureq::Agent,
+    timeout: Duration,
 }
 
 impl HttpBackend {
     /// `base`: the service's base URL (`http://127.0.0.1:8080`, `https://…`); `key`: an
-    /// API key; `agent`: the default agent.
-    pub fn new(base: &str, key: &str, agent: &str) -> Result<Self, ApiError> {
+    /// API key; `agent`: the default agent; `timeout`: how long one forwarded request may
+    /// take, answer included.
+    pub fn new(base: &str, key: &str, agent: &str, timeout: Duration) -> Result<Self, ApiError> {
         let base = base.trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(ApiError::bad_request(
@@ -201,7 +203,7 @@ impl HttpBackend {
         auth::check_agent_id(agent)?;
         let http: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
+            .timeout_global(Some(timeout))
             .build()
             .into();
         Ok(HttpBackend {
@@ -209,6 +211,7 @@ impl HttpBackend {
             key: key.trim().to_string(),
             agent: agent.to_string(),
             http,
+            timeout,
         })
     }
 
@@ -241,26 +244,37 @@ impl HttpBackend {
                 self.http.post(&url).header("Authorization", &auth).header("Content-Type", "application/json").send(body)
             }
         };
-        let mut r = res.map_err(|e| {
-            ApiError::new(503, "upstream_unavailable", format!("cannot reach the lid service at {}: {e}; check --server and that the service is running", self.base)).with_details(json!({"retryable": true}))
-        })?;
+        let mut r = res.map_err(|e| self.unreachable(method, &url, &e))?;
         let status = r.status().as_u16();
         let text = r
             .body_mut()
             .with_config()
             .limit(64 << 20)
             .read_to_string()
-            .map_err(|e| {
-                ApiError::new(
-                    502,
-                    "upstream_error",
-                    format!("{method} {url}: reading the answer failed: {e}"),
-                )
+            .map_err(|e| match e {
+                ureq::Error::Timeout(_) => self.unreachable(method, &url, &e),
+                e => ApiError::new(502, "upstream_error", format!("{method} {url}: reading the answer failed: {e}")),
             })?;
         if (200..300).contains(&status) {
             return Ok(text);
         }
         Err(upstream_error(status, &text))
+    }
+}
+
+impl HttpBackend {
+    /// `upstream_unavailable`: the service could not be reached, or did not answer within
+    /// `--timeout-secs` (what it was sent may still land; retrying is safe, since the
+    /// one write forwarded, an audit submission, is idempotent).
+    fn unreachable(&self, method: &str, url: &str, e: &ureq::Error) -> ApiError {
+        let message = match e {
+            ureq::Error::Timeout(_) => format!(
+                "{method} {url}: the lid service did not answer within {} s; it may still be working on it (each engine call may take up to lid serve's --call-timeout-ms): retry, raise lid mcp's --timeout-secs, or check the service",
+                self.timeout.as_secs()
+            ),
+            e => format!("cannot reach the lid service at {}: {e}; check --server and that the service is running", self.base),
+        };
+        ApiError::new(503, "upstream_unavailable", message).with_details(json!({"retryable": true}))
     }
 }
 
@@ -1267,6 +1281,10 @@ pub struct McpArgs {
     /// The agent the tools, prompt and resources act for when a call names none
     #[arg(long)]
     pub agent: String,
+    /// How long one request forwarded to the service may take, its answer included, in
+    /// seconds (1 to 3600); one that takes longer is answered `upstream_unavailable`
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout_secs: u64,
 }
 
 /// `lid mcp`: serve MCP on stdin/stdout until the client closes it. Logs go to stderr.
@@ -1286,7 +1304,7 @@ pub fn run_stdio(args: &McpArgs) -> anyhow::Result<i32> {
         .clone()
         .or_else(|| std::env::var("LID_API_KEY").ok())
         .unwrap_or_default();
-    let backend = HttpBackend::new(&args.server, &key, &args.agent).map_err(anyhow::Error::new)?;
+    let backend = HttpBackend::new(&args.server, &key, &args.agent, Duration::from_secs(args.timeout_secs)).map_err(anyhow::Error::new)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

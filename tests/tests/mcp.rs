@@ -422,3 +422,61 @@ fn protocol_errors_are_answered_on_both_transports() {
     assert_eq!(answers["7"]["error"]["code"], -32601, "{:?}", answers["7"]);
     assert!(answers["7"]["error"]["message"].as_str().unwrap_or_default().contains("lid does not serve"), "{:?}", answers["7"]);
 }
+
+/// `lid mcp` against a service that takes the connection and never answers: each forwarded
+/// request gives up after `--timeout-secs` with `upstream_unavailable` (retryable) naming
+/// the option, and the session goes on (the client is not left waiting).
+#[test]
+fn stdio_gives_up_on_a_silent_service_after_its_timeout() {
+    use std::io::{BufRead, BufReader, Write};
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    // accepts, reads nothing, answers nothing; the held sockets close when the test ends
+    let held = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in silent.incoming().take(2) {
+            held.push(s);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(8));
+    });
+    let base = format!("http://127.0.0.1:{port}");
+    assert!(!Command::new(lid_bin()).args(["mcp", "--server", &base, "--agent", AGENT, "--timeout-secs", "0"]).env("LID_API_KEY", "k").output().expect("lid mcp").status.success(), "--timeout-secs 0 is out of range");
+    let mut child = Command::new(lid_bin())
+        .args(["mcp", "--server", &base, "--agent", AGENT, "--timeout-secs", "1"])
+        .env("LID_API_KEY", "lid_agent_0000")
+        .env("LID_LOG", "error")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start lid mcp");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let mut stdin = child.stdin.take().expect("stdin");
+    for l in [
+        init,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"rollback the deploy"}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    ] {
+        writeln!(stdin, "{l}").expect("write to lid mcp");
+    }
+    let mut answers = std::collections::BTreeMap::new();
+    for line in BufReader::new(child.stdout.take().expect("stdout")).lines() {
+        let v: Value = serde_json::from_str(&line.expect("read lid mcp")).expect("JSON-RPC");
+        answers.insert(v["id"].to_string(), v);
+        if answers.len() == 3 {
+            break;
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().expect("lid mcp exits").success());
+    let recall = &answers["2"]["result"];
+    assert_eq!(recall["isError"], true, "{recall:?}");
+    let e = &recall["structuredContent"]["error"];
+    assert_eq!((e["code"].as_str(), e["status"].as_u64()), (Some("upstream_unavailable"), Some(503)), "{recall:?}");
+    assert_eq!(e["details"]["retryable"], true, "{recall:?}");
+    let m = e["message"].as_str().unwrap_or_default();
+    assert!(m.contains("did not answer within 1 s") && m.contains("--timeout-secs"), "{m}");
+    assert!(answers["3"]["result"].is_object(), "the session goes on: {:?}", answers["3"]);
+    drop(held);
+}
