@@ -330,12 +330,7 @@ fn write_private_with(path: &Path, text: &str, place: impl FnOnce(&Path, &Path) 
 /// it on a store that has no record yet. A key file that does not hold the store's key is
 /// an error, never a reason to quarantine every fact.
 fn check_recorded(tx: &Transaction, key: &OrgKey, path: &Path) -> DbResult<()> {
-    let recorded: Option<String> = tx.query_row(attest::RECORDED_KEY_SQL, [], |r| r.get(0)).optional()?;
-    let (signed, by_key) = match recorded {
-        Some(_) => (0, 0),
-        None => tx.query_row(attest::SIGNED_BY_SQL, params![kid_needle(key.kid())], |r| Ok((r.get(0)?, r.get(1)?)))?,
-    };
-    match attest::key_check(recorded.as_deref(), key, None, signed, by_key) {
+    match judge_key(tx, key)? {
         KeyCheck::Current | KeyCheck::Rotate => Ok(()),
         KeyCheck::Record => {
             tx.execute(attest::RECORD_KEY_SQL, params![key.kid(), key.public_text(), now_ms()])?;
@@ -343,6 +338,23 @@ fn check_recorded(tx: &Transaction, key: &OrgKey, path: &Path) -> DbResult<()> {
         }
         KeyCheck::Mismatch(kid) => Err(DbError::OrgKeyMismatch(attest::mismatch_message(kid.as_deref(), key.kid(), &restore(path)))),
     }
+}
+
+/// [`attest::key_check`] of the store's recorded key (or, without a record, of the facts'
+/// signatures) against `key`, outside a rotation.
+fn judge_key(c: &Connection, key: &OrgKey) -> DbResult<KeyCheck> {
+    let recorded: Option<String> = c.query_row(attest::RECORDED_KEY_SQL, [], |r| r.get(0)).optional()?;
+    let (signed, by_key) = match recorded {
+        Some(_) => (0, 0),
+        None => c.query_row(attest::SIGNED_BY_SQL, params![kid_needle(key.kid())], |r| Ok((r.get(0)?, r.get(1)?)))?,
+    };
+    Ok(attest::key_check(recorded.as_deref(), key, None, signed, by_key))
+}
+
+/// Whether the file has the table its org key is recorded in (`0008_org_key.sql`), with
+/// the facts' signatures beside it: then the key can be checked before anything migrates.
+fn records_org_key(c: &Connection) -> DbResult<bool> {
+    Ok(c.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'org_signing_key'", [], |r| r.get::<_, i64>(0))? > 0)
 }
 
 /// Remove what a key write stopped mid-way left behind: `<key>.tmp-*` and
@@ -499,11 +511,23 @@ impl Db {
         let mut w = open_conn(path, false)?;
         w.pragma_update(None, "journal_mode", "WAL").map_err(|e| opening(e.into()))?;
         w.pragma_update(None, "synchronous", "NORMAL").map_err(|e| opening(e.into()))?;
-        migrate(&mut w).map_err(opening)?;
         let key_path = key.map(Path::to_path_buf).unwrap_or_else(|| org_key_path(path));
+        // A file that records its org key (`0008_org_key.sql` on) is checked against this
+        // start's key before it is migrated, so a start refused for the wrong key leaves it
+        // as it was (an older lid can still open it); an older file is migrated first.
+        let records_key = records_org_key(&w).map_err(opening)?;
+        if !records_key {
+            migrate(&mut w).map_err(opening)?;
+        }
         settle_rotation(&mut w, &key_path)?;
         sweep_key_temporaries(&key_path);
         let key = org_key(&w, path, &key_path)?;
+        if records_key {
+            if let KeyCheck::Mismatch(kid) = judge_key(&w, &key)? {
+                return Err(DbError::OrgKeyMismatch(attest::mismatch_message(kid.as_deref(), key.kid(), &restore(&key_path))));
+            }
+            migrate(&mut w).map_err(opening)?;
+        }
         {
             let tx = w.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             check_recorded(&tx, &key, &key_path)?;

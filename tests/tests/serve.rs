@@ -1710,6 +1710,39 @@ fn two_processes_opening_an_unmigrated_database_at_once_both_open_it() {
     }
 }
 
+/// A start refused for the wrong org key (`org_key_mismatch`) leaves a file an older
+/// release wrote as that release left it, so it can still be opened by it: the key is
+/// checked before anything migrates (the file used to be migrated, then refused). With its
+/// own key back, the start migrates it.
+#[test]
+fn a_start_with_the_wrong_org_key_does_not_migrate_the_file() {
+    let dir = temp_dir("wrong-key-migrate");
+    let db = dir.join("lid.db");
+    let other = dir.join("other.db");
+    create_key(&db, "admin", None, &CAPS, "admin:test");
+    create_key(&other, "admin", None, &CAPS, "admin:test");
+    let sql = Connection::open(&db).unwrap();
+    sql.execute_batch("ALTER TABLE instruction_audit_meta DROP COLUMN corpus_key; DELETE FROM lid_migrations WHERE name = '0010_audit_corpus_key.sql';").unwrap();
+    let key_file = lid_host::db::org_key_path(&db);
+    let own = std::fs::read_to_string(&key_file).unwrap();
+    std::fs::copy(lid_host::db::org_key_path(&other), &key_file).unwrap();
+    let migrated = || -> (i64, i64) {
+        let applied = sql.query_row("SELECT count(*) FROM lid_migrations WHERE name = '0010_audit_corpus_key.sql'", [], |r| r.get(0)).unwrap();
+        let column = sql.query_row("SELECT count(*) FROM pragma_table_info('instruction_audit_meta') WHERE name = 'corpus_key'", [], |r| r.get(0)).unwrap();
+        (applied, column)
+    };
+    let list = || std::process::Command::new(lid_tests::http::lid_bin()).args(["--json", "keys", "list", "--db", db.to_str().unwrap()]).output().unwrap();
+    let out = list();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["error"]["code"], "org_key_mismatch", "{e}");
+    assert_eq!(migrated(), (0, 0), "refused, and the file is as the older release left it");
+    std::fs::write(&key_file, own).unwrap();
+    let out = list();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(migrated(), (1, 1));
+}
+
 /// The boot context's session is the handoff posted last, whatever the clock did between
 /// the posts: a handoff dated 10 minutes ahead (a clock later stepped back, by NTP or a
 /// resumed VM) used to stay the session over the one posted after it, until the clock
