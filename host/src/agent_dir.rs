@@ -174,7 +174,13 @@ pub fn load(dir: &Path) -> Result<AgentDir> {
 /// and Markdown read here begin after it.
 pub fn read_text(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{} is not UTF-8 text: {}", path.display(), not_utf8(e.as_bytes(), e.utf8_error().valid_up_to())))?;
+    text_of(path, bytes).map_err(anyhow::Error::msg)
+}
+
+/// The text of `bytes` read from `path`, past a leading byte-order mark ([`read_text`]);
+/// bytes that are not UTF-8 are said with their line and byte ([`not_utf8`]).
+pub fn text_of(path: &Path, bytes: Vec<u8>) -> Result<String, String> {
+    let text = String::from_utf8(bytes).map_err(|e| format!("{} is not UTF-8 text: {}", path.display(), not_utf8(e.as_bytes(), e.utf8_error().valid_up_to())))?;
     Ok(match text.strip_prefix('\u{feff}') {
         Some(rest) => rest.to_string(),
         None => text,
@@ -236,5 +242,7 @@ fn read_unit(root: &Path, file: &Path) -> Result<String, String> {
         let what = if kind.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
         return Err(format!("cannot read {}: it is {what}; a unit is a Markdown file", file.display()));
     }
-    std::fs::read_to_string(&real).map_err(cannot)
+    // as a manifest is read: past a byte-order mark (which the admission lint would
+    // refuse at publish, and a recall would serve), and UTF-8 or said where it is not
+    text_of(file, std::fs::read(&real).map_err(cannot)?)
 }

@@ -1014,7 +1014,7 @@ fn run(cli: &Cli) -> Result<i32> {
                 None => {
                     let a = load_agent(agent_dir)?;
                     let path = file.clone().unwrap_or_else(|| a.root.join(".lid").join("audit.jsonl"));
-                    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+                    let text = agent_dir::read_text(&path)?;
                     let mut broken = Vec::new();
                     let rec: Value = text
                         .lines()
@@ -1064,7 +1064,7 @@ fn run(cli: &Cli) -> Result<i32> {
             let mut truncated = false;
             let (recs, lines): (Vec<Value>, Vec<usize>) = match (file, agent) {
                 (Some(file), _) => {
-                    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+                    let text = agent_dir::read_text(file)?;
                     let mut recs = Vec::new();
                     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
                         let rec = serde_json::from_str::<Value>(line).with_context(|| format!("{}:{}: not a JSON audit record", file.display(), i + 1))?;

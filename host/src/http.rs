@@ -256,7 +256,7 @@ async fn recall(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap,
 /// text/markdown`) for the Markdown rendering of the same bundle.
 async fn boot_context(State(svc): State<Shared>, method: axum::http::Method, Path(id): Path<String>, Query(mut q): Query<ContextQuery>, h: HeaderMap) -> Result<Response, ApiError> {
     let markdown = match q.format.as_deref() {
-        None => h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.starts_with("text/markdown")),
+        None => h.get(header::ACCEPT).is_some_and(|v| lid_shared::accepts_markdown(v.as_bytes())),
         Some("json") => false,
         Some("markdown") => true,
         Some(f) => return Err(ApiError::bad_request("invalid_request", format!("unknown format {f:?}: use json or markdown"))),
@@ -292,7 +292,7 @@ async fn handoff(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap
 }
 
 async fn heartbeat(State(svc): State<Shared>, Path(id): Path<String>, h: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
-    let markdown = h.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.starts_with("text/markdown"));
+    let markdown = h.get(header::ACCEPT).is_some_and(|v| lid_shared::accepts_markdown(v.as_bytes()));
     let v = as_caller(svc, &h, move |svc, p| {
         p.require_boot(&id, true)?;
         svc.heartbeat(&id, &p.entity_uri, &json_body(&body)?)

@@ -1215,9 +1215,45 @@ fn read_message(text: &str) -> Result<Value, Unread> {
     lid_shared::json::object(text).map_err(|refusal| match serde_json::from_str::<Value>(lid_shared::json::without_bom(text)) {
         Ok(v) if v.is_object() => Unread::Twice(Box::new(refusal), v["id"].clone()),
         Ok(_) => Unread::NotOneObject,
-        Err(_) if refusal.code == "invalid_request" => Unread::Twice(Box::new(refusal), Value::Null),
+        // a lone surrogate (`"\ud83d"`, half an emoji a client cut): answered with the
+        // request's id, read past it, so that the client's call ends
+        Err(_) if refusal.code == "invalid_request" => {
+            let id = serde_json::from_str::<Value>(&lone_surrogates_replaced(lid_shared::json::without_bom(text))).map(|v| v["id"].clone()).unwrap_or(Value::Null);
+            Unread::Twice(Box::new(refusal), id)
+        }
         Err(e) => Unread::NotJson(e.to_string()),
     })
+}
+
+/// `text` with each `\uXXXX` escape of a lone surrogate (one not in a high-low pair)
+/// replaced by `\uFFFD`, which JSON can read; escaped backslashes and pairs are kept.
+fn lone_surrogates_replaced(text: &str) -> String {
+    let surrogate = |s: &str| -> Option<u16> { s.get(2..6).filter(|_| s.starts_with("\\u")).and_then(|h| u16::from_str_radix(h, 16).ok()).filter(|u| (0xD800..0xE000).contains(u)) };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let Some(u) = surrogate(rest) else {
+            // any other escape, `\\` included, whole
+            let n = rest[1..].chars().next().map_or(1, |c| 1 + c.len_utf8());
+            out.push_str(&rest[..n]);
+            rest = &rest[n..];
+            continue;
+        };
+        match surrogate(&rest[6..]) {
+            Some(low) if (0xD800..0xDC00).contains(&u) && (0xDC00..0xE000).contains(&low) => {
+                out.push_str(&rest[..12]);
+                rest = &rest[12..];
+            }
+            _ => {
+                out.push_str("\\uFFFD");
+                rest = &rest[6..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A POST's body read as lid reads every JSON body ([`lid_shared::json::object`]): a
@@ -1415,7 +1451,10 @@ fn screen(line: &[u8], started: bool) -> Screened {
         Err(Unread::NotJson(why)) => return rpc_error(&Value::Null, -32700, format!("Parse error: the line is not JSON ({why}): send one JSON-RPC message per line")),
         Err(Unread::NotOneObject) => return rpc_error(&Value::Null, -32600, format!("Invalid request: {}", not_one_object(text))),
         // answered with the request's id, which can be read
-        Err(Unread::Twice(refusal, id)) => return rpc_error(&id, -32600, format!("Invalid request: {}", refusal.message)),
+        Err(Unread::Twice(refusal, id)) => {
+            let id = if id.is_string() || id.is_i64() || id.is_u64() { id } else { Value::Null };
+            return rpc_error(&id, -32600, format!("Invalid request: {}", refusal.message));
+        }
     };
     // The SDK answers a message it cannot read with no `id` at all, which leaves the client
     // waiting on its request: such messages are answered here, with the id when MCP can
@@ -1521,6 +1560,24 @@ mod tests {
         }
     }
 
+    /// Only lone surrogate escapes are replaced: a high-low pair, an escaped backslash
+    /// before `u` and other escapes stay as they are.
+    #[test]
+    fn lone_surrogates_are_replaced_and_nothing_else() {
+        for (text, want) in [
+            (r#""\ud83d""#, r#""\uFFFD""#),
+            (r#""\udc00\ud83d""#, r#""\uFFFD\uFFFD""#),
+            (r#""\ud83d\ude00""#, r#""\ud83d\ude00""#),
+            (r#""\ud83d\ud83d\ude00x""#, r#""\uFFFD\ud83d\ude00x""#),
+            (r#""\\ud83d""#, r#""\\ud83d""#),
+            (r#""\n\u0041\"é\ud8""#, r#""\n\u0041\"é\ud8""#),
+            ("\\", "\\"),
+            ("end\\", "end\\"),
+        ] {
+            assert_eq!(lone_surrogates_replaced(text), want, "{text}");
+        }
+    }
+
     /// The stdio screen (`run_stdio`): what the SDK would skip or stop on is answered.
     #[test]
     fn the_stdio_screen_answers_what_the_sdk_would_not() {
@@ -1550,6 +1607,13 @@ mod tests {
         assert_eq!((id, code), (json!(6), -32600));
         assert!(msg.contains("`intent` twice"), "{msg}");
         assert_eq!(error(screen(br#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#, true)).0, json!(5));
+        // a lone surrogate (half an emoji a client cut) is refused with the request's id,
+        // read past it, so the client's call ends; an id MCP cannot carry is null
+        let (id, code, msg) = error(screen(br#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"recall_instruction","arguments":{"intent":"roll back \ud83d"}}}"#, true));
+        assert_eq!((id, code), (json!(42), -32600), "{msg}");
+        assert!(msg.contains("surrogate"), "{msg}");
+        assert_eq!(error(screen(br#"{"jsonrpc":"2.0","id":"\udc00a","method":"ping"}"#, true)).0, json!("\u{fffd}a"));
+        assert_eq!(error(screen(br#"{"jsonrpc":"2.0","id":{"x":"\ud800"},"method":"ping"}"#, true)).0, Value::Null);
         assert_eq!(error(screen(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, true)).1, -32600);
         assert!(error(screen(b"5", true)).2.contains("not a number, a string or null"));
         // what the SDK would answer with no id at all is answered here: with the id when

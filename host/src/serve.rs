@@ -145,7 +145,7 @@ fn publish_manifest(svc: &Service, label: &str, text: &str, unit: impl Fn(&str) 
 
 fn trigger_key(args: &ServeArgs, demo_secret: Option<&str>) -> Result<Option<TriggerKey>> {
     if let Some(p) = &args.heartbeat_public_key {
-        let x = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        let x = crate::agent_dir::read_text(p)?;
         return Ok(Some(TriggerKey::eddsa(&x).with_context(|| format!("{} is not a base64url Ed25519 public key", p.display()))?));
     }
     if let Ok(s) = std::env::var(&args.heartbeat_secret_env) {

@@ -840,6 +840,10 @@ fn boot_context_is_ordered_budgeted_verified_and_byte_identical() {
     assert!(md.header("content-type").unwrap().starts_with("text/markdown"));
     assert_eq!(md.header("x-bundle-sha256"), v["bundle_sha256"].as_str());
     assert!(md.body.find("## Identity").unwrap() < md.body.find("## Session").unwrap(), "{}", md.body);
+    // asked for by `Accept`, whose media type is case-insensitive (RFC 9110 §8.3.1)
+    let accept = c().req_with("GET", &path, Some(&key), None, &[("Accept", "Text/Markdown; charset=utf-8")]);
+    assert_eq!((accept.status, accept.header("content-type")), (200, md.header("content-type")), "{}", accept.body);
+    assert_eq!(accept.body, md.body);
 
     // Scope: another agent's key is refused; no manifest is a 404.
     let (_, other) = setup_agent("bc-other");

@@ -170,11 +170,13 @@ impl TriggerKey {
         }
         let sig = URL_SAFE_NO_PAD.decode(s).map_err(|_| self.invalid("InvalidSignature"))?;
         self.check_signature(&token.as_bytes()[..h.len() + 1 + p.len()], &sig)?;
-        let claims: RawClaims = URL_SAFE_NO_PAD.decode(p).ok().and_then(|b| serde_json::from_slice(&b).ok()).ok_or_else(|| self.invalid("Json"))?;
+        // said as `lid serve` (jsonwebtoken) says it, the decoder's reason included
+        let payload = URL_SAFE_NO_PAD.decode(p).map_err(|e| self.invalid(&format!("Base64 error: {e}")))?;
+        let claims: RawClaims = serde_json::from_slice(&payload).map_err(|e| self.invalid(&format!("JSON error: {e}")))?;
         // (an `exp` that is no NumericDate fails `lid serve`'s reading of the claims)
         let exp = match &claims.exp {
             None => None,
-            Some(v) => Some(numeric_date(v).ok_or_else(|| self.invalid("Json"))?),
+            Some(v) => Some(numeric_date(v).ok_or_else(|| self.invalid(&format!("JSON error: {}", lid_shared::heartbeat::not_a_numeric_date(v))))?),
         };
         let (Some(sub), Some(exp)) = (claims.sub, exp) else {
             return Err(self.invalid("MissingRequiredClaim"));
@@ -277,8 +279,12 @@ mod tests {
         }
         for bad in ["null", "\"1000\"", "-1", "true"] {
             let t = sign(b"s", &format!(r#"{{"sub":"a","wake_reason":"manual","heartbeat_id":"h","exp":{bad}}}"#));
-            assert!(code_and_message(key.verify(&t, "a", 900)).2.contains("Json"), "exp {bad}");
+            assert!(code_and_message(key.verify(&t, "a", 900)).2.contains(&format!("(JSON error: `exp` must be a NumericDate (Unix seconds, a non-negative number), not {bad})")), "exp {bad}");
         }
+        // a payload that is not JSON is said with serde's reason, as jsonwebtoken says it
+        let t = sign(b"s", r#"{"sub":"a","exp":1000,"heartbeat_id":"h\ud800"}"#);
+        let m = code_and_message(key.verify(&t, "a", 900)).2;
+        assert!(m.contains("(JSON error: ") && m.contains("line 1 column"), "{m}");
         // every header field jsonwebtoken does not know must be a string there, so here too
         for header in [r#"{"alg":"HS256","b64":false}"#, r#"{"alg":"HS256","crit":5}"#, r#"{"alg":"HS256","nonce":7}"#, r#"{"alg":"HS256","foo":{"a":1}}"#] {
             assert!(code_and_message(key.verify(&hs256(b"s", header, CLAIMS), "a", 900)).2.contains("InvalidToken"), "{header}");

@@ -90,7 +90,7 @@ fn param(ctx: &RouteContext<Head>, name: &str) -> ApiResult<String> {
     percent_encoding::percent_decode_str(raw)
         .decode_utf8()
         .map(|s| s.into_owned())
-        .map_err(|_| ApiError::bad_request("invalid_request", format!("Invalid URL: Invalid UTF-8 in {name}: check the query string and path against GET /openapi.json")))
+        .map_err(|_| ApiError::bad_request("invalid_request", format!("Invalid URL: Invalid UTF-8 in `{name}`: check the query string and path against GET /openapi.json")))
 }
 
 /// The query parameters a route reads (`names`), each at most once: a repeated one is
@@ -259,7 +259,7 @@ async fn heartbeat(mut req: Request, ctx: RouteContext<Head>) -> worker::Result<
     reply(async {
         let svc = service(&ctx.env)?;
         let id = param(&ctx, "id")?;
-        let md = req.headers().get("accept").ok().flatten().is_some_and(|a| a.starts_with("text/markdown"));
+        let md = req.headers().get("accept").ok().flatten().is_some_and(|a| lid_shared::accepts_markdown(a.as_bytes()));
         let p = caller(&svc, &req).await?;
         p.require_boot(&id, true)?;
         let body = json_body(&mut req).await?;
@@ -281,7 +281,7 @@ async fn boot_context(req: Request, ctx: RouteContext<Head>) -> worker::Result<R
         let id = param(&ctx, "id")?;
         let q = query(&req, &["profile", "budget", "format", "query"])?;
         let md = match q.get("format").map(String::as_str) {
-            None => req.headers().get("accept").ok().flatten().is_some_and(|a| a.starts_with("text/markdown")),
+            None => req.headers().get("accept").ok().flatten().is_some_and(|a| lid_shared::accepts_markdown(a.as_bytes())),
             Some("json") => false,
             Some("markdown") => true,
             Some(f) => return Err(ApiError::bad_request("invalid_request", format!("unknown format {f:?}: use json or markdown"))),

@@ -30,9 +30,14 @@ pub fn numeric_date(v: &Value) -> Option<u64> {
     n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && *f < u64::MAX as f64).map(|f| f.round() as u64))
 }
 
+/// Why an `exp` claim `v` is refused ([`numeric_date`]), as both hosts say it.
+pub fn not_a_numeric_date(v: &Value) -> String {
+    format!("`exp` must be a NumericDate (Unix seconds, a non-negative number), not {v}")
+}
+
 fn numeric_date_claim<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let v = Value::deserialize(d)?;
-    numeric_date(&v).ok_or_else(|| serde::de::Error::custom(format!("`exp` must be a NumericDate (Unix seconds, a non-negative number), not {v}")))
+    numeric_date(&v).ok_or_else(|| serde::de::Error::custom(not_a_numeric_date(&v)))
 }
 
 impl Trigger {

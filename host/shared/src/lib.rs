@@ -163,6 +163,16 @@ pub fn boot_stub_headers(body: &str, manifest_version: String, tokens: i64, stub
     [("x-stub-version", stub_version.to_string()), ("x-manifest-version", manifest_version), ("x-token-count", tokens.to_string()), ("etag", etag)]
 }
 
+/// Whether an `Accept` header (its bytes, as sent) asks for Markdown: its first media
+/// type is `text/markdown`, in any case (RFC 9110 §8.3.1: type and subtype are
+/// case-insensitive), whatever bytes follow it (a quoted parameter may hold obs-text,
+/// which `lid serve` read as no header at all where the worker read Markdown).
+pub fn accepts_markdown(accept: &[u8]) -> bool {
+    const MARKDOWN: &[u8] = b"text/markdown";
+    let a = accept.trim_ascii_start();
+    a.len() >= MARKDOWN.len() && a[..MARKDOWN.len()].eq_ignore_ascii_case(MARKDOWN)
+}
+
 /// The error body both hosts answer with (README "Errors"); [`Refusal::body`].
 pub fn error_body(status: u16, code: &str, message: &str, details: &serde_json::Value) -> serde_json::Value {
     serde_json::json!({"error": {"code": code, "status": status, "message": message, "details": details}})
@@ -193,6 +203,16 @@ mod tests {
 
     /// README "Errors": `{"error": {code, status, message, details}}`, and the refusal
     /// displayed as its code and message (what the hosts log).
+    #[test]
+    fn markdown_is_asked_for_by_the_first_media_type_in_any_case_and_with_any_bytes_after_it() {
+        for yes in [&b"text/markdown"[..], b"Text/Markdown; charset=utf-8", b"  text/markdown", b"text/markdown; charset=\"\xc3\xa9\"", b"TEXT/MARKDOWN, application/json"] {
+            assert!(accepts_markdown(yes), "{}", String::from_utf8_lossy(yes));
+        }
+        for no in [&b""[..], b"application/json", b"text/mark", b"application/json, text/markdown", b"*/*", b"text/html\xff"] {
+            assert!(!accepts_markdown(no), "{}", String::from_utf8_lossy(no));
+        }
+    }
+
     #[test]
     fn a_refusal_is_answered_as_the_error_body_and_shown_as_code_and_message() {
         let r = Refusal::new(409, "manifest_version_conflict", "v1 is published").with_details(serde_json::json!({"retryable": true}));
