@@ -52,8 +52,8 @@ impl Trigger {
         }
         // The heartbeat id is what this heartbeat's recalls name: held to their rule, so
         // that they can.
-        if recall_heartbeat_id(Some(&Value::String(self.heartbeat_id.clone()))).is_err() {
-            return Err(Refusal::new(401, "heartbeat_trigger_invalid", "the trigger's `heartbeat_id` must be one line of at most 256 characters (the id this heartbeat's recalls name)"));
+        if let Some(problem) = heartbeat_id_problem(&self.heartbeat_id) {
+            return Err(Refusal::new(401, "heartbeat_trigger_invalid", format!("the trigger's `heartbeat_id` {problem} (the id this heartbeat's recalls name)")));
         }
         if self.session_start.is_some_and(|ms| ms > SESSION_START_MAX_MS) {
             return Err(Refusal::new(401, "heartbeat_trigger_invalid", "the trigger's `session_start` must be Unix milliseconds (at most 253402300799999, the end of year 9999)"));
@@ -76,14 +76,31 @@ pub const SESSION_START_MAX_MS: u64 = 253_402_300_799_999;
 /// name is served as `generic`.
 pub const PROFILES: &[&str] = &["generic", "paperclip-claude-code", "openai-assistants"];
 
+/// The longest `heartbeat_id`, in characters.
+const HEARTBEAT_ID_MAX_CHARS: usize = 256;
+
+/// What is wrong with a heartbeat id, if anything, as the end of a sentence naming it: over
+/// [`HEARTBEAT_ID_MAX_CHARS`] characters, or holding a line break, a control or an
+/// invisible character ([`crate::ids::hidden_kind`], named with where it is).
+fn heartbeat_id_problem(s: &str) -> Option<String> {
+    let n = s.chars().count();
+    if n > HEARTBEAT_ID_MAX_CHARS {
+        return Some(format!("is {n} characters; the limit is {HEARTBEAT_ID_MAX_CHARS}"));
+    }
+    crate::ids::hidden_in(s).map(|found| format!("must be one line without control or invisible characters, and holds {found}: remove it"))
+}
+
 /// A recall request's `heartbeat_id` (§21.5.1: the run the recall belongs to, kept in
 /// its audit record): absent or null is none; otherwise one line of at most 256
-/// characters, so that a mistyped id is refused rather than recorded as none.
+/// characters without control or invisible characters, so that a mistyped id is refused
+/// rather than recorded as none, with what is wrong ([`heartbeat_id_problem`]).
 pub fn recall_heartbeat_id(v: Option<&serde_json::Value>) -> Result<&str, Refusal> {
     match v {
         None | Some(serde_json::Value::Null) => Ok(""),
-        Some(serde_json::Value::String(s)) if s.chars().count() <= 256 && !s.chars().any(crate::ids::is_hidden) => Ok(s),
-        Some(serde_json::Value::String(_)) => Err(Refusal::invalid_request("`heartbeat_id` must be one line of at most 256 characters")),
+        Some(serde_json::Value::String(s)) => match heartbeat_id_problem(s) {
+            None => Ok(s),
+            Some(problem) => Err(Refusal::invalid_request(format!("`heartbeat_id` {problem}"))),
+        },
         Some(other) => Err(Refusal::invalid_request(format!("`heartbeat_id` must be a string (the run's id), not {other}"))),
     }
 }
@@ -271,6 +288,28 @@ mod tests {
         for bad in [json!(5), json!("a\nb"), json!("x".repeat(257)), json!("a\u{2028}b"), json!("run\u{202e}1")] {
             assert_eq!(recall_heartbeat_id(Some(&bad)).unwrap_err().code, "invalid_request", "{bad}");
         }
+        assert_eq!(recall_heartbeat_id(Some(&json!("x".repeat(256)))).unwrap().len(), 256);
+        assert_eq!(recall_heartbeat_id(Some(&json!("hb-日本-👩\u{200D}💻"))).ok(), None, "a joiner is refused in an id, even in an emoji");
+        assert_eq!(recall_heartbeat_id(Some(&json!("hb-日本-é"))).unwrap(), "hb-日本-é");
+    }
+
+    /// The refusal says what is wrong: the length, or the character and where it is
+    /// (audit finding 14: bidi, zero-width and NUL were refused as "not one line of at
+    /// most 256 characters").
+    #[test]
+    fn a_heartbeat_ids_refusal_names_what_is_wrong() {
+        use serde_json::json;
+        let message = |id: &str| recall_heartbeat_id(Some(&json!(id))).unwrap_err().message;
+        assert_eq!(message("hb-\u{202e}1"), "`heartbeat_id` must be one line without control or invisible characters, and holds U+202E (a bidirectional control character) at character 4: remove it");
+        assert!(message("hb-\u{200b}1").contains("holds U+200B (a zero-width character) at character 4"));
+        assert!(message("hb-\u{0}1").contains("holds U+0000 (a control character) at character 4"));
+        assert!(message("hb-\u{2028}1").contains("holds U+2028 (a line break) at character 4"));
+        assert!(message("hb-\u{E0041}1").contains("holds U+E0041 (a Unicode tag character) at character 4"));
+        assert_eq!(message(&"h".repeat(257)), "`heartbeat_id` is 257 characters; the limit is 256");
+        let t = Trigger { sub: "eng".into(), wake_reason: "incident".into(), heartbeat_id: "hb-\u{202e}1".into(), session_start: None, exp: 9 };
+        let e = t.for_agent("eng").unwrap_err();
+        assert_eq!((e.status, e.code.as_ref()), (401, "heartbeat_trigger_invalid"));
+        assert_eq!(e.message, "the trigger's `heartbeat_id` must be one line without control or invisible characters, and holds U+202E (a bidirectional control character) at character 4: remove it (the id this heartbeat's recalls name)");
     }
 
     #[test]

@@ -5,12 +5,42 @@ use serde_json::Value;
 
 use crate::Refusal;
 
-/// Whether `c` changes how a one-line value reads without being seen, or breaks the line
-/// where a reader would not: control characters, bidirectional controls, zero-width and
-/// other invisible format characters, and the Unicode line and paragraph separators (the
-/// admission lint's set for unit text, for the short values a request names things with).
+/// What `c` is, when it changes how a one-line value reads without being seen or breaks
+/// the line where a reader would not: a line break (LF, CR, VT, FF, NEL and the Unicode
+/// line and paragraph separators), another control character, a bidirectional control,
+/// a variation selector, a tag character, a Hangul filler or another invisible format or
+/// default-ignorable character. These are the characters the admission lint refuses in
+/// unit text (`guest/src/lint.rs`, which tests this list against Unicode's Cf set),
+/// without the lint's allowances for ZWNJ and ZWJ in joining scripts and emoji, for
+/// directional marks in right-to-left text and for variation sequences: an id, label or
+/// origin is a name, not prose, and a reader comparing two cannot see them.
+pub fn hidden_kind(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}' => "a line break",
+        c if c.is_control() => "a control character",
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => "a bidirectional control character",
+        '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}' => "a zero-width character",
+        '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' | '\u{180B}'..='\u{180D}' | '\u{180F}' => "a variation selector",
+        '\u{E0000}'..='\u{E007F}' => "a Unicode tag character",
+        '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' => "a Hangul filler",
+        '\u{FFF9}'..='\u{FFFB}' => "an interlinear annotation character",
+        // the rest of Cf (but the visible prepended concatenation marks) and of Default_Ignorable_Code_Point
+        '\u{034F}' | '\u{17B4}' | '\u{17B5}' | '\u{2065}'..='\u{206F}' | '\u{FFF0}'..='\u{FFF8}' | '\u{13430}'..='\u{1343F}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}' | '\u{E0080}'..='\u{E00FF}' | '\u{E01F0}'..='\u{E0FFF}' => {
+            "an invisible format character"
+        }
+        _ => return None,
+    })
+}
+
+/// Whether a one-line value may not hold `c` ([`hidden_kind`]).
 pub fn is_hidden(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+    hidden_kind(c).is_some()
+}
+
+/// The first character of `s` that [`hidden_kind`] names, as "U+XXXX (what it is) at
+/// character N" (1-based), for a refusal that says what to remove.
+pub fn hidden_in(s: &str) -> Option<String> {
+    s.chars().enumerate().find_map(|(i, c)| hidden_kind(c).map(|what| format!("U+{:04X} ({what}) at character {}", c as u32, i + 1)))
 }
 
 /// An agent id (or deployment, pack or unit name): 1–128 of `[A-Za-z0-9._-]`, not `.` or `..`.
@@ -85,6 +115,39 @@ pub fn org_pairs(org: &Value) -> Result<Vec<(String, String)>, Refusal> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The characters a one-line value may not hold: line breaks and controls, the
+    /// lint's invisible set (README "Admission lint"), context-free.
+    #[test]
+    fn hidden_characters_are_named() {
+        for (c, what) in [
+            ('\u{2028}', "a line break"),
+            ('\u{0B}', "a line break"),
+            ('\u{85}', "a line break"),
+            ('\u{0}', "a control character"),
+            ('\t', "a control character"),
+            ('\u{202E}', "a bidirectional control character"),
+            ('\u{200F}', "a bidirectional control character"),
+            ('\u{200B}', "a zero-width character"),
+            ('\u{200D}', "a zero-width character"),
+            ('\u{FE0F}', "a variation selector"),
+            ('\u{E0100}', "a variation selector"),
+            ('\u{E0041}', "a Unicode tag character"),
+            ('\u{3164}', "a Hangul filler"),
+            ('\u{FFF9}', "an interlinear annotation character"),
+            ('\u{206A}', "an invisible format character"),
+            ('\u{034F}', "an invisible format character"),
+            ('\u{1BCA0}', "an invisible format character"),
+            ('\u{FFF0}', "an invisible format character"),
+        ] {
+            assert_eq!(hidden_kind(c), Some(what), "U+{:04X}", c as u32);
+        }
+        for c in ['a', 'é', ' ', '日', 'ب', '😀', '\u{0600}', '\u{110BD}', '\u{3000}'] {
+            assert!(!is_hidden(c), "U+{:04X}", c as u32);
+        }
+        assert_eq!(hidden_in("hb-\u{202E}1").as_deref(), Some("U+202E (a bidirectional control character) at character 4"));
+        assert_eq!(hidden_in("hb-日本-1"), None);
+    }
 
     #[test]
     fn agent_ids() {
