@@ -373,9 +373,27 @@ fn pack_path(key: &str) -> String {
 /// `catalog` entry, the full front matter (`meta`), every context file (`files`: key,
 /// path, unit name, title, tokens, sha256, by path), layout `collisions` and the pack
 /// `digest` ([`crate::content::pack_digest`]). Front-matter problems are 422 with the
-/// knowledge error's code; a key that names no context file is `invalid_request`.
+/// knowledge error's code; `invalid_request`: a key that names no context file, a key
+/// holding a character the admission lint refuses or a line break (the path is served in
+/// the fact URI and the `<knowledge_pack path="…">` fence), and files that give one unit
+/// name where no layout comes first ([`crate::knowledge::NameClash`]: all but one would be
+/// stored and never served). A `units/` file over a `compiled/` or `documents/` one of
+/// the same name is the documented precedence: listed in `collisions`.
 pub fn read_knowledge_pack(upload: &str) -> Result<String, EngineError> {
     let up: PackUpload = parse("knowledge pack upload", upload)?;
+    let hidden: Vec<String> = up
+        .units
+        .keys()
+        .filter_map(|key| {
+            crate::knowledge::line_hidden_character(key).map(|(at, c, what)| format!("unit key {key:?} holds U+{:04X}, {what}, at character {at}", c as u32))
+        })
+        .collect();
+    if !hidden.is_empty() {
+        return Err(EngineError::InvalidRequest(format!(
+            "{}: a pack file's path is served to agents as it is (in its fact URI and its <knowledge_pack path=\"…\"> fence), so it may not hold characters a reviewer cannot see; rename the file",
+            hidden.join("; ")
+        )));
+    }
     let mut by_path: std::collections::BTreeMap<String, (&str, &str)> = std::collections::BTreeMap::new();
     let mut bad = Vec::new();
     for (key, text) in &up.units {
@@ -393,6 +411,15 @@ pub fn read_knowledge_pack(upload: &str) -> Result<String, EngineError> {
     }
     let spec = crate::knowledge::PackSpec { id: up.id.clone(), knowledge_md: up.knowledge_md.clone(), files: by_path.keys().cloned().collect(), digest: None };
     let pack = crate::knowledge::read_pack(&spec, |name, path| by_path.get(path).map(|(_, text)| crate::knowledge::unit_title(name, text))).map_err(EngineError::Knowledge)?;
+    if !pack.clashes.is_empty() {
+        // (each file with the key it was sent under, where that is not its path: a bare name)
+        let show = |p: &str| match by_path.get(p) {
+            Some((key, _)) if *key != p => format!("{p} (unit key {key:?})"),
+            _ => p.to_string(),
+        };
+        let each: Vec<String> = pack.clashes.iter().map(|c| c.describe(show)).collect();
+        return Err(EngineError::InvalidRequest(format!("{}; the others would be stored and never served: {}; nothing was stored", each.join("; "), crate::knowledge::NAME_CLASH_FIX)));
+    }
     let names: std::collections::BTreeMap<&str, (&str, &str)> =
         pack.manifest.entries.iter().filter_map(|e| e.path.as_deref().map(|p| (p, (e.name.as_str(), e.description.as_str())))).collect();
     let files: Vec<PackFile> = by_path
@@ -459,6 +486,68 @@ mod tests {
         assert_eq!(report["errors"][0]["message"], "invalid request: `approvals` in the validate options must be an object, not a string");
         let report: serde_json::Value = serde_json::from_str(&super::validate_manifest(&m, "{approvals}")).unwrap();
         assert_eq!(report["errors"][0]["code"], "invalid_json", "{report}");
+    }
+
+    const PACK_KMD: &str = "---\nname: zh-ops\ndescription: Payments API facts\ntype: reference\nstatus: ready\n---\n# Guide\n";
+
+    fn read_pack(kmd: &str, units: serde_json::Value) -> Result<serde_json::Value, crate::error::EngineError> {
+        super::read_knowledge_pack(&serde_json::json!({"id": "zh-ops", "knowledge_md": kmd, "units": units}).to_string()).map(|s| serde_json::from_str(&s).unwrap())
+    }
+
+    /// Audit finding 01 (repro `01-pack-unit-names-collapse.py`): files named in another
+    /// script are one unit each (runtime standard, Step 4: every context file can be
+    /// selected); files that still give one name (`Deploys`, `deploys`) are refused, naming
+    /// the files and the keys, where they were stored and all but one never served. A
+    /// `units/` file over a `documents/` one of its name is the documented precedence.
+    #[test]
+    fn a_pack_upload_names_units_in_any_script_and_refuses_files_that_give_one_name() {
+        let units = serde_json::json!({
+            "units/部署.md": "# Deploy windows\n\nThe payments API is deployed Monday to Thursday, 09:00-16:00 UTC.\n",
+            "units/限额.md": "# Rate limits\n\nThe payments API allows 600 requests per minute per merchant.\n",
+            "units/回滚.md": "# Rollback\n\nRollbacks of the payments API take about 4 minutes.\n",
+        });
+        let v = read_pack(PACK_KMD, units.clone()).unwrap();
+        assert_eq!(v["catalog"]["units"], 3);
+        let names: Vec<&str> = v["files"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["回滚", "部署", "限额"]);
+        assert_eq!(v["collisions"], serde_json::json!([]));
+        let e = read_pack(PACK_KMD, serde_json::json!({"Deploys": "# A\n", "deploys": "# B\n", "units/限额.md": "# C\n"})).unwrap_err();
+        assert_eq!((e.code(), e.status()), ("invalid_request", 400));
+        let m = e.to_string();
+        assert!(m.contains("files units/Deploys.md (unit key \"Deploys\"), units/deploys.md (unit key \"deploys\") give one unit name \"deploys\", so only units/Deploys.md (unit key \"Deploys\") is served"), "{m}");
+        assert!(m.contains("rename the files so their names differ; nothing was stored"), "{m}");
+        let e = read_pack(PACK_KMD, serde_json::json!({"compiled/a/b.md": "x", "compiled/a-b.md": "y"})).unwrap_err();
+        assert!(e.to_string().contains("files compiled/a-b.md, compiled/a/b.md give one unit name \"a-b\""), "{e}");
+        // the documented precedence is no clash: the units/ file is served, the loser listed
+        let v = read_pack(PACK_KMD, serde_json::json!({"deploys": "# A\n", "documents/Deploys.md": "# B\n"})).unwrap();
+        assert_eq!((v["catalog"]["units"].as_u64(), v["collisions"].clone()), (Some(1), serde_json::json!(["deploys"])));
+    }
+
+    /// Audit finding 09 (repro `09-pack-path-hidden-chars.py`): a unit key holding a bidi,
+    /// zero-width or control character (it becomes the fact URI and the fence's `path`) is
+    /// refused, naming the key and the character; a key in another script is not.
+    #[test]
+    fn a_pack_upload_refuses_keys_holding_hidden_characters() {
+        for (key, cp) in [("units/dep\u{202e}loys.md", "U+202E"), ("units/dep\u{200b}loys.md", "U+200B"), ("units/dep\u{1}loys.md", "U+0001"), ("dep\nloys", "U+000A"), ("dep\u{2028}loys", "U+2028")] {
+            let e = read_pack(PACK_KMD, serde_json::json!({ key: "# Deploy windows\n\nDeployed Monday to Thursday.\n" })).unwrap_err();
+            assert_eq!((e.code(), e.status()), ("invalid_request", 400), "{key:?}");
+            let m = e.to_string();
+            assert!(m.contains(&format!("unit key {key:?} holds {cp}, ")) && m.contains("at character "), "{m}");
+            assert!(!m.contains(['\u{202e}', '\u{200b}', '\u{1}', '\n', '\u{2028}']), "the message shows the character escaped: {m:?}");
+        }
+        assert!(read_pack(PACK_KMD, serde_json::json!({"units/部署 窗口.md": "x", "Überblick": "y"})).is_ok());
+    }
+
+    /// Audit finding 07 (repro `07-lint-lone-cr-lines.py`): a `KNOWLEDGE.md` whose lines end
+    /// in a lone CR is read as with LF or CRLF.
+    #[test]
+    fn a_pack_upload_reads_a_knowledge_md_with_lone_cr_lines() {
+        let units = serde_json::json!({"deploys": "# Deploys\n\nMonday to Thursday.\n"});
+        let lf = read_pack(PACK_KMD, units.clone()).unwrap();
+        for eol in ["\r\n", "\r"] {
+            let v = read_pack(&PACK_KMD.replace('\n', eol), units.clone()).unwrap();
+            assert_eq!(v["catalog"], lf["catalog"], "{eol:?}");
+        }
     }
 
     /// The stub's tool schema has `additionalProperties: false` (§21.3.1): a field the

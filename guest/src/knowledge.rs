@@ -48,12 +48,14 @@ pub enum KnowledgeError {
     NoUnits { pack: String },
     #[error("pack id {0:?} must be 1-128 characters of [A-Za-z0-9._-]")]
     PackId(String),
+    #[error("KNOWLEDGE.md front matter field `{field}` holds U+{code:04X}, {what}, at character {at}: the catalog's fields are listed and fenced as they are, so they may not hold characters a reader cannot see; remove it")]
+    FieldHidden { field: String, at: usize, code: u32, what: &'static str },
 }
 
 impl KnowledgeError {
     pub fn code(&self) -> &'static str {
         match self {
-            KnowledgeError::FrontMatterMissing | KnowledgeError::FrontMatterUnclosed | KnowledgeError::FrontMatterLine { .. } | KnowledgeError::FrontMatterKeyTwice { .. } => {
+            KnowledgeError::FrontMatterMissing | KnowledgeError::FrontMatterUnclosed | KnowledgeError::FrontMatterLine { .. } | KnowledgeError::FrontMatterKeyTwice { .. } | KnowledgeError::FieldHidden { .. } => {
                 "knowledge_front_matter_invalid"
             }
             KnowledgeError::FieldMissing(_) => "knowledge_field_missing",
@@ -75,6 +77,22 @@ pub struct PackMeta {
     /// Every other front-matter field, by (flattened) key.
     #[serde(default)]
     pub fields: BTreeMap<String, String>,
+}
+
+impl PackMeta {
+    /// Refuse a catalog field (`name`, `description`, `type`, `status`, or one of
+    /// `optional` present) that holds a character a reader cannot see, or a line break
+    /// ([`line_hidden_character`]): the first such field, in that order.
+    pub fn check_catalog_fields(&self, optional: &[&str]) -> Result<(), KnowledgeError> {
+        let required = [("name", &self.name), ("description", &self.description), ("type", &self.kind), ("status", &self.status)];
+        let present = optional.iter().filter_map(|k| self.fields.get(*k).map(|v| (*k, v)));
+        for (field, value) in required.into_iter().chain(present) {
+            if let Some((at, c, what)) = line_hidden_character(value) {
+                return Err(KnowledgeError::FieldHidden { field: field.to_string(), at, code: c as u32, what });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Strip one level of YAML quoting from a scalar.
@@ -106,16 +124,35 @@ fn unquote(v: &str) -> String {
     }
 }
 
+/// The lines of `text`, each with its line break: LF, CRLF or a lone CR (YAML 1.2 §5.4
+/// and CommonMark both take all three; editors that write CR alone still exist).
+fn lines_inclusive(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = match rest.find(['\n', '\r']) {
+            Some(i) if rest[i..].starts_with("\r\n") => i + 2,
+            Some(i) => i + 1,
+            None => rest.len(),
+        };
+        let (line, tail) = rest.split_at(end);
+        rest = tail;
+        Some(line)
+    })
+}
+
 /// Parse `KNOWLEDGE.md`: its front matter (the subset of YAML catalogs use: `key: value`
 /// scalars, one level of nested mappings, `- item` lists, comments) and the guide body.
+/// Lines end with LF, CRLF or a lone CR.
 pub fn parse_knowledge_md(text: &str) -> Result<(PackMeta, &str), KnowledgeError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text.split_inclusive('\n');
-    match lines.next() {
-        Some(first) if first.trim_end() == "---" => {}
+    let mut lines = lines_inclusive(text);
+    let mut offset = match lines.next() {
+        Some(first) if first.trim_end() == "---" => first.len(),
         _ => return Err(KnowledgeError::FrontMatterMissing),
-    }
-    let mut offset = text.split_inclusive('\n').next().map_or(0, str::len);
+    };
     let mut fields: BTreeMap<String, String> = BTreeMap::new();
     // the line each key was given on: a key given twice is an error, not the last one kept
     let mut given: BTreeMap<String, usize> = BTreeMap::new();
@@ -184,8 +221,13 @@ pub fn parse_knowledge_md(text: &str) -> Result<(PackMeta, &str), KnowledgeError
 
 /// The unit name of a context file, from its path relative to the pack root: `units/x.md`
 /// is `x`; under `compiled/` or `documents/` the path below that folder, `/` replaced by
-/// `-` (`compiled/splits/brief/facts.md` is `splits-brief-facts`). Anything else (other
-/// folders, non-markdown files, hidden files, `..`) is not a context file: `None`.
+/// `-` (`compiled/splits/brief/facts.md` is `splits-brief-facts`). Letters and digits of
+/// any script are kept, lowercased, with the combining marks written with them
+/// (`units/部署.md` is `部署`, `units/Überblick.md` `überblick`); `-`, `_` and `.` are kept;
+/// any other character becomes `-` (ASCII names are exactly what they always were). At
+/// most 128 characters. Anything else (other folders, non-markdown files, hidden files,
+/// `..`) is not a context file: `None`. Two files can still give one name (`Deploys.md`,
+/// `deploys.md`): [`read_pack`] reports it ([`Pack::clashes`]).
 pub fn unit_name(rel_path: &str) -> Option<String> {
     let rel = rel_path.replace('\\', "/");
     let (top, rest) = rel.split_once('/')?;
@@ -206,10 +248,114 @@ pub fn unit_name(rel_path: &str) -> Option<String> {
             name.push('-');
         }
         for c in p.chars() {
-            name.push(if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c.to_ascii_lowercase() } else { '-' });
+            if c.is_ascii() {
+                name.push(if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c.to_ascii_lowercase() } else { '-' });
+            } else if c.is_alphanumeric() || is_combining_mark(c) {
+                name.extend(c.to_lowercase());
+            } else {
+                name.push('-');
+            }
         }
     }
-    (name.len() <= 128).then_some(name)
+    (name.chars().count() <= 128).then_some(name)
+}
+
+/// Combining marks that `char::is_alphanumeric` (the Alphabetic property) leaves out but
+/// that belong to the letter they follow: the combining diacritics a decomposed (NFD)
+/// name is written with (`cafe\u{301}`, as some file systems keep names; `テ\u{3099}`), the
+/// nukta and virama of the Indic scripts, Hebrew and Arabic points, Thai, Lao, Tibetan,
+/// Myanmar and Khmer signs. Not variation selectors: they are invisible.
+fn is_combining_mark(c: char) -> bool {
+    let cp = c as u32;
+    // Devanagari to Sinhala: each block's nukta (x3C, Malayalam's x3B too) and virama (x4D)
+    if (0x0900..=0x0DFF).contains(&cp) && matches!(cp & 0x7F, 0x3B | 0x3C | 0x4D) {
+        return true;
+    }
+    matches!(c,
+        '\u{0300}'..='\u{036F}' | '\u{0483}'..='\u{0489}' | '\u{0591}'..='\u{05BD}' | '\u{05BF}' | '\u{05C1}'..='\u{05C2}' | '\u{05C4}'..='\u{05C5}' | '\u{05C7}'
+        | '\u{0610}'..='\u{061A}' | '\u{064B}'..='\u{065F}' | '\u{0670}' | '\u{06D6}'..='\u{06DC}' | '\u{06DF}'..='\u{06E4}' | '\u{06E7}'..='\u{06E8}' | '\u{06EA}'..='\u{06ED}'
+        | '\u{0730}'..='\u{074A}' | '\u{0951}'..='\u{0954}' | '\u{0DCA}'
+        | '\u{0E31}' | '\u{0E34}'..='\u{0E3A}' | '\u{0E47}'..='\u{0E4E}' | '\u{0EB1}' | '\u{0EB4}'..='\u{0EBC}' | '\u{0EC8}'..='\u{0ECE}'
+        | '\u{0F18}'..='\u{0F19}' | '\u{0F35}' | '\u{0F37}' | '\u{0F39}' | '\u{0F3E}'..='\u{0F3F}' | '\u{0F71}'..='\u{0F84}' | '\u{0F86}'..='\u{0F87}' | '\u{0F8D}'..='\u{0FBC}' | '\u{0FC6}'
+        | '\u{102B}'..='\u{103E}' | '\u{17B4}'..='\u{17D3}' | '\u{17DD}'
+        | '\u{1AB0}'..='\u{1AFF}' | '\u{1DC0}'..='\u{1DFF}' | '\u{20D0}'..='\u{20F0}' | '\u{302A}'..='\u{302F}' | '\u{3099}'..='\u{309A}' | '\u{FE20}'..='\u{FE2F}')
+}
+
+/// The first character of a pack file's path (or of a catalog field) that it may not hold,
+/// as (its 1-based character position, the character, what it is): what the admission
+/// lint refuses in text ([`crate::lint::hidden_character`]: bidirectional controls,
+/// zero-width, tag and control characters), and, such a value being one line, tabs, line
+/// breaks and the Unicode line and paragraph separators. A path is served to agents as it
+/// is: in its fact URI, the content item's `path` and the `<knowledge_pack path="…">`
+/// fence; the catalog's fields are listed to whoever picks packs, and fenced.
+pub fn line_hidden_character(value: &str) -> Option<(usize, char, &'static str)> {
+    let own = value.chars().enumerate().find_map(|(i, c)| match c {
+        '\t' | '\n' | '\r' => Some((i + 1, c, "a control character (the value is one line)")),
+        '\u{2028}' | '\u{2029}' => Some((i + 1, c, "a Unicode line or paragraph separator (the value is one line)")),
+        _ => None,
+    });
+    match (own, crate::lint::hidden_character(value)) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Two or more files of one layout that give one unit name: only the first (by path) can
+/// be served. (A name given by files of different layouts is the documented precedence,
+/// [`layout_rank`], not a clash.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameClash {
+    pub name: String,
+    /// The files, the one served first.
+    pub paths: Vec<String>,
+}
+
+/// What every clash message ends with: how names are made, and the fix.
+pub const NAME_CLASH_FIX: &str = "a unit name keeps letters and digits of any script, lowercased, and turns other characters into `-`: rename the files so their names differ";
+
+impl NameClash {
+    /// "files A, B give one unit name "x", so only A is served", each path shown by `show`.
+    pub fn describe(&self, show: impl Fn(&str) -> String) -> String {
+        let all: Vec<String> = self.paths.iter().map(|p| show(p)).collect();
+        format!("files {} give one unit name {:?}, so only {} is served", all.join(", "), self.name, all.first().map_or("", String::as_str))
+    }
+}
+
+impl std::fmt::Display for NameClash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe(str::to_string))
+    }
+}
+
+/// The context files among `files`, grouped by unit name, each group in precedence order
+/// (layout, then path): the first is the one served.
+fn by_name<'a>(files: impl IntoIterator<Item = &'a String>) -> BTreeMap<String, Vec<&'a str>> {
+    let mut files: Vec<&String> = files.into_iter().collect();
+    files.sort_by(|a, b| layout_rank(a).cmp(&layout_rank(b)).then(a.cmp(b)));
+    files.dedup();
+    let mut out: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for f in files {
+        if let Some(name) = unit_name(f) {
+            out.entry(name).or_default().push(f.as_str());
+        }
+    }
+    out
+}
+
+/// The unit-name clashes of a pack's files (see [`NameClash`]), by name.
+pub fn name_clashes(files: &[String]) -> Vec<NameClash> {
+    clashes_of(&by_name(files))
+}
+
+fn clashes_of(groups: &BTreeMap<String, Vec<&str>>) -> Vec<NameClash> {
+    groups
+        .iter()
+        .filter_map(|(name, paths)| {
+            let first = layout_rank(paths[0]);
+            let same: Vec<String> = paths.iter().filter(|p| layout_rank(p) == first).map(|p| p.to_string()).collect();
+            (same.len() > 1).then(|| NameClash { name: name.clone(), paths: same })
+        })
+        .collect()
 }
 
 /// Layout precedence when two files give the same unit name: `units/` wins over
@@ -223,10 +369,10 @@ fn layout_rank(rel_path: &str) -> u8 {
     }
 }
 
-/// The title of a context file: its first line when that is `# <title>`, else the unit
-/// name with dashes as spaces.
+/// The title of a context file: its first line (ended by LF, CRLF or a lone CR) when that
+/// is `# <title>`, else the unit name with dashes as spaces.
 pub fn unit_title(name: &str, content: &str) -> String {
-    let first = content.trim_start_matches('\u{feff}').lines().next().unwrap_or("");
+    let first = content.trim_start_matches('\u{feff}').split(['\n', '\r']).next().unwrap_or("");
     match first.strip_prefix("# ") {
         Some(t) if !t.trim().is_empty() => t.trim().to_string(),
         _ => name.replace('-', " "),
@@ -267,12 +413,15 @@ impl PackDocument {
 }
 
 /// A pack read into manifest form: metadata, one entry per context file (sorted by
-/// name, `path` set), and the names that lost a layout collision.
+/// name, `path` set), the names that lost a layout collision (the documented precedence,
+/// `units/` > `compiled/` > `documents/`), and the names several files of one layout give
+/// (only the first is served; an upload is refused for it, a scan reports it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pack {
     pub meta: PackMeta,
     pub manifest: Manifest,
     pub collisions: Vec<String>,
+    pub clashes: Vec<NameClash>,
 }
 
 /// Read a pack from its document: parse `KNOWLEDGE.md`, pick the context files, name
@@ -285,29 +434,21 @@ pub fn read_pack(spec: &PackSpec, mut title_of: impl FnMut(&str, &str) -> Option
         return Err(KnowledgeError::PackId(spec.id.clone()));
     }
     let (meta, _guide) = parse_knowledge_md(&spec.knowledge_md)?;
-    let mut chosen: BTreeMap<String, &str> = BTreeMap::new();
-    let mut collisions = Vec::new();
-    let mut files: Vec<&String> = spec.files.iter().collect();
-    files.sort_by(|a, b| layout_rank(a).cmp(&layout_rank(b)).then(a.cmp(b)));
-    for f in files {
-        let Some(name) = unit_name(f) else { continue };
-        match chosen.entry(name) {
-            std::collections::btree_map::Entry::Occupied(o) => collisions.push(o.key().clone()),
-            std::collections::btree_map::Entry::Vacant(v) => {
-                v.insert(f.as_str());
-            }
-        }
-    }
-    if chosen.is_empty() {
+    let groups = by_name(&spec.files);
+    if groups.is_empty() {
         return Err(KnowledgeError::NoUnits { pack: spec.id.clone() });
     }
-    let mut entries = Vec::with_capacity(chosen.len());
-    for (name, path) in chosen {
+    let clashes = clashes_of(&groups);
+    // (a name per file that lost to a file of a layout that comes first)
+    let collisions = groups.iter().flat_map(|(name, paths)| paths.iter().filter(|p| layout_rank(p) > layout_rank(paths[0])).map(move |_| name.clone())).collect();
+    let mut entries = Vec::with_capacity(groups.len());
+    for (name, paths) in groups {
+        let path = paths[0];
         let Some(title) = title_of(&name, path) else { continue };
         entries.push(Entry { description: title, path: Some(path.to_string()), name, ..Entry::default() });
     }
     let manifest = pack_manifest(&spec.id, entries);
-    Ok(Pack { meta, manifest, collisions })
+    Ok(Pack { meta, manifest, collisions, clashes })
 }
 
 /// Read a pack whose context files are `path:` facts in `facts`: the manifest, and each
@@ -466,13 +607,18 @@ pub fn open_cached(document_json: &str, facts: &dyn Facts, intent: Option<&str>)
 }
 
 
+/// How [`unit_name`] names units, in the pack index's cache key: an index built under
+/// another rule (before names kept letters of every script, when `units/部署.md` and
+/// `units/限额.md` were both `--`) is rebuilt, not served with the names it was built with.
+const UNIT_NAMES: &str = "unit-names-2 (letters, digits and marks of any script)";
+
 /// The cache key of a pack's precomputed index: a fingerprint of the engine and ranker
-/// versions, the pack id and either the host's digest or (without one) the SHA-256 of
-/// `KNOWLEDGE.md` and of every context file read.
+/// versions, the unit-name rule, the pack id and either the host's digest or (without
+/// one) the SHA-256 of `KNOWLEDGE.md` and of every context file read.
 fn pack_key(id: &str, digest: &str) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    for part in [env!("CARGO_PKG_VERSION"), crate::rank::RANKER_VERSION, "knowledge-pack", id, digest] {
+    for part in [env!("CARGO_PKG_VERSION"), crate::rank::RANKER_VERSION, "knowledge-pack", UNIT_NAMES, id, digest] {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
@@ -636,6 +782,133 @@ mod tests {
         }
     }
 
+    /// The name rule before Unicode names, for every ASCII character: ASCII names are
+    /// unchanged, so existing packs and the eval sets' expected names are too.
+    fn ascii_rule(stem: &str) -> String {
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c.to_ascii_lowercase() } else { '-' }).collect()
+    }
+
+    /// Audit finding 01: letters and digits of every script are kept (lowercased, with their
+    /// combining marks), so `units/部署.md`, `units/限额.md` and `units/回滚.md` are three units,
+    /// not three files named `--` of which one is served (runtime standard, Step 4: each
+    /// context file is context to select). ASCII names are exactly what they were.
+    #[test]
+    fn unit_names_keep_letters_and_digits_of_every_script() {
+        for (path, name) in [
+            ("units/部署.md", "部署"),
+            ("units/限额.md", "限额"),
+            ("units/回滚.md", "回滚"),
+            ("units/Überblick.md", "überblick"),
+            ("units/ΣΥΝΟΨΗ-2.md", "συνοψη-2"),
+            ("units/Развёртывание.md", "развёртывание"),
+            ("units/استقرار.md", "استقرار"),
+            ("units/स्थापना.md", "स्थापना"),
+            ("units/การติดตั้ง.md", "การติดตั้ง"),
+            ("units/배포.md", "배포"),
+            ("units/Ｄｅｐｌｏｙ１.md", "ｄｅｐｌｏｙ１"),
+            // a decomposed (NFD) name keeps its marks: one name per spelling, never `cafe-`
+            ("units/cafe\u{301}.md", "cafe\u{301}"),
+            ("units/\u{30C6}\u{3099}\u{30FC}\u{30BF}.md", "\u{30C6}\u{3099}\u{30FC}\u{30BF}"),
+            ("compiled/手册/部署 窗口.md", "手册-部署-窗口"),
+            // what is neither a letter, a digit nor a mark is `-`, as in ASCII
+            ("units/部署（生产）.md", "部署-生产-"),
+            ("units/deploy\u{3000}rules.md", "deploy-rules"),
+            ("units/🚀launch.md", "-launch"),
+        ] {
+            assert_eq!(unit_name(path).as_deref(), Some(name), "{path}");
+        }
+        // every ASCII character is named as it always was
+        for b in 0x20u8..0x7f {
+            let c = b as char;
+            if matches!(c, '/' | '\\') {
+                continue;
+            }
+            let stem = format!("A{c}z");
+            assert_eq!(unit_name(&format!("units/{stem}.md")), Some(ascii_rule(&stem)), "{c:?}");
+        }
+        assert_eq!(unit_name("units/Deploys.md").as_deref(), Some("deploys"));
+        assert_eq!(unit_name("documents/a+b (1).md").as_deref(), Some("a-b--1-"));
+        // at most 128 characters, whatever their bytes
+        assert_eq!(unit_name(&format!("units/{}.md", "部".repeat(128))).map(|n| n.chars().count()), Some(128));
+        assert_eq!(unit_name(&format!("units/{}.md", "部".repeat(129))), None);
+        assert_eq!(unit_name(&format!("units/{}.md", "a".repeat(129))), None);
+    }
+
+    /// Audit finding 01: two files of one layout that give one name are a clash (only the
+    /// first is served), reported by the pack; a `units/` file over a `documents/` one is
+    /// the documented precedence (runtime standard, Step 4), a collision as before.
+    #[test]
+    fn files_of_one_layout_that_give_one_name_clash_and_precedence_does_not() {
+        let spec = |files: &[&str]| PackSpec { id: "p".into(), knowledge_md: KMD.into(), files: files.iter().map(|f| f.to_string()).collect(), digest: None };
+        let zh = read_pack(&spec(&["units/部署.md", "units/限额.md", "units/回滚.md"]), |n, _| Some(n.to_string())).unwrap();
+        assert_eq!(zh.manifest.entries.iter().map(|e| e.path.as_deref().unwrap()).collect::<Vec<_>>(), ["units/回滚.md", "units/部署.md", "units/限额.md"]);
+        assert!(zh.clashes.is_empty() && zh.collisions.is_empty());
+        let p = read_pack(&spec(&["units/deploys.md", "documents/deploys.md", "units/Deploys.md", "compiled/a/b.md", "compiled/a-b.md"]), |n, _| Some(n.to_string())).unwrap();
+        assert_eq!(
+            p.clashes,
+            [
+                NameClash { name: "a-b".into(), paths: vec!["compiled/a-b.md".into(), "compiled/a/b.md".into()] },
+                NameClash { name: "deploys".into(), paths: vec!["units/Deploys.md".into(), "units/deploys.md".into()] },
+            ]
+        );
+        assert_eq!(p.collisions, ["deploys"], "documents/deploys.md loses to units/ by precedence");
+        assert_eq!(p.manifest.entries.iter().map(|e| e.path.as_deref().unwrap()).collect::<Vec<_>>(), ["compiled/a-b.md", "units/Deploys.md"]);
+        assert_eq!(name_clashes(&spec(&["units/Deploys.md", "units/deploys.md"]).files), p.clashes[1..]);
+        assert!(name_clashes(&spec(&["units/b.md", "compiled/b.md", "documents/b.md"]).files).is_empty());
+        assert_eq!(
+            p.clashes[1].to_string(),
+            "files units/Deploys.md, units/deploys.md give one unit name \"deploys\", so only units/Deploys.md is served"
+        );
+    }
+
+    /// Audit finding 07: a lone CR ends a front-matter line (YAML 1.2 §5.4 takes LF, CRLF and
+    /// CR), as CRLF does; the guide is the rest, as written.
+    #[test]
+    fn front_matter_lines_may_end_in_a_lone_cr() {
+        let (lf, guide) = parse_knowledge_md(KMD).unwrap();
+        for eol in ["\r", "\r\n"] {
+            let text = KMD.replace('\n', eol);
+            let (m, g) = parse_knowledge_md(&text).unwrap();
+            assert_eq!(m, lf, "{eol:?}");
+            assert_eq!(g, guide.replace('\n', eol));
+        }
+        let mixed = "\u{feff}---\rname: a\r\ndescription: d\ntype: t\rstatus: ready\r---\rGuide\r";
+        let (m, g) = parse_knowledge_md(mixed).unwrap();
+        assert_eq!((m.name.as_str(), m.status.as_str(), g), ("a", "ready", "Guide\r"));
+        // lines are still counted, and a front matter that is not closed is still refused
+        assert_eq!(parse_knowledge_md("---\rname: a\r- stray\r---\r").unwrap_err(), KnowledgeError::FrontMatterLine { line: 3, text: "- stray".into() });
+        assert_eq!(parse_knowledge_md("---\rname: a\r").unwrap_err(), KnowledgeError::FrontMatterUnclosed);
+        assert_eq!(parse_knowledge_md("--- name: a\r---\r").unwrap_err(), KnowledgeError::FrontMatterMissing);
+    }
+
+    /// Audit finding 09: a path (or catalog field) holding a bidi, zero-width or control
+    /// character, or a line break, is found at its character; scripts are not.
+    #[test]
+    fn hidden_characters_in_paths_and_catalog_fields_are_found() {
+        assert_eq!(line_hidden_character("units/dep\u{202e}loys.md").map(|(at, c, _)| (at, c)), Some((10, '\u{202e}')));
+        assert_eq!(line_hidden_character("units/dep\u{200b}loys.md").map(|(at, c, _)| (at, c)), Some((10, '\u{200b}')));
+        assert_eq!(line_hidden_character("units/dep\u{1}loys.md").map(|(at, c, _)| (at, c)), Some((10, '\u{1}')));
+        for (p, c) in [("units/a\tb.md", '\t'), ("units/a\nb.md", '\n'), ("units/a\u{2028}b.md", '\u{2028}'), ("a\u{2029}\u{202e}", '\u{2029}'), ("a\u{202e}\n", '\u{202e}')] {
+            assert_eq!(line_hidden_character(p).map(|(_, c, _)| c), Some(c), "{p:?}");
+        }
+        for ok in ["units/部署.md", "units/cafe\u{301}.md", "documents/Überblick/ΣΥΝΟΨΗ.md", "units/a b.md"] {
+            assert_eq!(line_hidden_character(ok), None, "{ok:?}");
+        }
+        let meta = |name: &str, trust: &str| {
+            let (m, _) = parse_knowledge_md(&format!("---\nname: {name}\ndescription: d\ntype: reference\nstatus: ready\ntrust: {trust}\nsources: x\u{202e}y\n---\n")).unwrap();
+            m
+        };
+        assert_eq!(meta("部署手册", "high").check_catalog_fields(&["trust"]), Ok(()), "a field no catalog lists is not checked");
+        let e = meta("bidi\u{202E}pack", "high").check_catalog_fields(&["trust"]).unwrap_err();
+        assert!(matches!(e, KnowledgeError::FieldHidden { ref field, at: 5, code: 0x202E, .. } if field == "name"), "{e:?}");
+        assert_eq!(e.code(), "knowledge_front_matter_invalid");
+        assert!(e.to_string().starts_with("KNOWLEDGE.md front matter field `name` holds U+202E, "), "{e}");
+        let e = meta("nul\0pack", "high").check_catalog_fields(&[]).unwrap_err();
+        assert!(matches!(e, KnowledgeError::FieldHidden { ref field, code: 0, .. } if field == "name"), "{e:?}");
+        let e = meta("ops", "hi\u{200b}gh").check_catalog_fields(&["trust"]).unwrap_err();
+        assert!(matches!(e, KnowledgeError::FieldHidden { ref field, code: 0x200B, .. } if field == "trust"), "{e:?}");
+    }
+
     #[test]
     fn pack_manifest_is_sorted_and_units_win_collisions() {
         let spec = PackSpec {
@@ -737,6 +1010,15 @@ mod tests {
     fn front_matter_errors_name_the_line() {
         assert_eq!(parse_knowledge_md("---\nname: a\n- stray\n---\n").unwrap_err(), KnowledgeError::FrontMatterLine { line: 3, text: "- stray".into() });
         assert_eq!(parse_knowledge_md("---\nname: a\n: v\n---\n").unwrap_err(), KnowledgeError::FrontMatterLine { line: 3, text: ": v".into() });
+    }
+
+    /// A title line ends at a lone CR too (audit finding 07: CR-only files are text as
+    /// LF ones are), not at the end of the file.
+    #[test]
+    fn a_title_line_ends_at_a_lone_cr() {
+        for eol in ["\n", "\r\n", "\r"] {
+            assert_eq!(unit_title("x", &format!("# Deploy windows{eol}Monday to Thursday.{eol}")), "Deploy windows", "{eol:?}");
+        }
     }
 
     /// A `# ` line with no title text is no title: the unit name stands in.

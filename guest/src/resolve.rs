@@ -48,12 +48,17 @@ pub const FILE_RELATIVE: f64 = 0.5;
 /// Default selection budget (cl100k tokens), the boot context's knowledge budget.
 pub const DEFAULT_BUDGET: u32 = 2000;
 
-/// A discovered pack: where it is and its `KNOWLEDGE.md` text (front matter is all that
-/// is read of it here).
+/// A discovered pack: where it is, its `KNOWLEDGE.md` text (front matter is all that
+/// is read of it here) and, when the host lists them, its files' pack-relative paths
+/// (names only, nothing read), which the catalog checks: a path holding a character a
+/// reader cannot see refuses the pack (`knowledge_path_invalid`), files that give one
+/// unit name are reported (`knowledge_unit_name_collision`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Found {
     pub path: String,
     pub knowledge_md: String,
+    #[serde(default)]
+    pub files: Vec<String>,
 }
 
 /// One catalog entry (Step 2).
@@ -114,6 +119,29 @@ pub fn catalog(found: &[Found]) -> Catalog {
                 continue;
             }
         };
+        // Its catalog fields and file paths are listed and fenced as they are: a pack
+        // holding a character a reader cannot see in one is refused (as an upload is).
+        if let Err(e) = meta.check_catalog_fields(CATALOG_OPTIONAL) {
+            out.diagnostics.push(Diagnostic { code: e.code().into(), path: f.path.clone(), message: e.to_string() });
+            continue;
+        }
+        let hidden: Vec<String> = f
+            .files
+            .iter()
+            .filter_map(|p| crate::knowledge::line_hidden_character(p).map(|(at, c, what)| format!("file path {p:?} holds U+{:04X}, {what}, at character {at}", c as u32)))
+            .collect();
+        if !hidden.is_empty() {
+            out.diagnostics.push(Diagnostic {
+                code: "knowledge_path_invalid".into(),
+                path: f.path.clone(),
+                message: format!("{}: a pack file's path is served to agents as it is (in the <knowledge_pack path=\"…\"> fence), so it may not hold characters a reviewer cannot see; rename the file (the pack is not listed)", hidden.join("; ")),
+            });
+            continue;
+        }
+        // Files that give one unit name: the first is served, the others never would be.
+        for c in crate::knowledge::name_clashes(&f.files) {
+            out.diagnostics.push(Diagnostic { code: "knowledge_unit_name_collision".into(), path: f.path.clone(), message: format!("{c}; the others are never served: {}", crate::knowledge::NAME_CLASH_FIX) });
+        }
         let fields: BTreeMap<String, String> = CATALOG_OPTIONAL.iter().filter_map(|k| meta.fields.get(*k).map(|v| (k.to_string(), v.clone()))).collect();
         let entry = CatalogEntry { ready: READY.contains(&meta.status.to_ascii_lowercase().as_str()), name: meta.name, description: meta.description, kind: meta.kind, status: meta.status, path: f.path.clone(), fields };
         if let Some(&kept) = by_name.get(&entry.name) {
@@ -424,10 +452,10 @@ mod tests {
     #[test]
     fn catalog_keeps_the_first_of_a_name_reports_collisions_and_lower_trust_shadowing() {
         let found = vec![
-            Found { path: "a/billing".into(), knowledge_md: kmd("billing", "Billing API reference", "ready", "trust: low\n") },
-            Found { path: "b/billing".into(), knowledge_md: kmd("billing", "Billing API reference (official)", "ready", "trust: high\n") },
-            Found { path: "b/broken".into(), knowledge_md: "no front matter".into() },
-            Found { path: "b/old".into(), knowledge_md: kmd("old-notes", "Old notes", "stale", "") },
+            Found { path: "a/billing".into(), knowledge_md: kmd("billing", "Billing API reference", "ready", "trust: low\n"), files: vec![] },
+            Found { path: "b/billing".into(), knowledge_md: kmd("billing", "Billing API reference (official)", "ready", "trust: high\n"), files: vec![] },
+            Found { path: "b/broken".into(), knowledge_md: "no front matter".into(), files: vec![] },
+            Found { path: "b/old".into(), knowledge_md: kmd("old-notes", "Old notes", "stale", ""), files: vec![] },
         ];
         let c = catalog(&found);
         assert_eq!(c.packs.iter().map(|p| (p.name.as_str(), p.path.as_str(), p.ready)).collect::<Vec<_>>(), [("billing", "a/billing", true), ("old-notes", "b/old", false)]);
@@ -437,12 +465,51 @@ mod tests {
         assert_eq!(catalog(&found), c, "deterministic");
     }
 
+    /// Audit findings 01 and 09 on disk (`lid knowledge scan`): files that give one unit
+    /// name are reported (the pack stays listed; runtime standard, Step 3: collisions are
+    /// reported, as for packs); a file path, or a catalog field, holding a bidi, zero-width
+    /// or control character refuses the pack, naming it and the character. The documented
+    /// layout precedence and names in other scripts are neither.
+    #[test]
+    fn catalog_reports_unit_name_clashes_and_refuses_hidden_characters() {
+        let files = |f: &[&str]| f.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        let found = vec![
+            Found { path: "p/zh".into(), knowledge_md: kmd("zh-ops", "Payments API facts", "ready", ""), files: files(&["units/部署.md", "units/限额.md", "units/回滚.md", "documents/部署.md"]) },
+            Found { path: "p/case".into(), knowledge_md: kmd("case", "Case pack", "ready", ""), files: files(&["units/Deploys.md", "units/deploys.md", "units/b.md"]) },
+            Found { path: "p/rlo".into(), knowledge_md: kmd("rlo", "Bidi path", "ready", ""), files: files(&["units/a.md", "units/dep\u{202e}loys.md"]) },
+            Found { path: "p/zw".into(), knowledge_md: kmd("zw", "Zero width", "ready", ""), files: files(&["units/dep\u{200b}loys.md", "units/x\u{1}y.md"]) },
+            Found { path: "p/name".into(), knowledge_md: kmd("bidi\u{202e}pack", "Bidi name", "ready", ""), files: files(&["units/a.md"]) },
+            Found { path: "p/nul".into(), knowledge_md: kmd("ops", "nul\0desc", "ready", ""), files: files(&["units/a.md"]) },
+        ];
+        let c = catalog(&found);
+        assert_eq!(c.packs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["zh-ops", "case"]);
+        let d: Vec<(&str, &str)> = c.diagnostics.iter().map(|d| (d.code.as_str(), d.path.as_str())).collect();
+        assert_eq!(
+            d,
+            [
+                ("knowledge_unit_name_collision", "p/case"),
+                ("knowledge_path_invalid", "p/rlo"),
+                ("knowledge_path_invalid", "p/zw"),
+                ("knowledge_front_matter_invalid", "p/name"),
+                ("knowledge_front_matter_invalid", "p/nul"),
+            ]
+        );
+        let m = |i: usize| c.diagnostics[i].message.as_str();
+        assert!(m(0).starts_with("files units/Deploys.md, units/deploys.md give one unit name \"deploys\", so only units/Deploys.md is served; the others are never served"), "{}", m(0));
+        assert!(m(1).starts_with("file path \"units/dep\\u{202e}loys.md\" holds U+202E, ") && m(1).ends_with("rename the file (the pack is not listed)"), "{}", m(1));
+        assert!(m(2).contains("\"units/dep\\u{200b}loys.md\" holds U+200B") && m(2).contains("\"units/x\\u{1}y.md\" holds U+0001"), "{}", m(2));
+        assert!(m(3).contains("field `name` holds U+202E") && m(4).contains("field `description` holds U+0000"), "{} / {}", m(3), m(4));
+        // a host that lists no files gets the catalog it always did
+        let bare: Vec<Found> = found.iter().map(|f| Found { files: vec![], ..f.clone() }).collect();
+        assert_eq!(catalog(&bare).diagnostics.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(), ["knowledge_front_matter_invalid", "knowledge_front_matter_invalid"]);
+    }
+
     #[test]
     fn activation_is_explicit_implicit_or_refused_for_packs_not_ready_or_disabled() {
         let found = vec![
-            Found { path: "p/prom".into(), knowledge_md: kmd("prometheus", "Prometheus scrape configuration, alerting rules and PromQL", "ready", "") },
-            Found { path: "p/compose".into(), knowledge_md: kmd("compose", "Docker Compose file services, networks and volumes", "ready", "") },
-            Found { path: "p/old".into(), knowledge_md: kmd("old-notes", "Prometheus notes from 2019", "disputed", "") },
+            Found { path: "p/prom".into(), knowledge_md: kmd("prometheus", "Prometheus scrape configuration, alerting rules and PromQL", "ready", ""), files: vec![] },
+            Found { path: "p/compose".into(), knowledge_md: kmd("compose", "Docker Compose file services, networks and volumes", "ready", ""), files: vec![] },
+            Found { path: "p/old".into(), knowledge_md: kmd("old-notes", "Prometheus notes from 2019", "disputed", ""), files: vec![] },
         ];
         let c = catalog(&found);
         let a = activate(&c, &Activate { query: "how do I set the scrape interval in prometheus".into(), implicit: true, ..Default::default() });

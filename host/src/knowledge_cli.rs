@@ -58,7 +58,7 @@ fn call(r: Result<Result<String, crate::engine::EngineFailure>>) -> Result<Value
 
 /// The catalog (and, with `activate`, the activation) of the packs under `roots`.
 fn catalog(rt: &Runtime, found: &[pack_dir::Found], activate: Option<Value>) -> Result<Value> {
-    let packs: Vec<Value> = found.iter().filter(|f| f.unreadable.is_none()).map(|f| json!({"path": f.dir.display().to_string(), "knowledge_md": f.knowledge_md})).collect();
+    let packs: Vec<Value> = found.iter().filter(|f| f.unreadable.is_none()).map(|f| json!({"path": f.dir.display().to_string(), "knowledge_md": f.knowledge_md, "files": f.files})).collect();
     let mut v = call(rt.knowledge_catalog(&json!({"packs": packs, "activate": activate}).to_string()))?;
     // A KNOWLEDGE.md that cannot be read is a pack that does not parse: a diagnostic, and
     // the other packs are still listed.

@@ -95,6 +95,19 @@ pub fn load(dir: &Path) -> Result<PackDir> {
         walk(dir, &dir.join(layout), 0, &mut files)?;
     }
     files.sort();
+    // A path is served as it is (in rank output, fact URIs and fences): one holding a
+    // character a reviewer cannot see refuses the pack, as an upload is refused (the scan
+    // reports it as `knowledge_path_invalid`).
+    for (rel, _) in &files {
+        if let Some((at, c)) = rel.chars().enumerate().find(|(_, c)| lid_shared::ids::is_hidden(*c)) {
+            bail!(
+                "{}: file path {rel:?} holds U+{:04X} at character {}, a character a reviewer cannot see (a bidirectional control, a zero-width or control character): a pack file's path is served to agents as it is; rename the file",
+                dir.display(),
+                c as u32,
+                at + 1
+            );
+        }
+    }
     let mut facts = MemFacts::default();
     // The pack digest: KNOWLEDGE.md, then every file's path and content hash, in order.
     // The engine keys the pack's precomputed index by it, so a recall reads no unit file
@@ -145,12 +158,17 @@ pub const SCAN_SKIP: &[&str] = &["node_modules", "target", "build", "dist", "out
 /// Default maximum folder depth below a root when scanning for packs.
 pub const SCAN_MAX_DEPTH: usize = 6;
 
-/// A pack found by [`scan`]: its directory and the text of its `KNOWLEDGE.md` (nothing
-/// else of the pack is read, and nothing in it is run).
+/// A pack found by [`scan`]: its directory, the text of its `KNOWLEDGE.md` and the
+/// pack-relative paths of its context files (listed, not read: nothing else of the pack
+/// is read, and nothing in it is run).
 #[derive(Debug, Clone)]
 pub struct Found {
     pub dir: PathBuf,
     pub knowledge_md: String,
+    /// The context files' paths, for the catalog's checks (a path a reviewer cannot read,
+    /// files that give one unit name); empty when the folders cannot be listed (reading
+    /// the pack then says why).
+    pub files: Vec<String>,
     /// Why its `KNOWLEDGE.md` could not be read (not UTF-8, permission denied): a
     /// diagnostic of the catalog, not the end of the scan (`knowledge_md` is then empty).
     pub unreadable: Option<String>,
@@ -166,7 +184,18 @@ pub fn scan(roots: &[PathBuf], max_depth: usize) -> Result<Vec<Found>> {
                 Ok(text) => (text, None),
                 Err(why) => (String::new(), Some(why)),
             };
-            out.push(Found { dir: dir.to_path_buf(), knowledge_md, unreadable });
+            let mut files = Vec::new();
+            if unreadable.is_none() {
+                for layout in LAYOUTS {
+                    if walk(dir, &dir.join(layout), 0, &mut files).is_err() {
+                        files.clear();
+                        break;
+                    }
+                }
+            }
+            let mut files: Vec<String> = files.into_iter().map(|f| f.0).collect();
+            files.sort();
+            out.push(Found { dir: dir.to_path_buf(), knowledge_md, files, unreadable });
             return Ok(());
         }
         if depth >= max_depth {
