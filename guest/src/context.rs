@@ -510,19 +510,84 @@ pub fn compose(m: &Manifest, facts: &dyn Facts, audit: &dyn AuditSink, req: &Con
 /// The line the head of a cut text ends with.
 const CUT_MARK: &str = "[… cut here: the rest did not fit this section's budget]";
 
-/// The longest head of `text` cut at a space or a line break that, followed by a line
-/// with [`CUT_MARK`], is at most `budget` tokens; `None` when not even the first word fits.
+/// The longest head of `text` cut at a word boundary ([`cut_points`]: any whitespace, after
+/// CJK punctuation, beside each ideograph or kana) that, followed by a line with
+/// [`CUT_MARK`], is at most `budget` tokens; `None` when not even the first word fits. Where
+/// that head is more than [`NEAR_CUT`] tokens shorter than one cut between two characters
+/// would be (Thai, which puts no space between words; a long run of letters beside a
+/// non-ASCII one), it is cut between the characters instead, never before a combining mark
+/// or inside a joined emoji. Text in ASCII has no such fallback: it is cut at whitespace
+/// only, as ever. Deterministic: the same text and budget give the same head (§21.3.4).
 fn head_of(text: &str, budget: u32) -> Option<String> {
-    let ends: Vec<usize> = text.match_indices([' ', '\n']).map(|(i, _)| i).collect();
-    let with_mark = |n: usize| format!("{}\n{CUT_MARK}", text[..ends[n]].trim_end());
-    let fits = |n: usize| crate::tokens::count(&with_mark(n)) as u32 <= budget;
-    // the heads up to the n-th cut fit for n < k and not after (counts grow with the head)
-    let (mut lo, mut hi) = (0, ends.len());
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if fits(mid) { lo = mid + 1 } else { hi = mid }
+    let (words, chars) = cut_points(text);
+    let with_mark = |end: usize| format!("{}\n{CUT_MARK}", text[..end].trim_end());
+    let tokens = |end: usize| crate::tokens::count(&with_mark(end)) as u32;
+    let longest = |ends: &[usize]| {
+        // the heads up to the n-th cut fit for n < k and not after (counts grow with the head)
+        let (mut lo, mut hi) = (0, ends.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if tokens(ends[mid]) <= budget { lo = mid + 1 } else { hi = mid }
+        }
+        lo.checked_sub(1).map(|n| ends[n])
+    };
+    let end = match (longest(&words), longest(&chars)) {
+        (Some(w), Some(c)) if c > w && tokens(c) > tokens(w).saturating_add(NEAR_CUT) => c,
+        (None, Some(c)) => c,
+        (w, _) => w?,
+    };
+    Some(with_mark(end))
+}
+
+/// How many tokens of a section's budget a head may leave unused to end at a word boundary
+/// rather than between two characters ([`head_of`]).
+const NEAR_CUT: u32 = 8;
+
+/// Where [`head_of`] may cut `text`: byte offsets where a head may end, ascending, as word
+/// boundaries and the character boundaries it falls back to. A word boundary is before any
+/// whitespace (a head is trimmed of it: space, line break, tab, U+3000 …), after CJK
+/// punctuation (`。，、！？：；` and closing brackets), and before and after each ideograph
+/// or kana, each of which is a word (UAX #29), except before punctuation. A character
+/// boundary beside a non-ASCII character is a fallback, except before a combining mark, an
+/// emoji modifier or a ZWJ and after a ZWJ.
+fn cut_points(text: &str) -> (Vec<usize>, Vec<usize>) {
+    let (mut words, mut chars) = (Vec::new(), Vec::new());
+    let mut prev: Option<char> = None;
+    for (i, c) in text.char_indices() {
+        let glued = prev == Some('\u{200d}')
+            || c == '\u{200d}'
+            || matches!(c, '\u{1f3fb}'..='\u{1f3ff}' | '\u{ff9e}' | '\u{ff9f}')
+            || (c >= '\u{300}' && unicode_normalization::char::is_combining_mark(c));
+        if c.is_whitespace() {
+            words.push(i);
+        } else if let Some(p) = prev.filter(|_| !glued) {
+            if !cjk_punctuation(c) && (cjk_punctuation(p) || ideograph_or_kana(p) || ideograph_or_kana(c)) {
+                words.push(i);
+            } else if !c.is_ascii() || !p.is_ascii() {
+                chars.push(i);
+            }
+        }
+        prev = Some(c);
     }
-    lo.checked_sub(1).map(with_mark)
+    (words, chars)
+}
+
+/// CJK punctuation a head may end with: ideographic comma and full stop, the full-width
+/// `！，．：；？`, the half-width `｡､`, and closing brackets and quotes.
+fn cjk_punctuation(c: char) -> bool {
+    matches!(
+        c,
+        '\u{3001}' | '\u{3002}' | '\u{FF01}' | '\u{FF0C}' | '\u{FF0E}' | '\u{FF1A}' | '\u{FF1B}' | '\u{FF1F}' | '\u{FF61}' | '\u{FF64}'
+            | '\u{3009}' | '\u{300B}' | '\u{300D}' | '\u{300F}' | '\u{3011}' | '\u{3015}' | '\u{3017}' | '\u{3019}' | '\u{301B}'
+            | '\u{FF09}' | '\u{FF3D}' | '\u{FF5D}' | '\u{FF63}'
+    )
+}
+
+/// An ideograph (CJK unified, extensions, compatibility; `々〆〇`) or a kana (hiragana,
+/// katakana, half-width katakana): each is a word of its own for cutting.
+fn ideograph_or_kana(c: char) -> bool {
+    matches!(c, '\u{3005}'..='\u{3007}' | '\u{3041}'..='\u{3096}' | '\u{309D}'..='\u{30FF}' | '\u{31F0}'..='\u{31FF}' | '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{FF66}'..='\u{FF9D}' | '\u{20000}'..='\u{3FFFF}')
 }
 
 /// Narrow the preloads `p` to those the task section delivered, and return its warnings
@@ -742,6 +807,41 @@ mod tests {
         assert!(head_of("one-word-only", 1000).is_none(), "nothing to cut at");
         assert_eq!(head_of("a\nb c\nd", 1000).as_deref(), Some(&*format!("a\nb c\n{CUT_MARK}")));
         assert_eq!(head_of("a\nb c\nd", 17).as_deref(), Some(&*format!("a\n{CUT_MARK}")), "{}", crate::tokens::count(&format!("a\nb\n{CUT_MARK}")));
+    }
+
+    /// The audit's sessions: prose in a language written without spaces is cut at a word
+    /// (after `。，`, between ideographs and kana; Thai between characters) and fills its
+    /// budget as English does, where it used to be cut at the last ASCII space, before all
+    /// of it. Within budget and deterministic (§21.3.4).
+    #[test]
+    fn a_session_without_spaces_is_cut_near_its_budget() {
+        let zh = "回滚部署需要四分钟，请先通知值班工程师，然后在仪表板上确认错误率下降。".repeat(30);
+        let ja = "デプロイを戻す前に、当番のエンジニアに連絡してください。その後、ダッシュボードでエラー率を確認します。".repeat(30);
+        let th = "ย้อนกลับการปรับใช้ใช้เวลาสี่นาที โปรดแจ้งวิศวกรเวรก่อนแล้วตรวจสอบอัตราข้อผิดพลาดบนแดชบอร์ด".repeat(30);
+        let en = "Roll back the deploy, tell the on-call engineer first, then check that the error rate falls on the dashboard. ".repeat(30);
+        for notes in [&zh, &ja, &th, &en] {
+            let text = format!("Task: Roll back the payments API deploy\n- \"notes\": {notes}");
+            assert!(crate::tokens::count(&text) > 600);
+            for budget in [100, 300, 600] {
+                let head = head_of(&text, budget).unwrap();
+                let tokens = crate::tokens::count(&head) as u32;
+                assert!(tokens <= budget && tokens + NEAR_CUT + 12 >= budget, "{budget}: {tokens} {head}");
+                let shown = head.strip_suffix(&format!("\n{CUT_MARK}")).unwrap();
+                assert!(text.starts_with(shown) && shown.len() > 60, "{shown}");
+                assert_eq!(head_of(&text, budget), Some(head), "deterministic");
+            }
+        }
+        // where it cuts: after CJK punctuation, between ideographs, at any whitespace
+        let at = |t: &str, b: u32| head_of(t, b).map(|h| h[..h.len() - CUT_MARK.len() - 1].to_string());
+        let budget = crate::tokens::count(&format!("回滚部署需要四分钟，\n{CUT_MARK}")) as u32;
+        assert_eq!(at("回滚部署需要四分钟，请先通知值班工程师", budget).as_deref(), Some("回滚部署需要四分钟，"));
+        assert!(at("回滚部署需要四分钟请先通知值班工程师", budget).is_some_and(|h| h.chars().count() >= 9));
+        assert_eq!(cut_points("a\tb\u{3000}c\u{a0}d").0, [1, 3, 7]);
+        assert_eq!(cut_points("日本。x"), (vec![3, 9], vec![6]));
+        // never inside a character, before a combining mark or inside a joined emoji
+        assert_eq!(cut_points("e\u{301}\u{1f469}\u{200d}\u{1f4bb}x").1, [3, 14]);
+        // ASCII: whitespace only, no fallback
+        assert_eq!(cut_points("one-word-only,\u{7f}x"), (vec![], vec![]));
     }
 
     /// A pack file's path is the pack's to choose: in the Markdown rendering it stands in a

@@ -45,18 +45,56 @@ pub struct Migration {
     pub warnings: Vec<String>,
 }
 
-/// The ASCII letter of a Latin-1 letter (`é` → `e`, `Ü` → `u`), so that a heading in
-/// French, German or Spanish keeps its words in the unit's name.
-fn ascii_fold(c: char) -> char {
+/// Call `f` with the ASCII letters of a heading's character, so that a heading in French,
+/// German, Polish, Czech or Turkish keeps its words in the unit's name: Latin-1 by its
+/// table (`é` → `e`, `Ü` → `u`, `Ø` → `o`, `Þ` → `t`, as before; `ß` → `ss`), any other
+/// character by its canonical decomposition (NFD) without its combining marks (`İ` → `i`,
+/// `ą` → `a`, `ř` → `r`, `ě` → `e`), and the Latin letters that have none by [`LETTERS`]
+/// (`Ł` → `l`, `đ` → `d`, `ı` → `i`, `œ` → `oe`). Anything else comes back as it is (a
+/// dash in the name).
+fn ascii_fold(c: char, mut f: impl FnMut(char)) {
+    if c < '\u{100}' || LETTERS.binary_search_by_key(&c, |&(x, _)| x).is_ok() {
+        fold_letter(c, &mut f);
+    } else {
+        unicode_normalization::char::decompose_canonical(c, |d| {
+            if !unicode_normalization::char::is_combining_mark(d) {
+                fold_letter(d, &mut f);
+            }
+        });
+    }
+}
+
+/// [`ascii_fold`] of one character without a decomposition.
+fn fold_letter(c: char, f: &mut impl FnMut(char)) {
     const UPPER: &[u8; 32] = b"aaaaaaaceeeeiiiidnooooo_ouuuuyts"; // U+00C0..=U+00DF
     const LOWER: &[u8; 32] = b"aaaaaaaceeeeiiiidnooooo_ouuuuyty"; // U+00E0..=U+00FF
     let folded = match c as u32 {
+        0xDF => return "ss".chars().for_each(f),
         i @ 0xC0..=0xDF => UPPER.get(i as usize - 0xC0),
         i @ 0xE0..=0xFF => LOWER.get(i as usize - 0xE0),
         _ => None,
     };
-    folded.map(|&b| b as char).unwrap_or(c)
+    match (folded, LETTERS.binary_search_by_key(&c, |&(x, _)| x)) {
+        (Some(&b), _) => f(b as char),
+        (None, Ok(k)) => LETTERS[k].1.chars().for_each(f),
+        (None, Err(_)) => f(c),
+    }
 }
+
+/// Latin letters without a canonical decomposition, and their ASCII letters ([`ascii_fold`]):
+/// Latin Extended-A and -B letters with a stroke, bar, hook or middle dot, the dotless `ı`,
+/// ligatures and digraphs, and the capital `ẞ`. Sorted (checked by a test).
+const LETTERS: &[(char, &str)] = &[
+    ('\u{110}', "d"), ('\u{111}', "d"), ('\u{126}', "h"), ('\u{127}', "h"), ('\u{131}', "i"), ('\u{132}', "ij"), ('\u{133}', "ij"),
+    ('\u{138}', "k"), ('\u{13f}', "l"), ('\u{140}', "l"), ('\u{141}', "l"), ('\u{142}', "l"), ('\u{149}', "n"), ('\u{14a}', "n"),
+    ('\u{14b}', "n"), ('\u{152}', "oe"), ('\u{153}', "oe"), ('\u{166}', "t"), ('\u{167}', "t"), ('\u{17f}', "s"), ('\u{180}', "b"),
+    ('\u{181}', "b"), ('\u{187}', "c"), ('\u{188}', "c"), ('\u{189}', "d"), ('\u{18a}', "d"), ('\u{191}', "f"), ('\u{192}', "f"),
+    ('\u{197}', "i"), ('\u{19a}', "l"), ('\u{1b5}', "z"), ('\u{1b6}', "z"), ('\u{1c4}', "dz"), ('\u{1c5}', "dz"), ('\u{1c6}', "dz"),
+    ('\u{1c7}', "lj"), ('\u{1c8}', "lj"), ('\u{1c9}', "lj"), ('\u{1ca}', "nj"), ('\u{1cb}', "nj"), ('\u{1cc}', "nj"), ('\u{1e4}', "g"),
+    ('\u{1e5}', "g"), ('\u{1f1}', "dz"), ('\u{1f2}', "dz"), ('\u{1f3}', "dz"), ('\u{221}', "d"), ('\u{224}', "z"), ('\u{225}', "z"),
+    ('\u{234}', "l"), ('\u{235}', "n"), ('\u{236}', "t"), ('\u{237}', "j"), ('\u{23a}', "a"), ('\u{23b}', "c"), ('\u{23c}', "c"),
+    ('\u{23d}', "l"), ('\u{23e}', "t"), ('\u{1e9e}', "ss"),
+];
 
 /// The most characters a unit's name takes from its heading.
 const NAME_CHARS: usize = 48;
@@ -73,16 +111,18 @@ fn lines_of(s: &str) -> &str {
 pub fn kebab(s: &str) -> String {
     let mut out = String::new();
     let mut dash = false;
-    for c in without_step_number(s).chars().map(ascii_fold) {
-        if c.is_ascii_alphanumeric() {
-            if dash && !out.is_empty() {
-                out.push('-');
+    for c in without_step_number(s).chars() {
+        ascii_fold(c, |c| {
+            if c.is_ascii_alphanumeric() {
+                if dash && !out.is_empty() {
+                    out.push('-');
+                }
+                out.push(c.to_ascii_lowercase());
+                dash = false;
+            } else {
+                dash = true;
             }
-            out.push(c.to_ascii_lowercase());
-            dash = false;
-        } else {
-            dash = true;
-        }
+        });
     }
     let mut cut: String = out.chars().take(NAME_CHARS).collect();
     while cut.ends_with('-') {
@@ -263,11 +303,16 @@ fn first_prose(body: &str) -> String {
 fn first_sentence(prose: &str) -> &str {
     const ABBREVIATIONS: &[&str] = &["e.g", "i.e", "etc", "vs", "cf", "incl", "approx", "eg", "ie", "mr", "ms", "dr", "no", "fig"];
     let b = prose.as_bytes();
-    for (i, &c) in b.iter().enumerate() {
-        if !matches!(c, b'.' | b'!' | b'?') || b.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
+    for (i, c) in prose.char_indices() {
+        // a CJK sentence ends at its full stop, exclamation or question mark (ideographic or
+        // full-width), with no space after it
+        if matches!(c, '\u{3002}' | '\u{FF61}' | '\u{FF0E}' | '\u{FF01}' | '\u{FF1F}') {
+            return prose[..i + c.len_utf8()].trim();
+        }
+        if !matches!(c, '.' | '!' | '?') || b.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
             continue;
         }
-        if c == b'.' {
+        if c == '.' {
             let word = prose[..i].rsplit(char::is_whitespace).next().unwrap_or("").trim_start_matches(['(', '"', '\'']);
             if ABBREVIATIONS.contains(&word.to_ascii_lowercase().as_str()) || (word.len() == 1 && word.chars().all(|c| c.is_ascii_uppercase())) {
                 continue;
@@ -817,7 +862,64 @@ mod tests {
         assert!(!m.units[1].content.contains("empty heading"), "an empty heading is a boundary: {:?}", m.units[1].content);
         assert!(m.warnings.iter().any(|w| w.contains("\"Manifest\"") && w.contains("reserve")), "{:?}", m.warnings);
         assert!(m.warnings.iter().any(|w| w.contains("\"\" is empty")), "{:?}", m.warnings);
-        assert_eq!(kebab("Sécurité & Straße"), "securite-strase");
+        assert_eq!(kebab("Sécurité & Straße"), "securite-strasse");
+    }
+
+    /// The audit's headings: Latin Extended letters keep their letter in the name (NFD
+    /// without marks, or the table), where they used to become a dash; other scripts still
+    /// give no letters, and ASCII and Latin-1 fold as before (but `ß`, now `ss`).
+    #[test]
+    fn latin_extended_letters_keep_their_letter_in_a_name() {
+        for (heading, name) in [
+            ("İstanbul Office", "istanbul-office"),
+            ("Przegląd kodu", "przeglad-kodu"),
+            ("Łódź Office", "lodz-office"),
+            ("Řízení změn", "rizeni-zmen"),
+            ("Đà Nẵng ĐIỂM", "da-nang-diem"),
+            ("Dział ıslık Œuvre STRAẞE", "dzial-islik-oeuvre-strasse"),
+            ("Ærøskøbing Þing", "aroskobing-ting"),
+            ("部署 Deploy", "deploy"),
+            ("Ελληνικά", ""),
+        ] {
+            assert_eq!(kebab(heading), name, "{heading:?}");
+        }
+        // ASCII and Latin-1 as the table always gave them
+        const UPPER: &[u8; 32] = b"aaaaaaaceeeeiiiidnooooo_ouuuuyts";
+        const LOWER: &[u8; 32] = b"aaaaaaaceeeeiiiidnooooo_ouuuuyty";
+        for c in (0u32..0x100).filter_map(char::from_u32).filter(|&c| c != '\u{df}') {
+            let before = match c as u32 {
+                i @ 0xC0..=0xDF => UPPER[i as usize - 0xC0] as char,
+                i @ 0xE0..=0xFF => LOWER[i as usize - 0xE0] as char,
+                _ => c,
+            };
+            let mut got = String::new();
+            ascii_fold(c, |x| got.push(x));
+            assert_eq!(got, before.to_string(), "{c:?}");
+        }
+        assert!(LETTERS.windows(2).all(|w| w[0].0 < w[1].0));
+        // the letters of the table have no canonical decomposition of their own
+        for &(c, _) in LETTERS {
+            let mut n = 0;
+            unicode_normalization::char::decompose_canonical(c, |_| n += 1);
+            assert_eq!(n, 1, "{c:?}");
+        }
+    }
+
+    /// README: a unit "is described by the first sentence" of its first paragraph; a CJK
+    /// sentence ends at `。！？` (or the full-width `．`), with no space after it.
+    #[test]
+    fn a_cjk_sentence_ends_at_its_full_stop() {
+        assert_eq!(first_sentence("部署窗口是周一到周四。这是第二句。"), "部署窗口是周一到周四。");
+        assert_eq!(first_sentence("本番にデプロイしますか？次に確認します。"), "本番にデプロイしますか？");
+        assert_eq!(first_sentence("すぐに止めてください！理由は後で。"), "すぐに止めてください！");
+        assert_eq!(first_sentence("全角の句点で終わる．次の文．"), "全角の句点で終わる．");
+        assert_eq!(first_sentence("没有句号的一句话"), "没有句号的一句话");
+        // English as before: a space after the stop, abbreviations skipped
+        assert_eq!(first_sentence("Use e.g. the runbook. Then page."), "Use e.g. the runbook.");
+        assert_eq!(first_sentence("Version 1.2 ships. Then"), "Version 1.2 ships.");
+        let m = migrate("## 部署\n\n部署窗口是周一到周四。这是第二句。\n\n## İstanbul Office\n\nThe office runbook. More text.\n", &opts()).unwrap();
+        assert_eq!(m.units[0].description, "部署窗口是周一到周四。");
+        assert_eq!(m.units[1].name, "istanbul-office");
     }
 
     #[test]

@@ -51,7 +51,7 @@ use index::{fuzzy_term, sat, trigrams, Index, Posting, K1};
 /// cache key of precomputed indexes. Bump it whenever rankings can change: the index
 /// layout, the lexicon, the tokenisation or a scorer constant (published manifests are
 /// re-certified through the coverage gate when it changes).
-pub const RANKER_VERSION: &str = "lid-rank-19 (bm25f+surface-forms+plain-bm25-vote+sums-of-money+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
+pub const RANKER_VERSION: &str = "lid-rank-20 (nfc-casefold+bm25f+surface-forms+plain-bm25-vote+sums-of-money+phrase-pairs+focus-clause+wordnet-concepts+professional-thesaurus+phrasal-idioms+trigram+graph)";
 
 /// Signal weights (§21.3.3 default: lexical 0.35 / semantic 0.50 / graph 0.15).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -1274,6 +1274,34 @@ mod tests {
 
     fn plain(name: &'static str, body: &'static str) -> UnitDoc<'static> {
         UnitDoc { name, description: "", intents: &[], keywords: &[], task_types: &[], required_by_task_types: &[], body }
+    }
+
+    /// `lid-rank-20`, §21.3.4: one intent in two encodings (NFC, NFD) or two cases ranks the
+    /// same, against a unit in either encoding (the audit's units and intents).
+    #[test]
+    fn encoding_and_case_do_not_change_a_ranking() {
+        use unicode_normalization::UnicodeNormalization;
+        let fr = "Vérifier la réplication après le déploiement. Die Größe der Übergabe prüfen. naïve coöperation.";
+        let el = "Ο ΚΑΝΟΝΑΣ: ελέγξτε τους λογαριασμούς πριν από την ανάπτυξη. Die Straße zum Rechenzentrum prüfen.";
+        let w = Weights::default();
+        for body in [fr.nfc().collect::<String>(), fr.nfd().collect()] {
+            let docs = [UnitDoc { body: &body, ..plain("code-review", "") }, plain("deploy", "Deploy the release to production after review.")];
+            let r = Ranker::build(&docs);
+            for word in ["réplication", "déploiement", "größe", "übergabe", "naïve"] {
+                let (c, d) = (r.rank(&word.nfc().collect::<String>(), None, &w), r.rank(&word.nfd().collect::<String>(), None, &w));
+                assert_eq!(c, d, "{word:?}");
+                assert_eq!(c[0].name, "code-review", "{word:?}: {c:?}");
+                assert!(c[0].score > 0.5, "{word:?}: {c:?}");
+            }
+        }
+        let docs = [plain("code-review", el), plain("deploy", "Deploy the release to production after review.")];
+        let r = Ranker::build(&docs);
+        for (a, b) in [("λογαριασμούς", "ΛΟΓΑΡΙΑΣΜΟΎΣ"), ("κανονας", "ΚΑΝΟΝΑΣ"), ("straße", "STRASSE")] {
+            let (x, y) = (r.rank(a, None, &w), r.rank(b, None, &w));
+            assert_eq!(x, y, "{a:?} {b:?}");
+            assert_eq!(x[0].name, "code-review", "{a:?}: {x:?}");
+            assert!(x[0].score > 0.5, "{a:?}: {x:?}");
+        }
     }
 
     /// `lid-rank-19`: where the other signals cannot tell two units apart ("before" and

@@ -6,6 +6,18 @@
 //! (`subscribeToRun` gives `subscribe`, `to`, `run` and `subscribetorun`), plus
 //! the English stopword list, and the clause of an intent that states its need
 //! ([`focus_clause`]). Independent of any model tokenizer.
+//!
+//! Every text is read in Unicode Normalization Form C ([`nfc`], `lid-rank-20`), so the
+//! two encodings of "réplication" (precomposed `é`, or `e` and U+0301) are one word, a
+//! combining mark (general category `M`) continues the word it follows, and words are
+//! compared by default case folding ([`each_folded`]: `ς` is `σ`, `ß` and `ẞ` are `ss`),
+//! so an intent's encoding and case do not change its ranking (§21.3.4). ASCII text and
+//! text without marks, `ß`, `ς` or the other letters of [`FOLD`] read as before.
+
+use std::borrow::Cow;
+
+use unicode_normalization::char::{canonical_combining_class, compose, decompose_canonical, is_combining_mark};
+use unicode_normalization::{is_nfc_quick, IsNormalized};
 
 /// One word of a text.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +41,8 @@ pub fn words(text: &str) -> Vec<Word> {
 /// allocating per word. Parts of a joined identifier come first, then (for two
 /// or more parts) the whole identifier with `compound = true`.
 pub fn each_word(text: &str, mut f: impl FnMut(&str, bool, u32)) {
+    let normal = nfc(text);
+    let text: &str = &normal;
     let b = text.as_bytes();
     let mut i = 0;
     let mut pos: u32 = 0;
@@ -54,7 +68,7 @@ pub fn each_word(text: &str, mut f: impl FnMut(&str, bool, u32)) {
             let start = i;
             while i < b.len() {
                 let (c, len) = char_at(text, i);
-                if !c.is_alphanumeric() {
+                if !in_word(c) {
                     break;
                 }
                 i += len;
@@ -72,7 +86,7 @@ pub fn each_word(text: &str, mut f: impl FnMut(&str, bool, u32)) {
                 i += 1;
                 while i < b.len() {
                     let (c, len) = char_at(text, i);
-                    if !c.is_alphanumeric() {
+                    if !in_word(c) {
                         break;
                     }
                     i += len;
@@ -129,6 +143,124 @@ fn is_at_verb(text: &str, i: usize, c: char) -> bool {
     let after = rest.strip_prefix("'d").or_else(|| rest.strip_prefix("\u{2019}d"));
     after.is_some_and(|a| !a.chars().next().is_some_and(char::is_alphanumeric))
 }
+
+/// `text` in Unicode Normalization Form C (`lid-rank-20`): borrowed, without a pass that
+/// allocates, when it is ASCII or the quick check says it is NFC already (nearly every
+/// text: NFC is what keyboards, editors and JSON encoders produce); composed otherwise
+/// (decomposed input from macOS file names, PDF copy-paste, some clients). Canonically
+/// equivalent texts give the same words (§21.3.4).
+pub fn nfc(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() || is_nfc_quick(text.chars()) == IsNormalized::Yes {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(compose_nfc(text))
+    }
+}
+
+/// NFC by its definition (UAX #15): canonical decomposition, canonical ordering (each run of
+/// non-starters sorted stably by combining class), then canonical composition of each
+/// character with the last starter when nothing between blocks it. Built on the crate's
+/// per-character tables: its `nfc()` iterator also links the compatibility decomposition
+/// tables (some 60 KB), which nothing here uses.
+fn compose_nfc(text: &str) -> String {
+    let mut d: Vec<char> = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        decompose_canonical(c, |x| d.push(x));
+    }
+    let mut i = 0;
+    while i < d.len() {
+        let start = i;
+        while i < d.len() && canonical_combining_class(d[i]) != 0 {
+            i += 1;
+        }
+        d[start..i].sort_by_key(|&c| canonical_combining_class(c));
+        i += 1;
+    }
+    let mut out: Vec<char> = Vec::with_capacity(d.len());
+    // the last starter kept, and the class of the last character kept after it (0: none)
+    let mut starter: Option<usize> = None;
+    let mut last = 0u8;
+    for c in d {
+        let class = canonical_combining_class(c);
+        if let Some(s) = starter {
+            // not blocked: next to the starter, or every character between is of a lower class
+            if out.len() == s + 1 || (last != 0 && last < class) {
+                if let Some(x) = compose(out[s], c) {
+                    out[s] = x;
+                    continue;
+                }
+            }
+        }
+        if class == 0 {
+            starter = Some(out.len());
+        }
+        last = class;
+        out.push(c);
+    }
+    out.into_iter().collect()
+}
+
+/// Whether `c` continues a word begun by a letter or digit: another letter or digit, or a
+/// combining mark (general category `Mn`, `Mc`, `Me`; UAX #29 rule WB4), which belongs to
+/// the character before it ("q̇", a Devanagari virama) rather than cutting the word in two.
+#[inline]
+fn in_word(c: char) -> bool {
+    c.is_alphanumeric() || (c >= '\u{300}' && is_combining_mark(c))
+}
+
+/// Call `f` with the default case folding of `c` (Unicode's `CaseFolding.txt`, statuses C
+/// and F): ASCII lowercased as before; the letters of [`FOLD`], whose folding is not their
+/// lowercase, by the table; every other character by its lowercase, which is its folding.
+#[inline]
+pub fn each_folded(c: char, mut f: impl FnMut(char)) {
+    if c.is_ascii() {
+        f(c.to_ascii_lowercase());
+    } else if let Ok(k) = FOLD.binary_search_by_key(&c, |&(x, _)| x) {
+        FOLD[k].1.chars().for_each(f);
+    } else {
+        c.to_lowercase().for_each(f);
+    }
+}
+
+/// The characters whose default case folding (full, `CaseFolding.txt` C + F) is not their
+/// lowercase, with that folding: final sigma and the Greek symbol variants, `ß` and `ẞ`
+/// (`ss`), long s, the micro sign, ligatures, Greek letters with iota subscript. Left out:
+/// Cherokee, whose lowercase already pairs each letter with its other case, and the
+/// foldings that are not NFC (`ǰ`, `ΐ`: a word is composed again after folding, which
+/// gives them their lowercase back). Sorted (checked by a test); generated from Python's
+/// `str.casefold` (Unicode 14).
+pub const FOLD: &[(char, &str)] = &[
+    ('\u{b5}', "\u{3bc}"), ('\u{df}', "ss"), ('\u{149}', "\u{2bc}n"), ('\u{17f}', "s"), ('\u{345}', "\u{3b9}"),
+    ('\u{3c2}', "\u{3c3}"), ('\u{3d0}', "\u{3b2}"), ('\u{3d1}', "\u{3b8}"), ('\u{3d5}', "\u{3c6}"),
+    ('\u{3d6}', "\u{3c0}"), ('\u{3f0}', "\u{3ba}"), ('\u{3f1}', "\u{3c1}"), ('\u{3f5}', "\u{3b5}"),
+    ('\u{587}', "\u{565}\u{582}"), ('\u{1c80}', "\u{432}"), ('\u{1c81}', "\u{434}"), ('\u{1c82}', "\u{43e}"),
+    ('\u{1c83}', "\u{441}"), ('\u{1c84}', "\u{442}"), ('\u{1c85}', "\u{442}"), ('\u{1c86}', "\u{44a}"),
+    ('\u{1c87}', "\u{463}"), ('\u{1c88}', "\u{a64b}"), ('\u{1e9a}', "a\u{2be}"), ('\u{1e9b}', "\u{1e61}"),
+    ('\u{1e9e}', "ss"), ('\u{1f80}', "\u{1f00}\u{3b9}"), ('\u{1f81}', "\u{1f01}\u{3b9}"),
+    ('\u{1f82}', "\u{1f02}\u{3b9}"), ('\u{1f83}', "\u{1f03}\u{3b9}"), ('\u{1f84}', "\u{1f04}\u{3b9}"),
+    ('\u{1f85}', "\u{1f05}\u{3b9}"), ('\u{1f86}', "\u{1f06}\u{3b9}"), ('\u{1f87}', "\u{1f07}\u{3b9}"),
+    ('\u{1f88}', "\u{1f00}\u{3b9}"), ('\u{1f89}', "\u{1f01}\u{3b9}"), ('\u{1f8a}', "\u{1f02}\u{3b9}"),
+    ('\u{1f8b}', "\u{1f03}\u{3b9}"), ('\u{1f8c}', "\u{1f04}\u{3b9}"), ('\u{1f8d}', "\u{1f05}\u{3b9}"),
+    ('\u{1f8e}', "\u{1f06}\u{3b9}"), ('\u{1f8f}', "\u{1f07}\u{3b9}"), ('\u{1f90}', "\u{1f20}\u{3b9}"),
+    ('\u{1f91}', "\u{1f21}\u{3b9}"), ('\u{1f92}', "\u{1f22}\u{3b9}"), ('\u{1f93}', "\u{1f23}\u{3b9}"),
+    ('\u{1f94}', "\u{1f24}\u{3b9}"), ('\u{1f95}', "\u{1f25}\u{3b9}"), ('\u{1f96}', "\u{1f26}\u{3b9}"),
+    ('\u{1f97}', "\u{1f27}\u{3b9}"), ('\u{1f98}', "\u{1f20}\u{3b9}"), ('\u{1f99}', "\u{1f21}\u{3b9}"),
+    ('\u{1f9a}', "\u{1f22}\u{3b9}"), ('\u{1f9b}', "\u{1f23}\u{3b9}"), ('\u{1f9c}', "\u{1f24}\u{3b9}"),
+    ('\u{1f9d}', "\u{1f25}\u{3b9}"), ('\u{1f9e}', "\u{1f26}\u{3b9}"), ('\u{1f9f}', "\u{1f27}\u{3b9}"),
+    ('\u{1fa0}', "\u{1f60}\u{3b9}"), ('\u{1fa1}', "\u{1f61}\u{3b9}"), ('\u{1fa2}', "\u{1f62}\u{3b9}"),
+    ('\u{1fa3}', "\u{1f63}\u{3b9}"), ('\u{1fa4}', "\u{1f64}\u{3b9}"), ('\u{1fa5}', "\u{1f65}\u{3b9}"),
+    ('\u{1fa6}', "\u{1f66}\u{3b9}"), ('\u{1fa7}', "\u{1f67}\u{3b9}"), ('\u{1fa8}', "\u{1f60}\u{3b9}"),
+    ('\u{1fa9}', "\u{1f61}\u{3b9}"), ('\u{1faa}', "\u{1f62}\u{3b9}"), ('\u{1fab}', "\u{1f63}\u{3b9}"),
+    ('\u{1fac}', "\u{1f64}\u{3b9}"), ('\u{1fad}', "\u{1f65}\u{3b9}"), ('\u{1fae}', "\u{1f66}\u{3b9}"),
+    ('\u{1faf}', "\u{1f67}\u{3b9}"), ('\u{1fb2}', "\u{1f70}\u{3b9}"), ('\u{1fb3}', "\u{3b1}\u{3b9}"),
+    ('\u{1fb4}', "\u{3ac}\u{3b9}"), ('\u{1fbc}', "\u{3b1}\u{3b9}"), ('\u{1fbe}', "\u{3b9}"),
+    ('\u{1fc2}', "\u{1f74}\u{3b9}"), ('\u{1fc3}', "\u{3b7}\u{3b9}"), ('\u{1fc4}', "\u{3ae}\u{3b9}"),
+    ('\u{1fcc}', "\u{3b7}\u{3b9}"), ('\u{1ff2}', "\u{1f7c}\u{3b9}"), ('\u{1ff3}', "\u{3c9}\u{3b9}"),
+    ('\u{1ff4}', "\u{3ce}\u{3b9}"), ('\u{1ffc}', "\u{3c9}\u{3b9}"), ('\u{fb00}', "ff"), ('\u{fb01}', "fi"),
+    ('\u{fb02}', "fl"), ('\u{fb03}', "ffi"), ('\u{fb04}', "ffl"), ('\u{fb05}', "st"), ('\u{fb06}', "st"),
+    ('\u{fb13}', "\u{574}\u{576}"), ('\u{fb14}', "\u{574}\u{565}"), ('\u{fb15}', "\u{574}\u{56b}"),
+    ('\u{fb16}', "\u{57e}\u{576}"), ('\u{fb17}', "\u{574}\u{56d}"),
+];
 
 fn char_at(text: &str, i: usize) -> (char, usize) {
     match text.as_bytes().get(i) {
@@ -193,19 +325,27 @@ fn split_case(run: &str, cur: &mut String, emit: &mut dyn FnMut(&str)) {
             cur.push(c.to_ascii_lowercase() as char);
         }
     } else {
+        // a combining mark belongs to the letter before it: the case boundaries are between
+        // base characters, and a mark is never one
         let chars: Vec<char> = run.chars().collect();
+        let base = |k: usize| !(chars[k] >= '\u{300}' && is_combining_mark(chars[k]));
+        let mut prev: Option<char> = None;
         for (k, &c) in chars.iter().enumerate() {
-            if k > 0 {
-                let p = chars[k - 1];
-                let next_lower = chars.get(k + 1).map(|n| n.is_lowercase()).unwrap_or(false);
-                let case = c.is_uppercase() && (p.is_lowercase() || (p.is_uppercase() && next_lower));
-                let digits = c.is_ascii_digit() && p.is_alphabetic();
-                if (case || digits) && !cur.is_empty() {
-                    emit(cur);
-                    cur.clear();
+            if base(k) {
+                if let Some(p) = prev {
+                    let next_lower = (k + 1..chars.len()).find(|&n| base(n)).map(|n| chars[n].is_lowercase()).unwrap_or(false);
+                    let case = c.is_uppercase() && (p.is_lowercase() || (p.is_uppercase() && next_lower));
+                    let digits = c.is_ascii_digit() && p.is_alphabetic();
+                    if (case || digits) && !cur.is_empty() {
+                        emit_folded(cur, emit);
+                    }
                 }
+                prev = Some(c);
             }
-            cur.extend(c.to_lowercase());
+            each_folded(c, |l| cur.push(l));
+        }
+        if !cur.is_empty() {
+            emit_folded(cur, emit);
         }
     }
     if !cur.is_empty() {
@@ -214,8 +354,20 @@ fn split_case(run: &str, cur: &mut String, emit: &mut dyn FnMut(&str)) {
     }
 }
 
+/// Emit a folded non-ASCII part, composed again if folding left it decomposable ("J̌" folds
+/// to `j` + U+030C, which is `ǰ`), so canonically equivalent parts stay one word.
+fn emit_folded(cur: &mut String, emit: &mut dyn FnMut(&str)) {
+    if !cur.is_ascii() && is_nfc_quick(cur.chars()) != IsNormalized::Yes {
+        emit(&compose_nfc(cur));
+    } else {
+        emit(cur);
+    }
+    cur.clear();
+}
+
 /// Call `f(token)` for every token of the *plain view* of `text` (the ranker's word-for-word
-/// vote, `lid-rank-19`): the text lowercased, cut into runs of ASCII letters, digits and
+/// vote, `lid-rank-19`): the text in NFC and case-folded (`lid-rank-20`: "STRASSE" and
+/// "straße" are both `strasse`), cut into runs of ASCII letters, digits and
 /// `_` (so `scrape_interval` stays whole, `one-way` is `one` and `way`, and a non-ASCII
 /// letter ends a token), tokens of two characters or more, minus the short function-word
 /// list [`PLAIN_STOPWORDS`]. No stemming, no joins, no splitting of identifiers: the
@@ -228,12 +380,14 @@ pub fn each_plain_token(text: &str, mut f: impl FnMut(&str)) {
         }
         cur.clear();
     };
-    for l in text.chars().flat_map(char::to_lowercase) {
-        if l.is_ascii_alphanumeric() || l == '_' {
-            cur.push(l);
-        } else {
-            emit(&mut cur);
-        }
+    for c in nfc(text).chars() {
+        each_folded(c, |l| {
+            if l.is_ascii_alphanumeric() || l == '_' {
+                cur.push(l);
+            } else {
+                emit(&mut cur);
+            }
+        });
     }
     emit(&mut cur);
 }
@@ -322,6 +476,7 @@ const STOPWORDS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unicode_normalization::UnicodeNormalization;
 
     #[test]
     fn a_sum_of_money_reads_as_the_word_amount_and_a_placeholder_does_not() {
@@ -382,6 +537,116 @@ mod tests {
 
     fn texts(s: &str) -> Vec<String> {
         words(s).into_iter().map(|w| w.text).collect()
+    }
+
+    fn plain_tokens(s: &str) -> Vec<String> {
+        let mut got = Vec::new();
+        each_plain_token(s, |t| got.push(t.to_string()));
+        got
+    }
+
+    /// §21.3.4 (the same intent, the same result): the audit's words, precomposed (NFC) and
+    /// decomposed (NFD, `e` + U+0301), are the same words, read either way round.
+    #[test]
+    fn canonically_equivalent_texts_give_the_same_words() {
+        let unit = "## Réplication\n\nVérifier la réplication après le déploiement. Die Größe der Übergabe prüfen. naïve coöperation.";
+        for w in ["réplication", "déploiement", "größe", "übergabe", "naïve", unit] {
+            let (c, d): (String, String) = (w.nfc().collect(), w.nfd().collect());
+            assert_ne!(c, d);
+            assert_eq!(texts(&d), texts(&c), "{w:?}");
+            assert_eq!(plain_tokens(&d), plain_tokens(&c), "{w:?}");
+        }
+        assert_eq!(texts("re\u{301}plication"), ["réplication"]);
+        assert_eq!(texts("re\u{301}plication"), texts("réplication"));
+        // ASCII and NFC text are read in place; decomposed text is composed
+        assert!(matches!(nfc("deploy"), Cow::Borrowed(_)));
+        assert!(matches!(nfc("réplication Größe 日本語"), Cow::Borrowed(_)));
+        assert_eq!(nfc("Gro\u{308}\u{df}e"), "Größe");
+        // a singleton decomposition is NFC's too: the Kelvin sign is K
+        assert_eq!(texts("5 \u{212a}elvin"), texts("5 kelvin"));
+    }
+
+    /// [`compose_nfc`] is NFC: the crate's own `nfc()` on every character that decomposes or
+    /// composes, in both forms, with marks in every order, Hangul, and a pseudo-random mix.
+    #[test]
+    fn composing_is_the_crates_nfc() {
+        let check = |s: &str| assert_eq!(compose_nfc(s), s.nfc().collect::<String>(), "{:?}", s.chars().map(|c| c as u32).collect::<Vec<_>>());
+        for cp in 0..0x30000u32 {
+            let Some(c) = char::from_u32(cp) else { continue };
+            let mut d = String::new();
+            decompose_canonical(c, |x| d.push(x));
+            if d != c.to_string() || canonical_combining_class(c) != 0 {
+                let s = format!("a{c}b{c}\u{301}\u{323}{c}");
+                check(&s);
+                check(&s.nfd().collect::<String>());
+            }
+        }
+        for s in ["\u{1100}\u{1161}\u{11a8}", "\u{ac00}\u{11a8}", "q\u{307}\u{323}", "a\u{323}\u{302}\u{301}", "\u{301}e", "e\u{301}\u{301}", "\u{3b1}\u{313}\u{301}\u{345}", "\u{1f0}\u{30c}"] {
+            check(s);
+        }
+        let pool = ['a', 'e', 'o', 'u', 'A', 'I', '\u{301}', '\u{308}', '\u{323}', '\u{31b}', '\u{345}', '\u{3b1}', '\u{3c9}', '\u{1100}', '\u{1161}', '\u{11a8}', '\u{ac00}', '\u{e9}', '\u{1ec7}', '\u{313}', ' '];
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        for _ in 0..20_000 {
+            let s: String = (0..8).map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                pool[(x % pool.len() as u64) as usize]
+            }).collect();
+            check(&s);
+        }
+    }
+
+    /// A combining mark (Mn, Mc, Me) continues its word (UAX #29 WB4), where it used to cut
+    /// it in two ("re" + "plication"); a mark with no letter before it starts no word.
+    #[test]
+    fn a_combining_mark_does_not_cut_a_word() {
+        // marks that compose with nothing: dot above on q, enclosing circle, Devanagari virama
+        assert_eq!(texts("q\u{307}uery"), ["q\u{307}uery"]);
+        assert_eq!(texts("x\u{20dd}y"), ["x\u{20dd}y"]);
+        assert_eq!(texts("हिन्दी text").len(), 2, "{:?}", texts("हिन्दी text"));
+        assert!(texts(" \u{301}\u{308} -\u{301} ").is_empty());
+        // a mark does not make a case boundary: "Q̇uery" is one word, "fooQ̇uery" two and whole
+        assert_eq!(texts("Q\u{307}uery"), ["q\u{307}uery"]);
+        assert_eq!(texts("fooQ\u{307}uery"), ["foo", "q\u{307}uery", "fooq\u{307}uery"]);
+        // without marks, identifiers split as before
+        assert_eq!(texts("ÉcoleNormale"), ["école", "normale", "écolenormale"]);
+    }
+
+    /// Case-insensitive matching is default case folding, not lowercasing char by char: final
+    /// sigma is sigma and `ß`/`ẞ` are `ss`, so an intent's case does not change its words (the
+    /// audit's pairs); ASCII folds as before, and letters that are not one letter stay apart.
+    #[test]
+    fn words_meet_across_case_by_case_folding() {
+        for (a, b) in [("λογαριασμούς", "ΛΟΓΑΡΙΑΣΜΟΎΣ"), ("κανονας", "ΚΑΝΟΝΑΣ"), ("straße", "STRASSE"), ("STRAẞE", "strasse"), ("ﬁle", "FILE"), ("µs", "ΜS")] {
+            assert_eq!(texts(a), texts(b), "{a:?} {b:?}");
+            assert_eq!(plain_tokens(a), plain_tokens(b), "{a:?} {b:?}");
+        }
+        assert_eq!(texts("Die Straße"), ["die", "strasse"]);
+        assert_eq!(plain_tokens("Die Straße zum STRASSENFEST"), ["die", "strasse", "zum", "strassenfest"]);
+        assert_eq!(texts("ΛΟΓΑΡΙΑΣΜΟΎΣ"), ["λογαριασμούσ"]);
+        // a lowercase that composes: J + caron (no precomposed capital) meets ǰ
+        assert_eq!(texts("J\u{30c}ob"), texts("\u{1f0}ob"));
+        // folding keeps different letters apart: dotless ı is not i, s is not ss, σ is not ο
+        assert_ne!(texts("ıd"), texts("id"));
+        assert_ne!(texts("stras"), texts("strasse"));
+        assert_ne!(texts("λογαριασμούς"), texts("λογαριασμούο"));
+        // ASCII: exactly as before
+        assert_eq!(texts("HTTPServer STRASSE"), ["http", "server", "httpserver", "strasse"]);
+        let mut folded = String::new();
+        for c in (0u8..0x80).map(char::from) {
+            each_folded(c, |l| folded.push(l));
+        }
+        assert_eq!(folded, (0u8..0x80).map(|b| b.to_ascii_lowercase() as char).collect::<String>());
+    }
+
+    #[test]
+    fn the_folding_table_is_sorted_and_differs_from_lowercase() {
+        assert!(FOLD.windows(2).all(|w| w[0].0 < w[1].0));
+        for &(c, f) in FOLD {
+            assert_ne!(c.to_lowercase().collect::<String>(), f, "{c:?}");
+            assert!(unicode_normalization::is_nfc(f), "{c:?}");
+        }
     }
 
     #[test]
