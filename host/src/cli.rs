@@ -465,7 +465,7 @@ fn cli_failure(e: &anyhow::Error) -> crate::apierror::ApiError {
 /// asked for, or found, could not be served; a name collision, a lower-trust shadow or a
 /// pack the caller disabled is not one.
 fn lacking_knowledge(diagnostics: &Value) -> Vec<Value> {
-    const LACKING: [&str; 5] = ["knowledge_pack_not_found", "knowledge_not_ready", "knowledge_front_matter_invalid", "knowledge_field_missing", "knowledge_pack_empty"];
+    const LACKING: [&str; 6] = ["knowledge_pack_not_found", "knowledge_not_ready", "knowledge_front_matter_invalid", "knowledge_field_missing", "knowledge_pack_empty", "knowledge_path_invalid"];
     diagnostics
         .as_array()
         .into_iter()

@@ -115,7 +115,8 @@ pub fn load(dir: &Path) -> Result<PackDir> {
     let mut digest = sha2::Sha256::new();
     digest.update(sha2::Sha256::digest(knowledge_md.as_bytes()));
     for (rel, path) in &files {
-        let content = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        // past a byte-order mark, as the agent's own unit files are read
+        let content = crate::agent_dir::read_text(path)?;
         let sha = crate::engine::hex(&sha2::Sha256::digest(content.as_bytes()));
         digest.update(rel.as_bytes());
         digest.update([0]);
@@ -235,7 +236,7 @@ pub fn context_files(dir: &Path) -> Result<std::collections::BTreeMap<String, St
     }
     let mut out = std::collections::BTreeMap::new();
     for (rel, path) in files {
-        out.insert(rel, std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?);
+        out.insert(rel, crate::agent_dir::read_text(&path)?);
     }
     Ok(out)
 }
