@@ -838,6 +838,37 @@ fn a_byte_order_mark_is_not_part_of_the_text() {
     assert!(std::fs::read_to_string(d.join("out/units/first.md")).unwrap().starts_with("## First"));
 }
 
+/// A unit file and an audit file an editor saved with a UTF-8 byte-order mark (Windows
+/// editors write one) are read past it, as manifests are: the CLI served the unit with
+/// U+FEFF at its head (which a publish then refused as a zero-width character) and
+/// refused the audit file as "not a JSON audit record".
+#[test]
+fn unit_and_audit_files_are_read_past_a_byte_order_mark() {
+    let d = scratch("bom-unit");
+    let agent = d.join("agent");
+    copy_dir(&demo(), &agent);
+    let recall = || json_of(&lid(&["--json", "recall", s(&agent), "roll back the deploy", "--max-chunks", "1"]));
+    let plain = recall();
+    let name = plain["chunks"][0]["name"].as_str().unwrap().to_string();
+    let unit = agent.join("units").join(format!("{name}.md"));
+    let text = std::fs::read_to_string(&unit).unwrap();
+    std::fs::write(&unit, format!("\u{feff}{text}")).unwrap();
+    let marked = recall();
+    assert_eq!((&marked["chunks"][0]["content"], &marked["chunks"][0]["tokens"]), (&plain["chunks"][0]["content"], &plain["chunks"][0]["tokens"]), "{marked}");
+    let published = lid(&["publish", s(&agent), "--db", s(&d.join("lid.db")), "--approve", "guarantee-load"]);
+    assert_eq!(published.status.code(), Some(0), "{}", String::from_utf8_lossy(&published.stderr));
+    // the log the recalls wrote, saved again with a mark: reported as it was
+    let log = agent.join(".lid").join("audit.jsonl");
+    let report = |f: &Path| lid(&["--json", "audit", "report", s(&agent), "--file", s(f)]);
+    let before = report(&log);
+    assert_eq!(before.status.code(), Some(0), "{}", String::from_utf8_lossy(&before.stderr));
+    let marked_log = d.join("marked.jsonl");
+    std::fs::write(&marked_log, format!("\u{feff}{}", std::fs::read_to_string(&log).unwrap())).unwrap();
+    let after = report(&marked_log);
+    assert_eq!(after.status.code(), Some(0), "{}", String::from_utf8_lossy(&after.stderr));
+    assert_eq!(after.stdout, before.stdout);
+}
+
 /// A unit file that is there but cannot be read is reported with why, not as missing.
 #[test]
 fn an_unreadable_unit_file_is_reported_with_the_reason() {
@@ -851,7 +882,7 @@ fn an_unreadable_unit_file_is_reported_with_the_reason() {
     let out = lid(&["stub", s(&agent)]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unit \"ground-rules\": cannot read") && err.contains("UTF-8"), "{err}");
+    assert!(err.contains("unit \"ground-rules\": ") && err.contains("ground-rules.md is not UTF-8 text: byte 2 (line 1, byte 3 of the line) is 0xFF"), "{err}");
     assert!(err.contains("unit \"code-review\": cannot read") && err.contains("directory"), "{err}");
     assert!(err.contains("unit \"triage-incoming\": no file at"), "{err}");
 }

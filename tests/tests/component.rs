@@ -444,57 +444,6 @@ fn a_closed_stdout_ends_the_cli_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
-/// A unit file and an audit file an editor saved with a UTF-8 byte-order mark (Windows
-/// editors write one) are read past it, as manifests are: the CLI served the unit with
-/// U+FEFF at its head (which a publish then refused as a zero-width character) and
-/// refused the audit file as "not a JSON audit record"; a unit that is not UTF-8 is said
-/// with its line and byte.
-#[test]
-fn the_cli_reads_unit_and_audit_files_past_a_byte_order_mark() {
-    use std::process::Command;
-    let dir = lid_tests::http::temp_dir("bom-unit");
-    let src = lid_tests::root().join("examples/demo-agent");
-    std::fs::create_dir_all(dir.join("units")).unwrap();
-    std::fs::copy(src.join("manifest.json"), dir.join("manifest.json")).unwrap();
-    for e in std::fs::read_dir(src.join("units")).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dir.join("units").join(e.file_name())).unwrap();
-    }
-    let lid = |args: &[&str]| Command::new(lid_tests::http::lid_bin()).args(args).output().unwrap();
-    let d = dir.to_str().unwrap();
-    let recall = || {
-        let out = lid(&["recall", d, "roll back the deploy", "--max-chunks", "1", "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
-    };
-    let plain = recall();
-    let name = plain["chunks"][0]["name"].as_str().unwrap().to_string();
-    let unit = std::fs::read_dir(dir.join("units")).unwrap().map(|e| e.unwrap().path()).find(|p| p.file_stem().unwrap().to_str() == Some(name.as_str())).expect("the unit's file");
-    let text = std::fs::read_to_string(&unit).unwrap();
-    std::fs::write(&unit, format!("\u{feff}{text}")).unwrap();
-    let marked = recall();
-    assert_eq!(marked["chunks"][0]["content"], plain["chunks"][0]["content"], "{marked}");
-    assert_eq!(marked["chunks"][0]["tokens"], plain["chunks"][0]["tokens"]);
-    // the log the recalls wrote, saved again with a mark: read as it was
-    let log = dir.join(".lid").join("audit.jsonl");
-    let records = std::fs::read_to_string(&log).unwrap();
-    let report = |f: &std::path::Path| lid(&["audit", "report", d, "--file", f.to_str().unwrap(), "--json"]);
-    let before = report(&log);
-    assert!(before.status.success(), "{}", String::from_utf8_lossy(&before.stderr));
-    let marked_log = dir.join("marked.jsonl");
-    std::fs::write(&marked_log, format!("\u{feff}{records}")).unwrap();
-    let after = report(&marked_log);
-    assert!(after.status.success(), "{}", String::from_utf8_lossy(&after.stderr));
-    assert_eq!(after.stdout, before.stdout);
-    // not UTF-8: the unit is left out of the recall, and the warning says where
-    let mut bytes = text.into_bytes();
-    bytes.extend_from_slice(b"\nLatin-1: caf\xe9\n");
-    std::fs::write(&unit, bytes).unwrap();
-    let out = lid(&["recall", d, "roll back the deploy", "--json"]);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains(&format!("unit {name:?}")) && said.contains("is not UTF-8 text: byte") && said.contains("(line "), "{said}");
-}
-
 /// A pack index too large for one blob is cached split (a head, then postings segments,
 /// §21.3.3's ranking over a precomputed index): a recall through the component reads only
 /// the segments its intent reaches and answers byte for byte as the native core and as
