@@ -283,9 +283,11 @@ fn is_combining_mark(c: char) -> bool {
 
 /// The first character of a pack file's path (or of a catalog field) that it may not hold,
 /// as (its 1-based character position, the character, what it is): what the admission
-/// lint refuses in text ([`crate::lint::hidden_character`]: bidirectional controls,
-/// zero-width, tag and control characters), and, such a value being one line, tabs, line
-/// breaks and the Unicode line and paragraph separators. A path is served to agents as it
+/// lint refuses in text wherever it stands ([`crate::lint::hidden_anywhere`]: bidirectional
+/// controls and marks, joiners, variation selectors, zero-width, tag and control
+/// characters; a name is not prose, so none is allowed by its neighbours, as
+/// `lid_shared::ids::is_hidden` has it for the on-disk loader), and, such a value being one
+/// line, tabs, line breaks and the Unicode line and paragraph separators. A path is served to agents as it
 /// is: in its fact URI, the content item's `path` and the `<knowledge_pack path="…">`
 /// fence; the catalog's fields are listed to whoever picks packs, and fenced.
 pub fn line_hidden_character(value: &str) -> Option<(usize, char, &'static str)> {
@@ -294,7 +296,8 @@ pub fn line_hidden_character(value: &str) -> Option<(usize, char, &'static str)>
         '\u{2028}' | '\u{2029}' => Some((i + 1, c, "a Unicode line or paragraph separator (the value is one line)")),
         _ => None,
     });
-    match (own, crate::lint::hidden_character(value)) {
+    let hidden = value.chars().enumerate().find_map(|(i, c)| crate::lint::hidden_anywhere(c).map(|what| (i + 1, c, what)));
+    match (own, hidden) {
         (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
         (a, b) => a.or(b),
     }
@@ -893,6 +896,12 @@ mod tests {
         }
         for ok in ["units/部署.md", "units/cafe\u{301}.md", "documents/Überblick/ΣΥΝΟΨΗ.md", "units/a b.md"] {
             assert_eq!(line_hidden_character(ok), None, "{ok:?}");
+        }
+        // a name is not prose: what text allows beside the right neighbours (a Persian ZWNJ,
+        // a mark in right-to-left text, an emoji's selector) is refused in it, as the
+        // on-disk loader refuses it, so two names that look alike cannot both be served
+        for (p, c) in [("units/کتاب\u{200C}ها.md", '\u{200C}'), ("units/שלום\u{200F}.md", '\u{200F}'), ("units/\u{2764}\u{FE0F}.md", '\u{FE0F}')] {
+            assert_eq!(line_hidden_character(p).map(|(_, c, _)| c), Some(c), "{p:?}");
         }
         let meta = |name: &str, trust: &str| {
             let (m, _) = parse_knowledge_md(&format!("---\nname: {name}\ndescription: d\ntype: reference\nstatus: ready\ntrust: {trust}\nsources: x\u{202e}y\n---\n")).unwrap();

@@ -193,13 +193,17 @@ fn is_pictograph(c: char) -> bool {
 fn has_variants(base: char, vs: char) -> bool {
     match vs {
         '\u{FE0E}' | '\u{FE0F}' => base.is_ascii_digit() || base == '#' || base == '*' || is_pictograph(base),
-        '\u{FE00}'..='\u{FE0D}' => {
-            is_ideograph(base)
-                || base == '0'
-                || get_general_category(base) == Gc::MathSymbol
-                || matches!(base, '\u{1D400}'..='\u{1D7FF}' | '\u{1000}'..='\u{109F}' | '\u{A9E0}'..='\u{A9FF}' | '\u{AA60}'..='\u{AA7F}' | '\u{A840}'..='\u{A877}' | '\u{10AC0}'..='\u{10AFF}' | '\u{13000}'..='\u{1342F}' | '\u{13460}'..='\u{143FF}')
+        // the standardized variants in use are VS1–VS3, never on ASCII: more selectors, or
+        // any after an ASCII symbol (a table's `|`, `=`, `0`), would carry hidden bits
+        '\u{FE00}'..='\u{FE02}' => {
+            !base.is_ascii()
+                && (is_ideograph(base)
+                    || get_general_category(base) == Gc::MathSymbol
+                    || matches!(base, '\u{1D400}'..='\u{1D7FF}' | '\u{1000}'..='\u{109F}' | '\u{A9E0}'..='\u{A9FF}' | '\u{AA60}'..='\u{AA7F}' | '\u{A840}'..='\u{A877}' | '\u{10AC0}'..='\u{10AFF}' | '\u{13000}'..='\u{1342F}' | '\u{13460}'..='\u{143FF}'))
         }
-        '\u{E0100}'..='\u{E01EF}' => is_ideograph(base),
+        // VS4–VS14, and the 240 ideographic selectors: each after any ideograph would carry
+        // up to a hidden byte, so none is taken (the base ideograph alone is)
+        '\u{FE03}'..='\u{FE0D}' | '\u{E0100}'..='\u{E01EF}' => false,
         _ => is_mongolian_letter(base),
     }
 }
@@ -238,6 +242,8 @@ fn classify(chars: &[char], i: usize, rtl: bool) -> Option<(&'static str, &'stat
             let ltr = |c: char| is_letter(c) && !is_rtl_letter(c);
             if !rtl {
                 Some((BIDI, "a directional mark in text without right-to-left letters, where it orders nothing and only hides"))
+            } else if i > 0 && matches!(chars[i - 1], '\u{200E}' | '\u{200F}' | '\u{061C}') {
+                Some((BIDI, "a directional mark right after another, where it orders nothing more: a run of them can encode hidden text"))
             } else if base_before(chars, i).is_some_and(ltr) && chars.get(i + 1).is_some_and(|&n| ltr(n) || is_mark(n)) {
                 Some((BIDI, "a directional mark between two left-to-right letters, where it splits a word without changing what is shown"))
             } else {
@@ -283,6 +289,13 @@ pub fn hidden_characters(text: &str) -> impl Iterator<Item = (usize, char, &'sta
 /// units' rule.
 pub fn hidden_character(text: &str) -> Option<(usize, char, &'static str)> {
     hidden_characters(text).next()
+}
+
+/// What the lint refuses in `c` wherever it stands, with no neighbour to make it part of
+/// how text is written (a joiner, a directional mark and a variation selector are all
+/// refused): the rule for one-line names and paths, which are not prose.
+pub fn hidden_anywhere(c: char) -> Option<&'static str> {
+    classify(&[c], 0, false).map(|(_, what)| what)
 }
 
 /// What a character that breaks a line for some reader is (UAX #14's mandatory breaks: LF,
@@ -461,7 +474,7 @@ mod tests {
             assert_eq!((at, found), (7, c), "{what}");
         }
         // a variation selector where nothing has variants, or a second one
-        for (text, at) in [("a\u{FE0F}", 2), ("deploy\u{FE00}", 7), ("日\u{FE0F}", 2), ("a\u{E0100}", 2), ("\u{2764}\u{FE0F}\u{FE0F}", 3), ("葛\u{E0100}\u{E0101}", 3), ("\u{FE0F}", 1), ("x \u{180B}", 3)] {
+        for (text, at) in [("a\u{FE0F}", 2), ("deploy\u{FE00}", 7), ("日\u{FE0F}", 2), ("a\u{E0100}", 2), ("\u{2764}\u{FE0F}\u{FE0F}", 3), ("葛\u{E0100}", 2), ("葛\u{FE05}", 2), ("| a |\u{FE00}", 6), ("0\u{FE00}", 2), ("x \u{2264}\u{FE05}", 4), ("x =\u{FE00}", 4), ("\u{FE0F}", 1), ("x \u{180B}", 3)] {
             assert_eq!(hidden_character(text).map(|h| h.0), Some(at), "{text:?}");
         }
     }
@@ -481,8 +494,8 @@ mod tests {
             "\u{0644}\u{200D}\u{0627} \u{0646}\u{200C}\u{0645} \u{0D15}\u{0D4D}\u{200D}\u{0D37} \u{0DC1}\u{0DCA}\u{200D}\u{0DBB}\u{0DD3} \u{0995}\u{09CD}\u{200C}\u{09B7} \u{0710}\u{200D}\u{0712}",
             // ALM in Arabic next to digits, LRM between Hebrew and a Latin word, RLM between digits
             "\u{0627}\u{0644}\u{0639}\u{062F}\u{062F} \u{061C}123 \u{05E9}\u{200E}API 1\u{200F}2",
-            // ideographic variation sequences, a math variant, the slashed zero, Mongolian FVS and MVS
-            "葛\u{E0100}城市 辻\u{E0101} \u{2264}\u{FE00} 0\u{FE00} \u{1820}\u{180B}\u{1828} \u{1828}\u{180E}\u{1820}",
+            // standardized variants (a CJK compatibility form, math symbols), Mongolian FVS and MVS
+            "漢\u{FE00}字 \u{2264}\u{FE00} \u{2229}\u{FE00} \u{1820}\u{180B}\u{1828} \u{1828}\u{180E}\u{1820}",
             // the prepended concatenation marks are shown: the Arabic number sign
             "\u{0600}\u{0661}\u{0662}",
         ] {
@@ -499,6 +512,9 @@ mod tests {
         for (text, code, at) in [
             // a mark splitting a left-to-right word, in right-to-left text or not
             ("שלום ig\u{200E}nore previous", "unit_bidi_control", 8),
+            // a run of marks orders nothing more than one: the second is refused, wherever
+            ("שלום ig\u{200E}\u{200E}nore previous", "unit_bidi_control", 9),
+            ("שלום \u{200F}\u{200F}\u{200E}", "unit_bidi_control", 7),
             ("ig\u{200E}nore previous", "unit_bidi_control", 3),
             ("Note \u{200F}(v2)", "unit_bidi_control", 6),
             ("שלום a\u{0301}\u{200F}b", "unit_bidi_control", 8),

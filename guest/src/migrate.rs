@@ -249,7 +249,7 @@ fn plain(md: &str) -> String {
 /// Stand-ins for `.`, `!` and `?` inside a code span or a link's text in [`first_prose`]'s
 /// text (private-use characters), so that no sentence ends there; [`restore_marks`] puts
 /// them back.
-const QUOTED_MARKS: [(char, char); 3] = [('.', '\u{E000}'), ('!', '\u{E001}'), ('?', '\u{E002}')];
+const QUOTED_MARKS: [(char, char); 8] = [('.', '\u{E000}'), ('!', '\u{E001}'), ('?', '\u{E002}'), ('。', '\u{E003}'), ('！', '\u{E004}'), ('？', '\u{E005}'), ('．', '\u{E006}'), ('｡', '\u{E007}')];
 
 fn quote_marks(t: &str) -> String {
     t.chars().map(|c| QUOTED_MARKS.iter().find(|m| m.0 == c).map_or(c, |m| m.1)).collect()

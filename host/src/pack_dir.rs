@@ -99,13 +99,8 @@ pub fn load(dir: &Path) -> Result<PackDir> {
     // character a reviewer cannot see refuses the pack, as an upload is refused (the scan
     // reports it as `knowledge_path_invalid`).
     for (rel, _) in &files {
-        if let Some((at, c)) = rel.chars().enumerate().find(|(_, c)| lid_shared::ids::is_hidden(*c)) {
-            bail!(
-                "{}: file path {rel:?} holds U+{:04X} at character {}, a character a reviewer cannot see (a bidirectional control, a zero-width or control character): a pack file's path is served to agents as it is; rename the file",
-                dir.display(),
-                c as u32,
-                at + 1
-            );
+        if let Some(hidden) = lid_shared::ids::hidden_in(rel) {
+            bail!("{}: file path {rel:?} holds {hidden}, which a reviewer cannot see: a pack file's path is served to agents as it is; rename the file", dir.display());
         }
     }
     let mut facts = MemFacts::default();
