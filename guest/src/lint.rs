@@ -36,15 +36,17 @@
 //!   modifier) before it, a pictograph after it (UTS #51): `👩\u{200D}💻`,
 //!   `🏳\u{FE0F}\u{200D}🌈`;
 //! - LRM, RLM and ALM in text holding a right-to-left letter, unless both sides are
-//!   left-to-right letters: Hebrew `את השירות \u{200F}(v2)\u{200F} בזהירות`;
+//!   left-to-right letters or another mark comes just before: Hebrew
+//!   `את השירות \u{200F}(v2)\u{200F} בזהירות`;
 //! - the Mongolian vowel separator between a Mongolian letter and U+1820 or U+1821;
 //! - one variation selector right after a character with such variants: U+FE0E or U+FE0F
-//!   after an emoji-capable character (a digit, `#`, `*`, a pictograph, an arrow or other
-//!   symbol of U+2190–U+2BFF); U+FE00–U+FE0D after a CJK ideograph, a math symbol, the
-//!   digit zero, a math alphanumeric, a Myanmar, Phags-pa, Manichaean or Egyptian
-//!   hieroglyph character (the bases of StandardizedVariants.txt); U+E0100–U+E01EF after a
-//!   CJK ideograph (ideographic variation sequences); U+180B–U+180D, U+180F after a
-//!   Mongolian letter.
+//!   after an emoji-capable character (a pictograph, an arrow or other symbol of
+//!   U+2190–U+2BFF), or in a keycap (a digit, `#` or `*`, the selector, U+20E3);
+//!   U+FE00–U+FE02 (the standardized variants in use) after a non-ASCII CJK ideograph,
+//!   math symbol, math alphanumeric, or Myanmar, Phags-pa, Manichaean or Egyptian
+//!   hieroglyph character (the bases of StandardizedVariants.txt); U+180B–U+180D, U+180F
+//!   after a Mongolian letter. The ideographic variation selectors (U+E0100–U+E01EF) and
+//!   U+FE03–U+FE0D are refused: after any ideograph each could carry a hidden byte.
 //!
 //! Warnings (reported, not refused), for instruction units only: `unit_injection_suspect`,
 //! text that reads like an attempt to override the agent's other instructions.
@@ -262,6 +264,9 @@ fn classify(chars: &[char], i: usize, rtl: bool) -> Option<(&'static str, &'stat
         '\u{FFF9}'..='\u{FFFB}' => Some((HIDDEN_CONTROL, "an interlinear annotation character, which marks text to be shown apart or not at all")),
         _ if is_variation_selector(c) => match i.checked_sub(1).map(|j| chars[j]) {
             Some(p) if is_variation_selector(p) => Some((ZERO_WIDTH, "a variation selector right after another: a run of them is invisible and can encode hidden text (\"emoji smuggling\")")),
+            // on an ASCII digit, `#` or `*` only as a keycap (U+20E3 after it): after plain
+            // digits a selector would carry a hidden bit each
+            Some(p) if p.is_ascii() && chars.get(i + 1) != Some(&'\u{20E3}') => Some((ZERO_WIDTH, "a variation selector on an ASCII character that is not a keycap (U+20E3 after it): it is invisible and can encode hidden text (\"emoji smuggling\")")),
             Some(p) if has_variants(p, c) => None,
             _ => Some((ZERO_WIDTH, "a variation selector after a character it has no variant of: it is invisible and can encode hidden text (\"emoji smuggling\")")),
         },
@@ -474,7 +479,7 @@ mod tests {
             assert_eq!((at, found), (7, c), "{what}");
         }
         // a variation selector where nothing has variants, or a second one
-        for (text, at) in [("a\u{FE0F}", 2), ("deploy\u{FE00}", 7), ("日\u{FE0F}", 2), ("a\u{E0100}", 2), ("\u{2764}\u{FE0F}\u{FE0F}", 3), ("葛\u{E0100}", 2), ("葛\u{FE05}", 2), ("| a |\u{FE00}", 6), ("0\u{FE00}", 2), ("x \u{2264}\u{FE05}", 4), ("x =\u{FE00}", 4), ("\u{FE0F}", 1), ("x \u{180B}", 3)] {
+        for (text, at) in [("a\u{FE0F}", 2), ("deploy\u{FE00}", 7), ("日\u{FE0F}", 2), ("a\u{E0100}", 2), ("\u{2764}\u{FE0F}\u{FE0F}", 3), ("葛\u{E0100}", 2), ("葛\u{FE05}", 2), ("| a |\u{FE00}", 6), ("0\u{FE00}", 2), ("x \u{2264}\u{FE05}", 4), ("x =\u{FE00}", 4), ("1\u{FE0F}2\u{FE0E}", 2), ("#\u{FE0F}\u{20E3}1\u{FE0E}", 5), ("\u{FE0F}", 1), ("x \u{180B}", 3)] {
             assert_eq!(hidden_character(text).map(|h| h.0), Some(at), "{text:?}");
         }
     }
