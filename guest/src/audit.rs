@@ -518,4 +518,34 @@ mod tests {
         assert_eq!(probe_metrics(&[o]).hit_at_k, Some(1.0));
     }
 
+    /// §21.3.2: audit tokens and event ids are ULIDs: the 48-bit ms time then the 80
+    /// entropy bits, big-endian, in Crockford base32 (26 characters); the entropy is read
+    /// from hex, two digits a byte. (Expected values computed independently of this code.)
+    #[test]
+    fn ulids_encode_the_time_then_the_entropy_in_crockford_base32() {
+        assert_eq!(ulid(0, [0; 10]), "00000000000000000000000000");
+        assert_eq!(ulid((1 << 48) - 1, [255; 10]), "7ZZZZZZZZZZZZZZZZZZZZZZZZZ");
+        assert_eq!(entropy_from_hex("00112233445566778899"), [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99]);
+        assert_eq!(entropy_from_hex("0a1B2c3D4e5f60718293"), [0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f, 0x60, 0x71, 0x82, 0x93]);
+        // short or unparsable input: the bytes it does not give are zero
+        assert_eq!(entropy_from_hex("ff0g"), [0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(ulid(1_700_000_000_000, entropy_from_hex("00112233445566778899")), "01HF7YAT00008J4CT4ANK7F24S");
+        assert_eq!(ulid(1_700_000_000_000, entropy_from_hex("0a1b2c3d4e5f60718293")), "01HF7YAT0018DJRFAEBXG730MK");
+        let wide = Ids::new(1_700_000_000_000, "00112233445566778899aabbccddeeff00112233");
+        assert_eq!((wide.event_id.as_str(), wide.audit_token.as_str()), ("audevent_01HF7YAT00008J4CT4ANK7F24S", "audi_01HF7YAT00NAXWSQFEZW0128HK"));
+        // the time read back from any well-formed id, in either case; anything else is none
+        assert_eq!(ulid_time("audi_7ZZZZZZZZZZZZZZZZZZZZZZZZZ"), Some((1 << 48) - 1));
+        assert_eq!(ulid_time("audevent_01hf7yat00008j4ct4ank7f24s"), Some(1_700_000_000_000));
+        assert_eq!(ulid_time("01HF7YAT00008J4CT4ANK7F24S"), Some(1_700_000_000_000));
+        assert_eq!(ulid_time("audi_01HF7YAT00008J4CT4ANK7F24"), None);
+        assert_eq!(ulid_time("audi_01HF7YAT00008J4CT4ANK7F24SS"), None);
+        assert_eq!(ulid_time("audi_01HF7YAT00008J4CT4ANK7F24U"), None, "U is not Crockford base32");
+    }
+
+    /// §21.5.2: an audit token expires after 24 hours.
+    #[test]
+    fn tokens_live_24_hours() {
+        assert_eq!(TOKEN_TTL_MS, 86_400_000);
+    }
+
 }

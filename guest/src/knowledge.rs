@@ -1052,4 +1052,79 @@ mod tests {
         assert_eq!((m.agent_id.as_str(), m.deployment.as_str(), m.manifest_version.as_str()), ("p", PACK_DEPLOYMENT, "v1"));
         assert_eq!(PACK_DEPLOYMENT, "knowledge");
     }
+
+    fn garden() -> (crate::store::MemoryFacts, PackSpec) {
+        let mut facts = crate::store::MemoryFacts::new();
+        for (p, c) in [("units/water.md", "# Watering\nWater deeply twice a week."), ("units/soil.md", "# Soil\nWork compost into the bed."), ("units/sun.md", "# Sun\nSix hours of sun.")] {
+            facts.insert(crate::store::Fact { uri: format!("path:{p}"), content: c.into(), ..Default::default() });
+        }
+        (facts, PackSpec { id: "g".into(), knowledge_md: KMD.into(), files: vec!["units/soil.md".into(), "units/sun.md".into(), "units/water.md".into()], digest: Some("ab".repeat(32)) })
+    }
+
+    /// A pack document whose digest finds a cached index opens from it alone; any other
+    /// (no digest, another digest, not a pack document) does not.
+    #[test]
+    fn a_pack_document_opens_from_its_cached_index_by_its_digest() {
+        let (facts, spec) = garden();
+        let doc = |digest: Option<&str>| serde_json::json!({"knowledge_pack": {"id": "g", "knowledge_md": KMD, "files": ["units/soil.md", "units/sun.md", "units/water.md"], "digest": digest}}).to_string();
+        let digest = "ab".repeat(32);
+        assert!(open_cached(&doc(Some(&digest)), &facts, None).is_none(), "nothing cached yet");
+        let built = open(&spec, &facts, None).unwrap();
+        let cached = open_cached(&doc(Some(&digest)), &CacheOnly(&facts), None).expect("opened from the cache alone");
+        assert_eq!(cached.tokens, built.tokens);
+        assert!(cached.table.as_ref().is_some_and(|t| t.len() == 3 && !t.is_empty()));
+        assert!(PackTable { texts: Vec::new().into(), text_start: vec![0].into() }.is_empty());
+        assert!(open_cached(&doc(Some(&"cd".repeat(32))), &facts, None).is_none());
+        assert!(open_cached(&doc(None), &facts, None).is_none());
+        assert!(open_cached(r#"{"agent_id": "x", "entries": []}"#, &facts, None).is_none());
+    }
+
+    /// A digest that is not 64 lowercase hex digits is not the host's content digest: the
+    /// pack is fingerprinted from its files instead, so a changed file is never served
+    /// from the index of the old one.
+    #[test]
+    fn a_malformed_digest_is_ignored_and_the_files_fingerprint_the_pack() {
+        for bad in ["abc".to_string(), "AB".repeat(32), "zz".repeat(32), "ab".repeat(33)] {
+            let (mut facts, spec) = garden();
+            let spec = PackSpec { digest: Some(bad.clone()), ..spec };
+            let w = crate::rank::Weights::default();
+            assert_eq!(open(&spec, &facts, None).unwrap().ranker.rank("quokka", None, &w)[0].score, 0.0);
+            facts.insert(crate::store::Fact { uri: "path:units/soil.md".into(), content: "# Soil\nA quokka digs the bed.".into(), ..Default::default() });
+            let again = open(&spec, &facts, None).unwrap();
+            let top = &again.ranker.rank("quokka", None, &w)[0];
+            assert!(top.name == "soil" && top.score > 0.0, "{bad}: {top:?}");
+        }
+    }
+
+    /// A cached pack index whose tables disagree with each other is not used (`None`:
+    /// the pack is read and indexed again).
+    #[test]
+    fn a_cached_pack_index_of_the_wrong_shape_is_not_used() {
+        let (facts, spec) = garden();
+        open(&spec, &facts, None).unwrap();
+        let key = pack_key("g", &"ab".repeat(32));
+        assert!(from_blob("g", &key, &facts, None).is_some(), "two starts per unit and one more (3 units)");
+        let good: PackIndex = crate::rank::column::decode(facts.cached(&key).unwrap()).unwrap();
+        let plant_with = |texts: Vec<u8>, starts: Vec<u32>, tokens: &[u32]| {
+            facts.cache(&key, &crate::rank::column::encode(&PackIndexRef { texts: texts.into(), text_start: starts.into(), index: &good.index, tokens }).unwrap());
+            from_blob("g", &key, &facts, None).is_some()
+        };
+        let plant = |texts: Vec<u8>, starts: Vec<u32>| plant_with(texts, starts, &good.tokens);
+        let (texts, starts) = (good.texts.to_vec(), good.text_start.to_vec());
+        assert!(plant(texts.clone(), starts.clone()), "the same tables again");
+        let mut longer = starts.clone();
+        longer.push(*starts.last().unwrap());
+        assert!(!plant(texts.clone(), longer), "a start more than two per unit");
+        // a unit more in the table and the token counts than in the ranker's index
+        let (mut more, mut tokens) = (starts.clone(), good.tokens.clone());
+        more.extend([*starts.last().unwrap(); 2]);
+        tokens.push(1);
+        assert!(!plant_with(texts.clone(), more, &tokens), "tables of 4 units, an index of 3");
+        let mut past = starts.clone();
+        *past.last_mut().unwrap() += 1;
+        assert!(!plant(texts.clone(), past), "a string past the end of the texts");
+        let mut descending = starts;
+        descending[1] = descending[2] + 1;
+        assert!(!plant(texts, descending), "starts that descend");
+    }
 }

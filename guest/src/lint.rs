@@ -266,7 +266,7 @@ fn classify(chars: &[char], i: usize, rtl: bool) -> Option<(&'static str, &'stat
             Some(p) if is_variation_selector(p) => Some((ZERO_WIDTH, "a variation selector right after another: a run of them is invisible and can encode hidden text (\"emoji smuggling\")")),
             // on an ASCII digit, `#` or `*` only as a keycap (U+20E3 after it): after plain
             // digits a selector would carry a hidden bit each
-            Some(p) if p.is_ascii() && chars.get(i + 1) != Some(&'\u{20E3}') => Some((ZERO_WIDTH, "a variation selector on an ASCII character that is not a keycap (U+20E3 after it): it is invisible and can encode hidden text (\"emoji smuggling\")")),
+            Some(p) if matches!(c, '\u{FE0E}' | '\u{FE0F}') && matches!(p, '0'..='9' | '#' | '*') && chars.get(i + 1) != Some(&'\u{20E3}') => Some((ZERO_WIDTH, "a variation selector on a digit, `#` or `*` that is not a keycap (U+20E3 after it): it is invisible and can encode hidden text (\"emoji smuggling\")")),
             Some(p) if has_variants(p, c) => None,
             _ => Some((ZERO_WIDTH, "a variation selector after a character it has no variant of: it is invisible and can encode hidden text (\"emoji smuggling\")")),
         },

@@ -1625,4 +1625,36 @@ mod tests {
         assert_eq!(codes(&r), vec!["manifest_entry_invalid"]);
         assert!(r.errors[0].message.contains("floating alias"));
     }
+
+    /// An entry table's `len` and `is_empty` count its entries.
+    #[test]
+    fn an_entry_table_is_empty_only_without_entries() {
+        assert!(EntryTable::of(&[]).is_empty());
+        let t = EntryTable::of(&[Entry { name: "a".into(), ..Entry::default() }]);
+        assert!(!t.is_empty() && t.len() == 1);
+    }
+
+    /// RFC 3339 (§5.6): February 29th only in leap years (every 4th, not every 100th,
+    /// but every 400th), hours 00-23 and minutes 00-59, and an offset exactly `±HH:MM` of less than 24 hours.
+    #[test]
+    fn an_rfc3339_time_has_a_real_leap_day_and_an_offset_of_hh_mm() {
+        for ok in ["2024-02-29T00:00:00Z", "2000-02-29T00:00:00Z", "2026-11-01T10:30:00.5+01:00", "2026-11-01T10:30:00-23:59"] {
+            assert!(is_rfc3339(ok), "{ok}");
+        }
+        for bad in ["2023-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2100-02-29T00:00:00Z", "2026-11-01T10:30:00+01-00", "2026-11-01T10:30:00+01:000", "2026-11-01T10:30:00+0100", "2026-11-01T10:30:00+24:00", "2026-11-01T10:30:00+01:60", "2026-11-01T24:00:00Z", "2026-11-01T10:60:00Z"] {
+            assert!(!is_rfc3339(bad), "{bad}");
+        }
+    }
+
+    /// A heartbeat contract URL (§21.1.1) may name its host by a bracketed IPv6 address,
+    /// written short (`::`) or in full.
+    #[test]
+    fn an_https_url_may_name_an_ipv6_host() {
+        for ok in ["https://[2001:db8::1]/contract", "https://[::1]:8443/c", "https://[2001:db8:0:0:0:0:0:1]/c"] {
+            assert!(is_https_url(ok), "{ok}");
+        }
+        for bad in ["https://[2001]/c", "https://[fe80::zz]/c", "https://[example.com]/c", "https://[example.com]:443/c"] {
+            assert!(!is_https_url(bad), "{bad}");
+        }
+    }
 }

@@ -1542,6 +1542,9 @@ mod tests {
             assert!(ix.term_start.is_shared() && ix.trigrams.keys.is_shared() && ix.trigrams.values.is_shared() && ix.field_len.is_shared() && ix.link_list.is_shared(), "head tables in place");
             assert!(segs.iter().all(|(_, g)| g.postings.is_shared() && g.pos.is_shared() && g.pos_start.is_shared() && g.starts.is_shared()), "segment tables in place");
         }
+        // segments of consecutive terms of about SEGMENT_BYTES each, not one per term
+        let (terms, segments) = (ix.term_count(), ix.segments.len() - 1);
+        assert!(segments > 20 && segments * 4 < terms, "{segments} segments of {terms} terms");
         for k in facts.derived_keys().into_iter().filter(|k| k.contains(":seg:")) {
             facts.forget(&k);
         }
@@ -1856,6 +1859,149 @@ mod tests {
         let score = ask(&m, &facts, req(0.0)).chunks.iter().find(|c| c.name == "deploy-rules").map(|c| c.score).unwrap();
         assert!(ask(&m, &facts, req(score)).chunks.iter().any(|c| c.name == "deploy-rules"));
         assert!(ask(&m, &facts, req((score + 0.001).min(1.0))).chunks.iter().all(|c| c.name != "deploy-rules"));
+    }
+
+    /// An assembly's digest is the SHA-256 of the JSON array of `[name, fact_uri, version,
+    /// sha256, selected_by]` of its chunks, in order (computed here without the engine).
+    #[test]
+    fn the_assembly_digest_is_the_sha256_of_the_chunk_rows() {
+        use sha2::{Digest, Sha256};
+        let hex = |s: &str| Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let chunk = |name: &str, selected_by: &str| super::Chunk {
+            name: name.into(),
+            fact_uri: format!("instruction:acme/eng/{name}/v1"),
+            content: "ignored".into(),
+            tokens: 3,
+            valid_until: None,
+            version: "v1".into(),
+            score: 0.5,
+            source: "stigmem".into(),
+            selected_by: selected_by.into(),
+            sha256: "00ff".into(),
+        };
+        assert_eq!(super::assembly_sha256(&[]), hex("[]"));
+        let two = [chunk("a", "guarantee_load"), chunk("b", "ranked")];
+        assert_eq!(super::assembly_sha256(&two), hex(r#"[["a","instruction:acme/eng/a/v1","v1","00ff","guarantee_load"],["b","instruction:acme/eng/b/v1","v1","00ff","ranked"]]"#));
+    }
+
+    /// A ref table's `len` and `is_empty` count its entries, an unavailable one included.
+    #[test]
+    fn a_ref_table_is_empty_only_without_entries() {
+        let mut t = super::RefTable::default();
+        assert!(t.is_empty());
+        t.push(None);
+        assert!(!t.is_empty() && t.len() == 1);
+    }
+
+    /// A corpus's `len` and `is_empty` count its entries, an unavailable one included.
+    #[test]
+    fn a_corpus_is_empty_only_without_entries() {
+        let (m, facts) = team(Some("style-guide"));
+        let c = super::Corpus::load(&m, &facts).unwrap();
+        assert!(!c.is_empty() && c.len() == 4);
+        let none = crate::manifest::Manifest { entries: vec![], ..m.clone() };
+        assert!(super::Corpus::load(&none, &facts).unwrap().is_empty());
+    }
+
+    /// The prepared corpus key needs a corpus key of 1 to 512 bytes; two corpus keys name
+    /// two corpora.
+    #[test]
+    fn a_corpus_key_of_1_to_512_bytes_names_a_prepared_corpus() {
+        assert_eq!(super::prepared_key(None), None);
+        assert_eq!(super::prepared_key(Some("")), None);
+        let key = super::prepared_key(Some(&"k".repeat(512))).expect("512 bytes is a corpus key");
+        assert!(key.starts_with("lid-index:v8:prepared:"), "{key}");
+        assert_eq!(super::prepared_key(Some(&"k".repeat(513))), None);
+        assert_ne!(super::prepared_key(Some("a")), super::prepared_key(Some("b")));
+    }
+
+    /// A prepared corpus whose tables disagree with each other or with its entries is not
+    /// used (the caller prepares it again).
+    #[test]
+    fn a_prepared_corpus_whose_tables_disagree_is_not_used() {
+        let (m, facts) = team(None);
+        let m = serde_json::to_string(&m).unwrap();
+        crate::api::recall(&m, r#"{"intent": "deploy to production"}"#, r#"{"now_ms": 1700000000000, "corpus_key": "tables:1"}"#, &facts, &crate::store::NoAudit).unwrap();
+        let key = super::prepared_key(Some("tables:1")).unwrap();
+        let opens = |tamper: &dyn Fn(&mut super::Prepared)| {
+            let (manifest, entries, mut p) = super::cached_prepared(&facts, &key, None, "").expect("prepared");
+            tamper(&mut p);
+            super::Corpus::from_prepared(&manifest, entries, p, &facts).is_some()
+        };
+        assert!(opens(&|_| {}));
+        assert!(!opens(&|p| p.refs.push(None)), "a ref more than the entries");
+        assert!(!opens(&|p| p.refs.versions.push('x')), "refs inconsistent in themselves");
+        assert!(!opens(&|p| p.tokens.push(1)), "a token count more than the ranked units");
+    }
+
+    /// A prepared corpus whose index is small is cached as one blob: a fetch per segment
+    /// would cost more than it saves (`SPLIT_MIN_BYTES`).
+    #[test]
+    fn a_small_prepared_corpus_is_cached_whole() {
+        let (m, facts) = team(None);
+        let m = serde_json::to_string(&m).unwrap();
+        crate::api::recall(&m, r#"{"intent": "deploy to production"}"#, r#"{"now_ms": 1700000000000, "corpus_key": "small:1"}"#, &facts, &crate::store::NoAudit).unwrap();
+        let keys = facts.derived_keys();
+        assert!(keys.contains(&super::prepared_key(Some("small:1")).unwrap()), "{keys:?}");
+        assert!(keys.iter().all(|k| !k.contains(":seg:")), "{keys:?}");
+    }
+
+    /// The cached ranker index is keyed on everything it is derived from: a unit whose
+    /// text changed is ranked on its new text, never on a cached index of the old one.
+    #[test]
+    fn a_cached_index_is_never_stale() {
+        let (m, mut facts) = plain_team();
+        let ranked = |facts: &MemoryFacts| ask(&m, facts, super::RecallRequest { intent: "quokka zanzibar".into(), ..Default::default() }).chunks.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        assert!(!ranked(&facts).contains(&"deploy-rules".to_string()));
+        facts.insert(Fact { uri: "instruction:acme/eng/deploy-rules/v1".into(), content: "Every quokka ships via Zanzibar.".into(), version: "v1".into(), ..Fact::default() });
+        assert_eq!(ranked(&facts).first().map(String::as_str), Some("deploy-rules"));
+    }
+
+    /// A cached index (ranker and token counts) is used when it fits the units it is
+    /// cached for; one that does not (here: a token count missing) is rebuilt.
+    #[test]
+    fn a_cached_index_is_used_only_when_it_fits_the_units() {
+        let (m, facts) = team(None);
+        let units: Vec<Option<super::Resolved>> = m.entries.iter().map(|e| super::resolve_unit(&m, e, &facts).unwrap()).collect();
+        let real: Vec<u32> = (0..4).map(|i| super::Corpus::from_resolved(&m, units.clone(), &facts).tokens_of(i)).collect();
+        assert!(real.iter().all(|&n| n > 0 && n != 7), "{real:?}");
+        let key = facts.derived_keys().into_iter().find(|k| k.starts_with(super::INDEX_PREFIX)).expect("the index was offered to the cache");
+        use crate::store::Facts;
+        let cached: super::CachedIndex = crate::rank::column::decode(facts.cached(&key).unwrap()).unwrap();
+        let plant = |tokens: &[u32]| facts.cache(&key, &crate::rank::column::encode(&super::CachedIndexRef { index: &cached.index, tokens }).unwrap());
+        plant(&[7, 7, 7, 7]);
+        let counts = |c: &super::Corpus<'_>| (0..4).map(|i| c.tokens_of(i)).collect::<Vec<_>>();
+        assert_eq!(counts(&super::Corpus::from_resolved(&m, units.clone(), &facts)), [7, 7, 7, 7], "the cached counts are read");
+        plant(&[7, 7, 7]);
+        assert_eq!(counts(&super::Corpus::from_resolved(&m, units.clone(), &facts)), real, "a cached index of another shape is not");
+    }
+
+    /// A corpus over a precomputed index needs the index to be over exactly its entries:
+    /// the manifest's, in order, or (for a pack) the pack table's with no manifest entries.
+    #[test]
+    fn a_precomputed_index_must_be_over_exactly_the_entries() {
+        use crate::rank::{Ranker, UnitDoc};
+        let (m, facts) = team(None);
+        let ranker = || {
+            let docs: Vec<UnitDoc<'_>> = m.entries.iter().map(|e| UnitDoc { name: &e.name, description: &e.description, intents: &[], keywords: &[], task_types: &[], required_by_task_types: &[], body: "" }).collect();
+            Ranker::build(&docs)
+        };
+        assert!(super::Corpus::from_index(&m, ranker(), vec![1; 4], &facts, None).is_some());
+        assert!(super::Corpus::from_index(&m, ranker(), vec![1; 3], &facts, None).is_none(), "a token count missing");
+        let mut swapped = m.clone();
+        swapped.entries.swap(1, 2);
+        assert!(super::Corpus::from_index(&swapped, ranker(), vec![1; 4], &facts, None).is_none(), "the entries in another order");
+        // a pack opened from its cached index: its table, and no manifest entries
+        let mut pf = MemoryFacts::new();
+        pf.insert(Fact { uri: "path:units/a.md".into(), content: "# A\nAlpha.".into(), ..Fact::default() });
+        let spec = crate::knowledge::PackSpec { id: "p".into(), knowledge_md: "---\nname: p\ndescription: P\ntype: reference\nstatus: ready\n---\n".into(), files: vec!["units/a.md".into()], digest: Some("ab".repeat(32)) };
+        let opened = || crate::knowledge::open(&spec, &pf, None).unwrap();
+        assert!(opened().table.is_none() && opened().table.is_some(), "cached by the first open");
+        let o = opened();
+        assert!(super::Corpus::from_index(&o.manifest, o.ranker, o.tokens, &pf, o.table).is_some());
+        let o = opened();
+        let one = crate::manifest::Manifest { entries: vec![crate::manifest::Entry { name: "a".into(), path: Some("units/a.md".into()), ..Default::default() }], ..o.manifest.clone() };
+        assert!(super::Corpus::from_index(&one, o.ranker, o.tokens, &pf, o.table).is_none(), "manifest entries besides the table");
     }
 
 }

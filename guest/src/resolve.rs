@@ -212,7 +212,7 @@ pub struct Activated {
 /// Step 3: which catalog packs to activate for `req`.
 pub fn activate(cat: &Catalog, req: &Activate) -> Activated {
     let mut out = Activated::default();
-    let matches = |e: &CatalogEntry, sel: &str| e.name == sel || e.path == sel || e.path.trim_end_matches('/').ends_with(&format!("/{}", sel.trim_end_matches('/')));
+    let matches = |e: &CatalogEntry, sel: &str| e.name == sel || e.path.trim_end_matches('/') == sel.trim_end_matches('/') || e.path.trim_end_matches('/').ends_with(&format!("/{}", sel.trim_end_matches('/')));
     let disabled = |e: &CatalogEntry| req.disabled.iter().any(|d| matches(e, d));
     let mut chosen: Vec<(usize, String, Option<f64>)> = Vec::new();
     for sel in &req.explicit {
@@ -561,5 +561,140 @@ mod tests {
         let (empty, none) = (select(&Select { budget: Some(0), ..req.clone() }).unwrap(), select(&Select { budget: Some(0), packs: vec![], ..req.clone() }).unwrap());
         assert!(empty.fenced.is_empty() && none.fenced.is_empty());
         assert_ne!(empty.record.run_id, none.record.run_id);
+    }
+
+    /// Step 2 / security requirements: a lower-trust pack shadowing a higher-trust one is
+    /// said, by rank (none < low < medium < high = verified = trusted, any case); one of
+    /// equal trust is a plain collision.
+    #[test]
+    fn only_a_shadowed_pack_of_higher_trust_is_reported_as_lower_trust_shadowing() {
+        let shadowing = |kept: &str, shadowed: &str| {
+            let field = |t: &str| if t.is_empty() { String::new() } else { format!("trust: {t}\n") };
+            let found = vec![
+                Found { path: "a/billing".into(), knowledge_md: kmd("billing", "Billing API reference", "ready", &field(kept)), ..Default::default() },
+                Found { path: "b/billing".into(), knowledge_md: kmd("billing", "Billing API reference", "ready", &field(shadowed)), ..Default::default() },
+            ];
+            let c = catalog(&found);
+            assert_eq!(c.diagnostics[0].code, "knowledge_name_collision");
+            c.diagnostics.iter().any(|d| d.code == "knowledge_lower_trust_shadow")
+        };
+        for (kept, shadowed) in [("", "low"), ("low", "medium"), ("medium", "high"), ("low", "Verified"), ("", "trusted")] {
+            assert!(shadowing(kept, shadowed), "{kept:?} over {shadowed:?}");
+        }
+        for (kept, shadowed) in [("high", "high"), ("medium", "medium"), ("low", "low"), ("high", "medium"), ("medium", "low"), ("low", ""), ("trusted", "HIGH"), ("unknown", "")] {
+            assert!(!shadowing(kept, shadowed), "{kept:?} over {shadowed:?}");
+        }
+    }
+
+    fn three_packs() -> Catalog {
+        catalog(&[
+            Found { path: "p/prom".into(), knowledge_md: kmd("prometheus", "Prometheus scrape configuration, alerting rules and PromQL", "ready", ""), ..Default::default() },
+            Found { path: "p/compose".into(), knowledge_md: kmd("compose", "Docker Compose file services, networks and volumes", "ready", ""), ..Default::default() },
+            Found { path: "p/alerts".into(), knowledge_md: kmd("alerting", "Alerting rules for the pager and on-call rotation", "ready", ""), ..Default::default() },
+        ])
+    }
+
+    fn activated(a: &Activated) -> Vec<(&str, &str)> {
+        a.packs.iter().map(|p| (p.name.as_str(), p.activation.as_str())).collect()
+    }
+
+    /// Step 3: every pack selected by name or path is activated, each once, whether it is
+    /// named twice or also matches the query.
+    #[test]
+    fn explicit_packs_are_all_activated_and_each_once() {
+        let c = three_packs();
+        let a = activate(&c, &Activate { explicit: vec!["compose".into(), "p/prom".into(), "prometheus".into(), "compose/".into()], implicit: false, ..Default::default() });
+        assert_eq!(activated(&a), [("compose", "explicit"), ("prometheus", "explicit")]);
+        assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+        // a whole path with a trailing slash selects its pack, as the path's tail with one does
+        let a = activate(&c, &Activate { explicit: vec!["p/compose/".into()], disabled: vec!["p/prom/".into()], query: "prometheus".into(), implicit: true });
+        assert_eq!(activated(&a), [("compose", "explicit")]);
+        assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+        // explicit and also matched by the query: served once, as explicit
+        let a = activate(&c, &Activate { query: "prometheus".into(), explicit: vec!["prometheus".into()], implicit: true, ..Default::default() });
+        assert_eq!(activated(&a), [("prometheus", "explicit")]);
+    }
+
+    /// Step 3: implicit activation only when asked for (the default, also in JSON), only
+    /// with a query, and only of packs the query clearly matches: a query that reaches
+    /// no pack activates none.
+    #[test]
+    fn implicit_activation_needs_a_query_that_clearly_matches_and_is_the_default() {
+        let c = three_packs();
+        let a = activate(&c, &Activate { query: "prometheus".into(), implicit: false, ..Default::default() });
+        assert!(a.packs.is_empty(), "{:?}", a.packs);
+        let a = activate(&c, &Activate { query: "quarterly taxes".into(), implicit: true, ..Default::default() });
+        assert!(a.packs.is_empty(), "{:?}", a.packs);
+        let req: Activate = serde_json::from_str(r#"{"query": "prometheus"}"#).unwrap();
+        assert!(req.implicit);
+        assert_eq!(activated(&activate(&c, &req)), [("prometheus", "implicit")]);
+    }
+
+    /// Step 3: an implicit activation carries the ranker's score (6 decimals); an
+    /// explicit one none.
+    #[test]
+    fn an_implicit_activation_carries_the_rankers_score() {
+        let c = three_packs();
+        let docs: Vec<UnitDoc<'_>> = c.packs.iter().map(|e| UnitDoc { name: &e.name, description: &e.description, intents: &[], keywords: &[], task_types: &[], required_by_task_types: &[], body: &e.kind }).collect();
+        let ranked = Ranker::build(&docs).rank("prometheus", None, &Weights::default());
+        let a = activate(&c, &Activate { query: "prometheus".into(), explicit: vec!["compose".into()], implicit: true, ..Default::default() });
+        assert_eq!(activated(&a), [("compose", "explicit"), ("prometheus", "implicit")]);
+        assert_eq!(a.packs[0].score, None);
+        let score = a.packs[1].score.unwrap();
+        assert!(score > 0.5 && (score - ranked[0].score).abs() < 1e-6, "{score} vs {}", ranked[0].score);
+        assert_eq!((score * 1e6).round() / 1e6, score, "rounded to 6 decimals");
+    }
+
+    /// A data pack whose context files rank differently for each query.
+    fn prom_pack() -> Loaded {
+        let mut files = BTreeMap::new();
+        files.insert("units/scrape.md".to_string(), "# Scrape interval\n\nSet scrape_interval per job; the global default is 1m.".to_string());
+        files.insert("units/alerts.md".to_string(), "# Alerting rules\n\nAlerting rules live in rule files and fire on a scrape failure.".to_string());
+        files.insert("documents/relabel.md".to_string(), "# Relabeling\n\nRelabel targets before the scrape with relabel_configs.".to_string());
+        files.insert("units/a.md".to_string(), "# Notes\n\nThe retention period is 15 days by default.".to_string());
+        files.insert("units/b.md".to_string(), "# Notes\n\nCompose volumes.".to_string());
+        Loaded { path: "p/prom".into(), activation: "implicit".into(), knowledge_md: kmd("prometheus", "Prometheus docs", "ready", ""), files }
+    }
+
+    /// Step 4: the context files are those the ranker scores above 0 and at least half the
+    /// best (ranked on their text, not only their title), all of them while they fit;
+    /// `documents/` ones are recorded as documents; a selection with no warning passes.
+    #[test]
+    fn the_files_scoring_at_least_half_the_best_are_selected_and_documents_recorded_apart() {
+        let pick = |query: &str| {
+            let s = select(&Select { query: query.into(), budget: Some(5000), packs: vec![prom_pack()] }).unwrap();
+            let p = s.record.activated_packs[0].clone();
+            assert!(p.warnings.is_empty() && s.record.status == "passed", "{query}: {:?}", s.record);
+            (p.selected_files, p.selected_documents)
+        };
+        // scrape 0.93, relabel 0.66, alerts 0.57, the two notes 0
+        assert_eq!(pick("scrape"), (vec!["KNOWLEDGE.md".to_string(), "units/scrape.md".into(), "units/alerts.md".into()], vec!["documents/relabel.md".to_string()]));
+        // scrape 0.73, every other file above 0 but below half of it
+        assert_eq!(pick("scrape_interval per job"), (vec!["KNOWLEDGE.md".to_string(), "units/scrape.md".into()], vec![]));
+        // only the text of units/a.md (titled "Notes") says "retention period"
+        assert_eq!(pick("retention period"), (vec!["KNOWLEDGE.md".to_string(), "units/a.md".into()], vec![]));
+        // a query no file reaches selects the guide alone
+        assert_eq!(pick("quarterly taxes"), (vec!["KNOWLEDGE.md".to_string()], vec![]));
+    }
+
+    /// Step 4: the guide is served only when it is at most 400 tokens, whatever the budget.
+    #[test]
+    fn a_guide_of_more_than_400_tokens_is_not_loaded() {
+        let guide = |n: u32| {
+            let mut words = 1;
+            while crate::tokens::count("alpha ".repeat(words + 1).trim_end()) as u32 <= n {
+                words += 1;
+            }
+            let g = "alpha ".repeat(words).trim_end().to_string();
+            assert_eq!(crate::tokens::count(&g) as u32, n);
+            g
+        };
+        for (n, loaded) in [(GUIDE_MAX_TOKENS, true), (GUIDE_MAX_TOKENS + 1, false)] {
+            let knowledge_md = format!("---\nname: big\ndescription: Big guide\ntype: reference\nstatus: ready\n---\n\n{}\n", guide(n));
+            let s = select(&Select { query: "alpha".into(), budget: Some(100_000), packs: vec![Loaded { path: "p/big".into(), activation: "explicit".into(), knowledge_md, files: BTreeMap::new() }] }).unwrap();
+            let p = &s.record.activated_packs[0];
+            assert_eq!(p.selected_files.contains(&"KNOWLEDGE.md".to_string()), loaded, "{n}: {p:?}");
+            assert_eq!(p.warnings.contains(&format!("guide not loaded ({n} tokens)")), !loaded, "{n}: {p:?}");
+        }
     }
 }
