@@ -260,25 +260,13 @@ pub fn unit_name(rel_path: &str) -> Option<String> {
     (name.chars().count() <= 128).then_some(name)
 }
 
-/// Combining marks that `char::is_alphanumeric` (the Alphabetic property) leaves out but
-/// that belong to the letter they follow: the combining diacritics a decomposed (NFD)
-/// name is written with (`cafe\u{301}`, as some file systems keep names; `テ\u{3099}`), the
-/// nukta and virama of the Indic scripts, Hebrew and Arabic points, Thai, Lao, Tibetan,
-/// Myanmar and Khmer signs. Not variation selectors: they are invisible.
+/// A combining mark (general category M: `char::is_alphanumeric` leaves most of them out)
+/// that belongs to the letter it follows: the diacritics a decomposed (NFD) name is written
+/// with (`cafe\u{301}`, as some file systems keep names; `テ\u{3099}`), Indic nuktas and
+/// viramas, Hebrew and Arabic points, Thai and Tibetan signs. Not variation selectors:
+/// they are invisible.
 fn is_combining_mark(c: char) -> bool {
-    let cp = c as u32;
-    // Devanagari to Sinhala: each block's nukta (x3C, Malayalam's x3B too) and virama (x4D)
-    if (0x0900..=0x0DFF).contains(&cp) && matches!(cp & 0x7F, 0x3B | 0x3C | 0x4D) {
-        return true;
-    }
-    matches!(c,
-        '\u{0300}'..='\u{036F}' | '\u{0483}'..='\u{0489}' | '\u{0591}'..='\u{05BD}' | '\u{05BF}' | '\u{05C1}'..='\u{05C2}' | '\u{05C4}'..='\u{05C5}' | '\u{05C7}'
-        | '\u{0610}'..='\u{061A}' | '\u{064B}'..='\u{065F}' | '\u{0670}' | '\u{06D6}'..='\u{06DC}' | '\u{06DF}'..='\u{06E4}' | '\u{06E7}'..='\u{06E8}' | '\u{06EA}'..='\u{06ED}'
-        | '\u{0730}'..='\u{074A}' | '\u{0951}'..='\u{0954}' | '\u{0DCA}'
-        | '\u{0E31}' | '\u{0E34}'..='\u{0E3A}' | '\u{0E47}'..='\u{0E4E}' | '\u{0EB1}' | '\u{0EB4}'..='\u{0EBC}' | '\u{0EC8}'..='\u{0ECE}'
-        | '\u{0F18}'..='\u{0F19}' | '\u{0F35}' | '\u{0F37}' | '\u{0F39}' | '\u{0F3E}'..='\u{0F3F}' | '\u{0F71}'..='\u{0F84}' | '\u{0F86}'..='\u{0F87}' | '\u{0F8D}'..='\u{0FBC}' | '\u{0FC6}'
-        | '\u{102B}'..='\u{103E}' | '\u{17B4}'..='\u{17D3}' | '\u{17DD}'
-        | '\u{1AB0}'..='\u{1AFF}' | '\u{1DC0}'..='\u{1DFF}' | '\u{20D0}'..='\u{20F0}' | '\u{302A}'..='\u{302F}' | '\u{3099}'..='\u{309A}' | '\u{FE20}'..='\u{FE2F}')
+    crate::lint::is_mark(c) && !crate::lint::is_variation_selector(c)
 }
 
 /// The first character of a pack file's path (or of a catalog field) that it may not hold,

@@ -156,7 +156,7 @@ fn is_letter(c: char) -> bool {
     matches!(get_general_category(c), Gc::UppercaseLetter | Gc::LowercaseLetter | Gc::TitlecaseLetter | Gc::ModifierLetter | Gc::OtherLetter)
 }
 
-fn is_mark(c: char) -> bool {
+pub(crate) fn is_mark(c: char) -> bool {
     matches!(get_general_category(c), Gc::NonspacingMark | Gc::SpacingMark | Gc::EnclosingMark)
 }
 
@@ -164,7 +164,7 @@ fn is_rtl_letter(c: char) -> bool {
     within(c, RTL_BLOCKS) && is_letter(c)
 }
 
-fn is_variation_selector(c: char) -> bool {
+pub(crate) fn is_variation_selector(c: char) -> bool {
     matches!(c, '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' | '\u{180B}'..='\u{180D}' | '\u{180F}')
 }
 
