@@ -222,7 +222,7 @@ pub fn parse_knowledge_md(text: &str) -> Result<(PackMeta, &str), KnowledgeError
 /// The unit name of a context file, from its path relative to the pack root: `units/x.md`
 /// is `x`; under `compiled/` or `documents/` the path below that folder, `/` replaced by
 /// `-` (`compiled/splits/brief/facts.md` is `splits-brief-facts`). Letters and digits of
-/// any script are kept, lowercased, with the combining marks written with them
+/// any script are kept, lowercased and in NFC, with the combining marks written with them
 /// (`units/部署.md` is `部署`, `units/Überblick.md` `überblick`); `-`, `_` and `.` are kept;
 /// any other character becomes `-` (ASCII names are exactly what they always were). At
 /// most 128 characters. Anything else (other folders, non-markdown files, hidden files,
@@ -234,7 +234,9 @@ pub fn unit_name(rel_path: &str) -> Option<String> {
     if !matches!(top, "units" | "compiled" | "documents") {
         return None;
     }
-    let stem = rest.strip_suffix(".md")?;
+    // in NFC: a name decomposed on disk (macOS keeps `cafe\u{301}`) is the name a probe,
+    // a hint or a precomposed twin spells `caf\u{e9}` (a twin is then a name clash, said)
+    let stem = crate::rank::text::nfc(rest.strip_suffix(".md")?);
     let parts: Vec<&str> = stem.split('/').collect();
     if top == "units" && parts.len() != 1 {
         return None;
@@ -258,6 +260,28 @@ pub fn unit_name(rel_path: &str) -> Option<String> {
         }
     }
     (name.chars().count() <= 128).then_some(name)
+}
+
+/// Why a markdown file under a pack's context folders is not one of its units (`None`
+/// when it is one, or when it is not under `units/`, `compiled/` or `documents/`): so
+/// a catalog can say so rather than leave it out unseen (runtime standard, Step 1).
+pub fn not_a_unit(rel_path: &str) -> Option<String> {
+    if unit_name(rel_path).is_some() {
+        return None;
+    }
+    let rel = rel_path.replace('\\', "/");
+    let (top, rest) = rel.split_once('/')?;
+    let stem = rest.strip_suffix(".md")?;
+    Some(match top {
+        "units" if stem.contains('/') => {
+            "a unit file sits directly in units/ (units/<name>.md): move it up, or under compiled/, where each subfolder adds to the name (compiled/a/b.md is the unit `a-b`)".to_string()
+        }
+        "units" | "compiled" | "documents" if stem.split('/').any(|p| p.is_empty() || p.starts_with('.')) => {
+            "a name part is empty or starts with `.`: rename it".to_string()
+        }
+        "units" | "compiled" | "documents" => "its unit name would be over 128 characters: shorten the file name (or its folders')".to_string(),
+        _ => return None,
+    })
 }
 
 /// A combining mark (general category M: `char::is_alphanumeric` leaves most of them out)
@@ -601,7 +625,7 @@ pub fn open_cached(document_json: &str, facts: &dyn Facts, intent: Option<&str>)
 /// How [`unit_name`] names units, in the pack index's cache key: an index built under
 /// another rule (before names kept letters of every script, when `units/部署.md` and
 /// `units/限额.md` were both `--`) is rebuilt, not served with the names it was built with.
-const UNIT_NAMES: &str = "unit-names-2 (letters, digits and marks of any script)";
+const UNIT_NAMES: &str = "unit-names-3 (letters, digits and marks of any script, in NFC)";
 
 /// The cache key of a pack's precomputed index: a fingerprint of the engine and ranker
 /// versions, the unit-name rule, the pack id and either the host's digest or (without
@@ -773,6 +797,21 @@ mod tests {
         }
     }
 
+    /// Every markdown file under a context folder is a unit or has a reason it is not,
+    /// which the catalog reports (runtime standard, Step 1: nothing left out unseen).
+    #[test]
+    fn a_context_file_that_is_no_unit_says_why() {
+        for yes in ["units/scrape-config.md", "compiled/a/b.md", "documents/x y.md", "sources/a.md", "units/x.txt", "KNOWLEDGE.md"] {
+            assert_eq!(not_a_unit(yes), None, "{yes}");
+        }
+        assert!(not_a_unit("units/a/b.md").is_some_and(|w| w.contains("directly in units/") && w.contains("compiled/")));
+        assert!(not_a_unit("units\\a\\b.md").is_some_and(|w| w.contains("directly in units/")));
+        assert!(not_a_unit("compiled//a.md").is_some_and(|w| w.contains("empty")));
+        let long = format!("documents/{}.md", "a".repeat(129));
+        assert!(not_a_unit(&long).is_some_and(|w| w.contains("128")));
+        assert_eq!(not_a_unit(&format!("documents/{}.md", "a".repeat(128))), None);
+    }
+
     /// The name rule before Unicode names, for every ASCII character: ASCII names are
     /// unchanged, so existing packs and the eval sets' expected names are too.
     fn ascii_rule(stem: &str) -> String {
@@ -797,9 +836,11 @@ mod tests {
             ("units/การติดตั้ง.md", "การติดตั้ง"),
             ("units/배포.md", "배포"),
             ("units/Ｄｅｐｌｏｙ１.md", "ｄｅｐｌｏｙ１"),
-            // a decomposed (NFD) name keeps its marks: one name per spelling, never `cafe-`
-            ("units/cafe\u{301}.md", "cafe\u{301}"),
-            ("units/\u{30C6}\u{3099}\u{30FC}\u{30BF}.md", "\u{30C6}\u{3099}\u{30FC}\u{30BF}"),
+            // a decomposed (NFD) name is named in NFC, never `cafe-`: the name a probe or a
+            // precomposed twin spells (§21.3.4: canonically equivalent text is one text)
+            ("units/cafe\u{301}.md", "caf\u{e9}"),
+            ("units/caf\u{e9}.md", "caf\u{e9}"),
+            ("units/\u{30C6}\u{3099}\u{30FC}\u{30BF}.md", "\u{30C7}\u{30FC}\u{30BF}"),
             ("compiled/手册/部署 窗口.md", "手册-部署-窗口"),
             // what is neither a letter, a digit nor a mark is `-`, as in ASCII
             ("units/部署（生产）.md", "部署-生产-"),
@@ -846,6 +887,9 @@ mod tests {
         assert_eq!(p.manifest.entries.iter().map(|e| e.path.as_deref().unwrap()).collect::<Vec<_>>(), ["compiled/a-b.md", "units/Deploys.md"]);
         assert_eq!(name_clashes(&spec(&["units/Deploys.md", "units/deploys.md"]).files), p.clashes[1..]);
         assert!(name_clashes(&spec(&["units/b.md", "compiled/b.md", "documents/b.md"]).files).is_empty());
+        // a decomposed and a precomposed spelling of one name look alike: one name, a clash
+        let twins = name_clashes(&spec(&["units/cafe\u{301}.md", "units/caf\u{e9}.md"]).files);
+        assert_eq!(twins.iter().map(|c| (c.name.as_str(), c.paths.len())).collect::<Vec<_>>(), [("caf\u{e9}", 2)]);
         assert_eq!(
             p.clashes[1].to_string(),
             "files units/Deploys.md, units/deploys.md give one unit name \"deploys\", so only units/Deploys.md is served"

@@ -142,6 +142,11 @@ pub fn catalog(found: &[Found]) -> Catalog {
         for c in crate::knowledge::name_clashes(&f.files) {
             out.diagnostics.push(Diagnostic { code: "knowledge_unit_name_collision".into(), path: f.path.clone(), message: format!("{c}; the others are never served: {}", crate::knowledge::NAME_CLASH_FIX) });
         }
+        // Markdown files under the context folders that are no unit are never served:
+        // said, not left out unseen.
+        for (file, why) in f.files.iter().filter_map(|p| crate::knowledge::not_a_unit(p).map(|w| (p, w))) {
+            out.diagnostics.push(Diagnostic { code: "knowledge_file_not_served".into(), path: f.path.clone(), message: format!("{file} is never served: {why}") });
+        }
         let fields: BTreeMap<String, String> = CATALOG_OPTIONAL.iter().filter_map(|k| meta.fields.get(*k).map(|v| (k.to_string(), v.clone()))).collect();
         let entry = CatalogEntry { ready: READY.contains(&meta.status.to_ascii_lowercase().as_str()), name: meta.name, description: meta.description, kind: meta.kind, status: meta.status, path: f.path.clone(), fields };
         if let Some(&kept) = by_name.get(&entry.name) {
@@ -502,6 +507,26 @@ mod tests {
         // a host that lists no files gets the catalog it always did
         let bare: Vec<Found> = found.iter().map(|f| Found { files: vec![], ..f.clone() }).collect();
         assert_eq!(catalog(&bare).diagnostics.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(), ["knowledge_front_matter_invalid", "knowledge_front_matter_invalid"]);
+    }
+
+    /// A markdown file under a context folder that is no unit (nested under `units/`, or
+    /// a name over 128 characters) is reported, naming the file and the fix; the pack stays
+    /// listed and its units are served (runtime standard, Step 1).
+    #[test]
+    fn catalog_reports_context_files_that_are_never_served() {
+        let long = format!("documents/{}.md", "x".repeat(130));
+        let found = vec![Found {
+            path: "p/ops".into(),
+            knowledge_md: kmd("ops", "Ops notes", "ready", ""),
+            files: vec!["compiled/a/b.md".into(), long.clone(), "units/a.md".into(), "units/old/b.md".into()],
+        }];
+        let c = catalog(&found);
+        assert_eq!(c.packs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["ops"]);
+        let d: Vec<(&str, &str)> = c.diagnostics.iter().map(|d| (d.code.as_str(), d.message.as_str())).collect();
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d.iter().all(|(code, _)| *code == "knowledge_file_not_served"), "{d:?}");
+        assert!(d[0].1.starts_with(&format!("{long} is never served: ")) && d[0].1.contains("128"), "{}", d[0].1);
+        assert!(d[1].1.starts_with("units/old/b.md is never served: a unit file sits directly in units/"), "{}", d[1].1);
     }
 
     #[test]

@@ -1280,7 +1280,10 @@ struct Loaded {
 }
 
 impl Corpora<'_> {
-    fn load(&self, id: &str) -> Result<Loaded> {
+    /// Load the agent or pack `id`; a pack's files that are never ranked (files that give
+    /// one unit name, files that are no unit, files the walk passed over) are warned of,
+    /// as `lid knowledge scan` reports them.
+    fn load(&self, rt: &crate::engine::Runtime, id: &str) -> Result<Loaded> {
         if id.is_empty() || id.contains(['/', '\\']) || id == ".." {
             bail!("probe scope {id:?} is not a directory name");
         }
@@ -1291,6 +1294,13 @@ impl Corpora<'_> {
             }
             Corpora::Packs(dir) => {
                 let p = crate::pack_dir::load(&dir.join(id)).with_context(|| format!("probes name pack {id:?}"))?;
+                let doc: Value = serde_json::from_str(&p.document)?;
+                let pack = json!({"path": p.root.display().to_string(), "knowledge_md": doc["knowledge_pack"]["knowledge_md"], "files": doc["knowledge_pack"]["files"]});
+                let catalog = crate::knowledge_cli::call(rt.knowledge_catalog(&json!({"packs": [pack], "activate": null}).to_string()))?;
+                let unranked = catalog["catalog"]["diagnostics"].as_array().into_iter().flatten().filter(|d| matches!(d["code"].as_str(), Some("knowledge_unit_name_collision" | "knowledge_file_not_served")));
+                for why in unranked.filter_map(|d| d["message"].as_str()).chain(p.skipped.iter().map(String::as_str)) {
+                    eprintln!("warning: pack {id:?}: {why}");
+                }
                 Loaded { storage: Storage { facts: p.facts.clone(), audit: Arc::new(NoAudit) }, document: p.document }
             }
         })
@@ -1360,7 +1370,7 @@ fn eval(cli: &Cli, corpora: Corpora<'_>, probes: &Path, misses: bool, rankings: 
             return Err(crate::apierror::ApiError::bad_request("invalid_request", format!("{at}: probe {id:?} {why}")).into());
         }
         if !loaded.contains_key(&agent) {
-            let l = corpora.load(&agent).with_context(|| format!("{at}: probe {id:?}"))?;
+            let l = corpora.load(&rt, &agent).with_context(|| format!("{at}: probe {id:?}"))?;
             loaded.insert(agent.clone(), l);
         }
         let Some(l) = loaded.get(&agent) else { continue };

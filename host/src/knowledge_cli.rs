@@ -51,7 +51,7 @@ pub enum KnowledgeCommand {
     },
 }
 
-fn call(r: Result<Result<String, crate::engine::EngineFailure>>) -> Result<Value> {
+pub(crate) fn call(r: Result<Result<String, crate::engine::EngineFailure>>) -> Result<Value> {
     let s = r?.map_err(anyhow::Error::new)?;
     serde_json::from_str(&s).context("engine returned invalid JSON")
 }
@@ -66,6 +66,11 @@ fn catalog(rt: &Runtime, found: &[pack_dir::Found], activate: Option<Value>) -> 
         for f in found {
             if let Some(why) = &f.unreadable {
                 diags.push(json!({"code": "knowledge_front_matter_invalid", "path": f.dir.display().to_string(), "message": why}));
+            }
+            // files the walk passed over (a symlink, a name that is not UTF-8): never
+            // served, so said, as the engine says of files that are no unit
+            for why in &f.skipped {
+                diags.push(json!({"code": "knowledge_file_not_served", "path": f.dir.display().to_string(), "message": why}));
             }
         }
     }

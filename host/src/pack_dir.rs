@@ -31,12 +31,19 @@ pub struct PackDir {
     /// The pack document the engine ranks (sent where a manifest would go).
     pub document: String,
     pub facts: Arc<MemFacts>,
+    /// Files passed over while reading it, each with why (see [`walk`]).
+    pub skipped: Vec<String>,
 }
 
 /// Every markdown file below `dir` (relative to `root`, `/`-separated), skipping hidden
-/// entries and symlinks, at most [`MAX_DEPTH`] levels deep.
-fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
+/// entries, at most [`MAX_DEPTH`] levels deep. A markdown file (or a folder) that is
+/// passed over for another reason is named in `skipped` with why: a symlink (never
+/// followed: it could lead out of the pack), a name that is not UTF-8 (it could not be
+/// served as a fact path), a folder past the depth limit.
+fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, PathBuf)>, skipped: &mut Vec<String>) -> Result<()> {
+    let shown = |p: &Path| p.strip_prefix(root).unwrap_or(p).to_string_lossy().replace('\\', "/");
     if depth > MAX_DEPTH {
+        skipped.push(format!("{} is never read: it is more than {MAX_DEPTH} folders deep", shown(dir)));
         return Ok(());
     }
     let rd = match std::fs::read_dir(dir) {
@@ -51,11 +58,15 @@ fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, PathBuf)>)
         }
         let ft = e.file_type()?;
         let p = e.path();
+        let markdown = p.extension().is_some_and(|x| x == "md");
         if ft.is_dir() {
-            walk(root, &p, depth + 1, out)?;
-        } else if ft.is_file() && p.extension().is_some_and(|x| x == "md") {
-            if let Some(rel) = p.strip_prefix(root).ok().and_then(Path::to_str) {
-                out.push((rel.replace('\\', "/"), p.clone()));
+            walk(root, &p, depth + 1, out, skipped)?;
+        } else if ft.is_symlink() && (markdown || p.is_dir()) {
+            skipped.push(format!("{} is never read: it is a symlink, which is never followed (a pack's files are its own); copy the file in", shown(&p)));
+        } else if ft.is_file() && markdown {
+            match p.strip_prefix(root).ok().and_then(Path::to_str) {
+                Some(rel) => out.push((rel.replace('\\', "/"), p.clone())),
+                None => skipped.push(format!("{} is never read: its name is not UTF-8, so it cannot be served as a fact path; rename it", shown(&p))),
             }
         }
     }
@@ -90,11 +101,12 @@ pub fn load(dir: &Path) -> Result<PackDir> {
     let Some(id) = dir.file_name().and_then(|s| s.to_str()).map(str::to_string) else {
         bail!("{} has no directory name to use as the pack id", dir.display());
     };
-    let mut files = Vec::new();
+    let (mut files, mut skipped) = (Vec::new(), Vec::new());
     for layout in LAYOUTS {
-        walk(dir, &dir.join(layout), 0, &mut files)?;
+        walk(dir, &dir.join(layout), 0, &mut files, &mut skipped)?;
     }
     files.sort();
+    skipped.sort();
     // A path is served as it is (in rank output, fact URIs and fences): one holding a
     // character a reviewer cannot see refuses the pack, as an upload is refused (the scan
     // reports it as `knowledge_path_invalid`).
@@ -130,7 +142,7 @@ pub fn load(dir: &Path) -> Result<PackDir> {
         "id": id, "knowledge_md": knowledge_md, "files": files.iter().map(|f| &f.0).collect::<Vec<_>>(), "digest": digest,
     }})
     .to_string();
-    Ok(PackDir { root: dir.to_path_buf(), id, document, facts: Arc::new(facts) })
+    Ok(PackDir { root: dir.to_path_buf(), id, document, facts: Arc::new(facts), skipped })
 }
 
 /// The packs directly under `dir` (directories holding `KNOWLEDGE.md`), by name.
@@ -168,6 +180,8 @@ pub struct Found {
     /// Why its `KNOWLEDGE.md` could not be read (not UTF-8, permission denied): a
     /// diagnostic of the catalog, not the end of the scan (`knowledge_md` is then empty).
     pub unreadable: Option<String>,
+    /// Files passed over while listing it, each with why (see [`walk`]).
+    pub skipped: Vec<String>,
 }
 
 /// Find packs under `roots`, in root order, then path order: every directory holding a
@@ -180,18 +194,20 @@ pub fn scan(roots: &[PathBuf], max_depth: usize) -> Result<Vec<Found>> {
                 Ok(text) => (text, None),
                 Err(why) => (String::new(), Some(why)),
             };
-            let mut files = Vec::new();
+            let (mut files, mut skipped) = (Vec::new(), Vec::new());
             if unreadable.is_none() {
                 for layout in LAYOUTS {
-                    if walk(dir, &dir.join(layout), 0, &mut files).is_err() {
+                    if walk(dir, &dir.join(layout), 0, &mut files, &mut skipped).is_err() {
                         files.clear();
+                        skipped.clear();
                         break;
                     }
                 }
             }
             let mut files: Vec<String> = files.into_iter().map(|f| f.0).collect();
             files.sort();
-            out.push(Found { dir: dir.to_path_buf(), knowledge_md, files, unreadable });
+            skipped.sort();
+            out.push(Found { dir: dir.to_path_buf(), knowledge_md, files, unreadable, skipped });
             return Ok(());
         }
         if depth >= max_depth {
@@ -227,7 +243,7 @@ pub fn scan(roots: &[PathBuf], max_depth: usize) -> Result<Vec<Found>> {
 pub fn context_files(dir: &Path) -> Result<std::collections::BTreeMap<String, String>> {
     let mut files = Vec::new();
     for layout in LAYOUTS {
-        walk(dir, &dir.join(layout), 0, &mut files)?;
+        walk(dir, &dir.join(layout), 0, &mut files, &mut Vec::new())?;
     }
     let mut out = std::collections::BTreeMap::new();
     for (rel, path) in files {

@@ -941,7 +941,12 @@ impl Service {
         })?;
         let files_digest = read["digest"].as_str().unwrap_or_default();
         if let Some((v, ..)) = rows.iter().find(|(_, d, s, quarantined)| s.is_none() && lid_shared::packs::same_upload(d, agent, files_digest) && *quarantined == 0) {
-            let mut entry = self.knowledge_catalog(agent)?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
+            let stored = self.knowledge_catalog(agent)?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
+            let (mut entry, stale) = lid_shared::packs::unchanged_entry(&stored, &read["catalog"]);
+            if stale {
+                let catalog = &read["catalog"];
+                self.db.write(|tx| tx.execute(lid_shared::packs::REFRESH_CATALOG_SQL, params![catalog.to_string(), catalog["units"].as_i64().unwrap_or(0), agent, pack, v]).map_err(DbError::from))?;
+            }
             entry["unchanged"] = json!(true);
             entry["upload_version"] = json!(v);
             entry["admission_warnings"] = json!(admission_warnings);

@@ -665,6 +665,15 @@ fn heartbeat_needs_a_signed_trigger_and_preloads_its_wake_reason() {
     assert!(r.json()["error"]["message"].as_str().unwrap_or_default().contains("ImmatureSignature"), "{}", r.body);
     let started = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_5", "exp": now_s() + 600, "nbf": now_s() - 60}));
     assert_eq!(c().post(&path, Some(&key), &json!({"trigger": started})).status, 200);
+    // A `session_start` in Unix seconds would be stored as a January 1970 start (§21.5.1):
+    // refused with the value in milliseconds; in milliseconds it is taken.
+    let start_s = now_s() - 60;
+    let seconds = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_7", "exp": now_s() + 600, "session_start": start_s}));
+    let r = c().post(&path, Some(&key), &json!({"trigger": seconds}));
+    assert_eq!((r.status, r.code().as_str()), (401, "heartbeat_trigger_invalid"), "{}", r.body);
+    assert!(r.json()["error"]["message"].as_str().unwrap_or_default().contains(&format!("{start_s}000")), "{}", r.body);
+    let millis = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue_assigned", "heartbeat_id": "run_7", "exp": now_s() + 600, "session_start": start_s * 1000}));
+    assert_eq!(c().post(&path, Some(&key), &json!({"trigger": millis})).status, 200);
     // A signed wake reason that is not registered preloads nothing, and says why.
     let typo = sign_trigger(secret, &json!({"sub": agent, "wake_reason": "issue-assigned", "heartbeat_id": "run_6", "exp": now_s() + 600}));
     let r = c().post(&path, Some(&key), &json!({"trigger": typo}));
@@ -1314,7 +1323,7 @@ fn knowledge_packs_upload_list_and_serve_in_the_content_channel() {
     let files: Vec<&str> = v["files"].as_array().unwrap().iter().map(|f| f["uri"].as_str().unwrap()).collect();
     assert_eq!(files, [format!("knowledge:demo/{agent}/acme-brief/v1/units/colours.md"), format!("knowledge:demo/{agent}/acme-brief/v1/units/offline.md")]);
     let again = c().put(&path, Some(&key), &body);
-    assert_eq!((again.status, again.json()["unchanged"].as_bool()), (200, Some(true)), "{}", again.body);
+    assert_eq!((again.status, again.json()["unchanged"].as_bool(), again.json()["units"].as_u64()), (200, Some(true), Some(2)), "{}", again.body);
     // Another agent's upload of the very same pack gets a digest of its own (the key of
     // the pack's cached index), so it never finds this agent's index: how long an upload
     // takes tells nothing of what other agents hold.

@@ -95,6 +95,53 @@ fn scan_builds_a_compact_catalog_skips_what_it_must_and_reports_collisions() {
     assert!(err.contains("not a directory"), "{err}");
 }
 
+/// A markdown file under a pack's context folders that is never served is said, by the
+/// scan and by `lid eval --packs`, never left out unseen (runtime standard, Step 1): one in
+/// a subfolder of `units/`, a symlink, a name that is not UTF-8; and files that give one
+/// unit name. The pack is still listed and ranked.
+#[test]
+fn files_a_pack_never_serves_are_named_by_the_scan_and_the_eval() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = temp_dir("kn-unserved");
+    let ops = tmp.join("packs/ops");
+    write(&ops.join("KNOWLEDGE.md"), &kmd("ops", "Ops notes", "ready", ""));
+    write(&ops.join("units/deploys.md"), "# Deploys
+
+Roll out with the canary first.");
+    write(&ops.join("units/old/rollback.md"), "# Rollback
+
+Roll back with the previous tag.");
+    write(&ops.join("compiled/steps/limits.md"), "# Limits
+
+At most two deploys a day.");
+    std::os::unix::fs::symlink(ops.join("compiled/steps/limits.md"), ops.join("units/linked.md")).unwrap();
+    std::fs::write(ops.join("units").join(std::ffi::OsStr::from_bytes(b"caf\xe9.md")), "# Cafe\n\nnot UTF-8 named").unwrap();
+    let root = tmp.join("packs");
+    let (code, out, err) = lid(&["--json", "knowledge", "scan", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["packs"][0]["name"], "ops", "{v}");
+    let unserved: Vec<&str> = v["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "knowledge_file_not_served").map(|d| d["message"].as_str().unwrap()).collect();
+    assert_eq!(unserved.len(), 3, "{v}");
+    assert!(unserved.iter().any(|m| m.starts_with("units/old/rollback.md is never served") && m.contains("compiled/")), "{unserved:?}");
+    assert!(unserved.iter().any(|m| m.starts_with("units/linked.md is never read") && m.contains("symlink")), "{unserved:?}");
+    assert!(unserved.iter().any(|m| m.starts_with("units/caf\u{fffd}.md is never read") && m.contains("UTF-8")), "{unserved:?}");
+    // the eval ranks what is served and warns of the rest
+    let probes = tmp.join("probes.jsonl");
+    std::fs::write(&probes, "{\"id\":\"p1\",\"pack_id\":\"ops\",\"intent\":\"how many deploys a day\",\"required_units\":[\"steps-limits\"]}\n").unwrap();
+    let (code, out, err) = lid(&["eval", "--packs", root.to_str().unwrap(), "--probes", probes.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("OVERALL"), "{out}");
+    for file in ["units/old/rollback.md", "units/linked.md", "units/caf\u{fffd}.md"] {
+        assert!(err.lines().any(|l| l.starts_with("warning: pack \"ops\": ") && l.contains(file)), "{file} not warned of: {err}");
+    }
+    // files that give one unit name are warned of too
+    write(&ops.join("units/Deploys.md"), "# Deploys again");
+    let (code, _, err) = lid(&["eval", "--packs", root.to_str().unwrap(), "--probes", probes.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("units/Deploys.md, units/deploys.md give one unit name \"deploys\""), "{err}");
+}
+
 #[test]
 fn resolve_activates_selects_fences_and_writes_a_deterministic_record() {
     let tmp = temp_dir("kn-resolve");

@@ -220,6 +220,34 @@ fn a_pack_whose_index_does_not_fit_the_engine_is_refused_before_it_is_stored() {
     assert!(!server.log_text().contains("panicked"), "{}", server.log_text());
 }
 
+/// An unchanged re-upload answers with the catalog read from the files now, and refreshes
+/// a stored one a release read by other rules: three files named `部署`, `限额` and `回滚`
+/// were one unit `--` before unit names kept every script's letters, and the stored count
+/// said 1 after the re-upload too. The facts are the same bytes: no new version.
+#[test]
+fn an_unchanged_pack_upload_refreshes_a_catalog_stored_by_older_rules() {
+    let (dir, db, admin) = published_demo("pack-refresh");
+    let server = Server::start(&dir, &db, SECRET, &[]);
+    let c = server.client();
+    let path = "/v1/agents/release-engineer/knowledge/zh-ops";
+    let body = json!({"knowledge_md": "---\nname: zh-ops\ndescription: Deploy notes\ntype: reference\nstatus: ready\n---\n# Guide\n",
+        "units": {"units/部署.md": "# 部署\n\n先发布到金丝雀。", "units/限额.md": "# 限额\n\n每天最多两次。", "units/回滚.md": "# 回滚\n\n用上一个标签回滚。"}});
+    let r = c.put(path, Some(&admin), &body);
+    assert_eq!((r.status, r.json()["units"].as_u64()), (201, Some(3)), "{}", r.body);
+    // as an older release stored it
+    let units = |c: &Connection| c.query_row("SELECT units, json_extract(meta, '$.units') FROM knowledge_packs WHERE pack = 'zh-ops' AND superseded_at IS NULL", [], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))).unwrap();
+    let ext = Connection::open(&server.db).unwrap();
+    ext.execute("UPDATE knowledge_packs SET units = 1, meta = json_set(meta, '$.units', 1) WHERE pack = 'zh-ops'", []).unwrap();
+    assert_eq!(c.get("/v1/agents/release-engineer/knowledge", Some(&admin)).json()["packs"][0]["units"], 1, "the stale catalog is what a listing shows");
+    let again = c.put(path, Some(&admin), &body);
+    let v = again.json();
+    assert_eq!((again.status, v["unchanged"].as_bool(), v["upload_version"].as_str(), v["units"].as_u64()), (200, Some(true), Some("v1"), Some(3)), "{}", again.body);
+    assert_eq!(units(&ext), (3, 3), "the stored catalog is refreshed");
+    assert_eq!(c.get("/v1/agents/release-engineer/knowledge", Some(&admin)).json()["packs"][0]["units"], 3);
+    let versions: i64 = ext.query_row("SELECT count(*) FROM knowledge_packs WHERE pack = 'zh-ops'", [], |r| r.get(0)).unwrap();
+    assert_eq!(versions, 1, "no new version: the files are the same");
+}
+
 /// An engine call that runs out of memory on the recall route (which runs the engine on
 /// the server's async threads) is answered `500 engine_failed`: the component traps at
 /// once instead of writing std's "memory allocation failed" to its stderr, whose WASI

@@ -877,7 +877,12 @@ impl Service {
         let rows: Vec<Row> = self.store.all(lid_shared::packs::PACK_UPLOADS_SQL, args![agent, pack]).await?;
         let files_digest = read["digest"].as_str().unwrap_or_default();
         if let Some(r) = rows.iter().find(|r| r.superseded_at.is_none() && lid_shared::packs::same_upload(&r.digest, agent, files_digest) && r.quarantined == 0) {
-            let mut entry = self.knowledge_catalog(agent).await?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
+            let stored = self.knowledge_catalog(agent).await?.into_iter().find(|e| e["pack"] == pack).unwrap_or(Value::Null);
+            let (mut entry, stale) = lid_shared::packs::unchanged_entry(&stored, &read["catalog"]);
+            if stale {
+                let catalog = &read["catalog"];
+                self.store.run(lid_shared::packs::REFRESH_CATALOG_SQL, args![catalog.to_string(), catalog["units"].as_i64().unwrap_or(0), agent, pack, r.version.as_str()]).await?;
+            }
             entry["unchanged"] = json!(true);
             entry["upload_version"] = json!(r.version);
             entry["admission_warnings"] = json!(admission_warnings);

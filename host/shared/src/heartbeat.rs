@@ -58,6 +58,16 @@ impl Trigger {
         if self.session_start.is_some_and(|ms| ms > SESSION_START_MAX_MS) {
             return Err(Refusal::new(401, "heartbeat_trigger_invalid", "the trigger's `session_start` must be Unix milliseconds (at most 253402300799999, the end of year 9999)"));
         }
+        // A start in Unix seconds, as `exp` and `nbf` are, reads as a date in January 1970
+        // when taken for milliseconds, and §21.5.1's heartbeat start would be stored so:
+        // refused, with the fix, rather than kept wrong.
+        if let Some(ms) = self.session_start.filter(|ms| *ms < SESSION_START_MIN_MS) {
+            return Err(Refusal::new(
+                401,
+                "heartbeat_trigger_invalid",
+                format!("the trigger's `session_start` {ms} is before 2001-09-09 as Unix milliseconds: it looks like Unix seconds (as `exp` is); sign it in milliseconds ({ms}000)"),
+            ));
+        }
         Ok(self)
     }
 }
@@ -68,6 +78,11 @@ impl Trigger {
 /// until the clock caught up. `max(rowid)` is one seek in `idx_events_agent_kind_rowid`
 /// (`migrations/0014_handoff_index.sql`).
 pub const LATEST_HANDOFF_SQL: &str = "SELECT detail FROM service_events WHERE rowid = (SELECT max(rowid) FROM service_events WHERE agent_id = ?1 AND kind = 'handoff')";
+
+/// The earliest `session_start` a trigger may carry, in Unix ms: 2001-09-09T01:46:40Z,
+/// the first 13-digit value. Every start in Unix seconds up to year 33658 is below it, and
+/// no heartbeat ran before it.
+pub const SESSION_START_MIN_MS: u64 = 1_000_000_000_000;
 
 /// The latest `session_start` a trigger may carry, in Unix ms: 9999-12-31T23:59:59.999Z.
 pub const SESSION_START_MAX_MS: u64 = 253_402_300_799_999;
@@ -327,7 +342,7 @@ mod tests {
 
     #[test]
     fn trigger_claims() {
-        let t = |sub: &str, wake: &str, hb: &str| Trigger { sub: sub.into(), wake_reason: wake.into(), heartbeat_id: hb.into(), session_start: Some(1), exp: 9 };
+        let t = |sub: &str, wake: &str, hb: &str| Trigger { sub: sub.into(), wake_reason: wake.into(), heartbeat_id: hb.into(), session_start: Some(SESSION_START_MIN_MS), exp: 9 };
         assert_eq!(t("eng", "incident", "h").for_agent("eng").unwrap().wake_reason, "incident");
         assert!(t("peer", "incident", "h").for_agent("eng").unwrap_err().message.contains("issued for agent \"peer\""));
         for (w, h) in [(" ", "h"), ("incident", ""), ("incident", "a\u{7}b"), ("incident", &"h".repeat(257))] {
@@ -337,6 +352,14 @@ mod tests {
         assert!(late.for_agent("eng").unwrap_err().message.contains("Unix milliseconds"));
         let last = Trigger { session_start: Some(SESSION_START_MAX_MS), ..t("eng", "incident", "h") };
         assert!(last.for_agent("eng").is_ok());
+        // a start in seconds (2026-12-08 here) is refused with the fix; none is not
+        let seconds = Trigger { session_start: Some(1_796_690_000), ..t("eng", "incident", "h") };
+        let e = seconds.for_agent("eng").unwrap_err();
+        assert!(e.message.contains("looks like Unix seconds") && e.message.contains("1796690000000"), "{}", e.message);
+        assert_eq!(e.code, "heartbeat_trigger_invalid");
+        let early = Trigger { session_start: Some(SESSION_START_MIN_MS - 1), ..t("eng", "incident", "h") };
+        assert!(early.for_agent("eng").is_err());
+        assert!(Trigger { session_start: None, ..t("eng", "incident", "h") }.for_agent("eng").is_ok());
     }
 
     #[test]

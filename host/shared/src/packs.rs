@@ -87,6 +87,31 @@ pub const PACK_UPLOADS_SQL: &str = "SELECT version, digest, superseded_at,
     (SELECT count(*) FROM instruction_facts f WHERE f.agent_id = k.agent_id AND substr(f.uri, 1, length(k.prefix)) = k.prefix AND f.quarantine IS NOT NULL) AS quarantined
   FROM knowledge_packs k WHERE k.agent_id = ?1 AND k.pack = ?2";
 
+/// The entry an unchanged re-upload answers with: the stored upload's own fields
+/// (version, digest, time, uploader) with the catalog the engine read from the files now,
+/// and whether the stored catalog differs from it. The catalog is derived from the
+/// files by the engine's reading rules, which a release can change (how files are named
+/// as units, so how many there are): a stale one is refreshed with
+/// [`REFRESH_CATALOG_SQL`]; the facts are the same bytes and are not touched.
+pub fn unchanged_entry(stored: &Value, catalog: &Value) -> (Value, bool) {
+    let mut e = serde_json::Map::new();
+    for k in ["pack", "upload_version", "digest", "uploaded_at", "uploaded_by"] {
+        if let Some(v) = stored.get(k) {
+            e.insert(k.to_string(), v.clone());
+        }
+    }
+    for (k, v) in catalog.as_object().into_iter().flatten() {
+        e.insert(k.clone(), v.clone());
+    }
+    let e = Value::Object(e);
+    let stale = e != *stored;
+    (e, stale)
+}
+
+/// Refresh the current upload's stored catalog (`meta`) and unit count:
+/// `(meta, units, agent, pack, version)`.
+pub const REFRESH_CATALOG_SQL: &str = "UPDATE knowledge_packs SET meta = ?1, units = ?2 WHERE agent_id = ?3 AND pack = ?4 AND version = ?5 AND superseded_at IS NULL";
+
 #[cfg(test)]
 mod tests {
     /// An upload is unchanged against the version stored with its agent-scoped digest,
@@ -100,6 +125,21 @@ mod tests {
         assert!(!same_upload(&scoped_digest("ops", &files), "eng", &files));
         assert!(!same_upload(&scoped_digest("eng", &"cd".repeat(32)), "eng", &files));
         assert!(!same_upload("", "eng", ""));
+    }
+
+    /// An unchanged re-upload answers with the catalog read now, keeps the stored upload's
+    /// own fields, and says whether the stored catalog is stale (a reading rule changed
+    /// since: three files once named as one unit are three).
+    #[test]
+    fn an_unchanged_upload_answers_with_the_catalog_read_now() {
+        let stored = super::pack_entry("zh", "v1", &serde_json::json!({"name": "zh", "status": "ready", "units": 1, "retired": "x"}), "ab", 0, "key:1");
+        let fresh = serde_json::json!({"name": "zh", "status": "ready", "units": 3});
+        let (e, stale) = super::unchanged_entry(&stored, &fresh);
+        assert!(stale);
+        assert_eq!(e.to_string(), r#"{"pack":"zh","upload_version":"v1","digest":"ab","uploaded_at":"1970-01-01T00:00:00Z","uploaded_by":"key:1","name":"zh","status":"ready","units":3}"#);
+        let (again, stale) = super::unchanged_entry(&e, &fresh);
+        assert!(!stale, "a current catalog is not rewritten");
+        assert_eq!(again, e);
     }
 
     #[test]
