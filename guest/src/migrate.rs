@@ -905,6 +905,16 @@ mod tests {
         }
     }
 
+    /// `ascii_fold`: Latin-1 folds by its table, and from U+0100 on a letter folds by its
+    /// decomposition, so the first letter of Latin Extended-A (`Ā`, U+0100) keeps its `a`.
+    #[test]
+    fn the_first_letter_after_latin_1_keeps_its_letter() {
+        assert_eq!(kebab("\u{0100}dh\u{0101}r \u{00FF}es"), "adhar-yes");
+        let mut got = String::new();
+        ascii_fold('\u{0100}', |x| got.push(x));
+        assert_eq!(got, "A");
+    }
+
     /// README: a unit "is described by the first sentence" of its first paragraph; a CJK
     /// sentence ends at `。！？` (or the full-width `．`), with no space after it.
     #[test]
@@ -927,5 +937,158 @@ mod tests {
         assert!(migrate("", &opts()).is_err());
         assert!(migrate("# Title only\n", &opts()).is_err());
         assert!(migrate("## A\nx", &MigrateOptions { deployment: "bad dep".into(), ..opts() }).is_err());
+    }
+
+    /// `first_prose`: headings and code are not prose, also inside a list item: a section
+    /// whose first item opens with a code block or a heading is described by the item's text.
+    #[test]
+    fn code_and_headings_inside_a_list_item_are_not_its_prose() {
+        let code = "## Build\n\n- ```\n  make all targets now\n  ```\n\n  Run the build before pushing.\n";
+        assert_eq!(first_prose(code), "Run the build before pushing.");
+        let heading = "## Build\n\n- # Heading text here\n  Run the build before pushing.\n";
+        assert_eq!(first_prose(heading), "Run the build before pushing.");
+        let m = migrate(code, &opts()).unwrap();
+        assert_eq!(m.units[0].description, "Run the build before pushing.");
+    }
+
+    /// §21.6.3 step 1 with a split regex: a split line that is itself a heading is named by
+    /// the heading's text (its `{#id}` left out, as at an H2 split), also below the first line.
+    #[test]
+    fn a_split_line_that_is_a_heading_takes_the_headings_text() {
+        let md = "Intro text.\n\n## Deploy {#deploy}\n\nShip it.\n\n## Roll back {#rollback}\n\nUndo it.\n";
+        let m = migrate(md, &MigrateOptions { split_regex: Some("^## ".into()), ..opts() }).unwrap();
+        let got: Vec<(&str, &str)> = m.units.iter().map(|u| (u.name.as_str(), u.heading.as_str())).collect();
+        assert_eq!(got, [("overview", "overview"), ("deploy", "Deploy"), ("roll-back", "Roll back")]);
+    }
+
+    /// `first_prose`: a block with no text of its own (an image without alt text, an item
+    /// holding only a nested list) is passed over for the next one that has text.
+    #[test]
+    fn a_block_without_text_is_passed_over_for_the_next() {
+        assert_eq!(first_prose("![](logo.png)\n\nDeploy on weekdays only. Never on Fridays.\n"), "Deploy on weekdays only. Never on Fridays.");
+        assert_eq!(first_prose("- - Check the dashboard first.\n  - Then deploy.\n"), "Check the dashboard first.");
+        let m = migrate("## Deploy\n\n![](logo.png)\n\nDeploy on weekdays only. Never on Fridays.\n", &opts()).unwrap();
+        assert_eq!(m.units[0].description, "Deploy on weekdays only.");
+    }
+
+    /// `first_sentence`: a dot after a one-letter capital is an initial ("J. Smith"), not a
+    /// sentence's end; after a digit or an acronym it is one.
+    #[test]
+    fn only_a_single_capitals_dot_is_an_initial() {
+        assert_eq!(first_sentence("Ask J. Smith first. Then deploy."), "Ask J. Smith first.");
+        assert_eq!(first_sentence("Call the API. Then wait."), "Call the API.");
+        assert_eq!(first_sentence("Go to step 5. Then stop."), "Go to step 5.");
+    }
+
+    /// `describe`: one line of at most 120 characters; a longer one is cut at its last space
+    /// past the 60th character (else at the 117th character) and ends in `...`.
+    #[test]
+    fn a_description_over_120_characters_is_cut_at_a_word() {
+        let exactly = format!("{} end.", "x".repeat(115));
+        assert_eq!(exactly.chars().count(), 120);
+        assert_eq!(describe("H", &exactly), exactly);
+        let over = format!("{} ends.", "x".repeat(115));
+        assert_eq!(describe("H", &over), format!("{}...", "x".repeat(115)));
+        // the last space is at byte 60 (the 61st character): not past the 60th, a hard cut
+        let at_60 = format!("{} {}", "a".repeat(60), "b".repeat(100));
+        assert_eq!(describe("H", &at_60), format!("{} {}...", "a".repeat(60), "b".repeat(56)));
+        // the last space past the 60th character: cut there
+        let at_70 = format!("{} {}", "a".repeat(70), "b".repeat(100));
+        assert_eq!(describe("H", &at_70), format!("{}...", "a".repeat(70)));
+    }
+
+    /// `unit_file`: a host writes a unit's content with one final line break, and the token
+    /// estimate is that file's count.
+    #[test]
+    fn a_unit_file_is_its_content_and_a_line_break() {
+        assert_eq!(unit_file("Never push to main."), "Never push to main.\n");
+        let m = migrate("## Rules\n\nNever push to main.\n", &opts()).unwrap();
+        assert_eq!(m.units[0].token_estimate, crate::tokens::count("## Rules\n\nNever push to main.\n"));
+    }
+
+    /// §21.6.3 step 1: an H1 that comes after the first split starts a unit of its own; it
+    /// is not the document's title (only an H1 before any split is).
+    #[test]
+    fn an_h1_after_the_first_split_starts_a_unit() {
+        let m = migrate("## Setup\n\nInstall it.\n\n# Part two\n\nMore text here.\n", &opts()).unwrap();
+        assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["setup", "part-two"]);
+        assert_eq!(m.units[0].content, "## Setup\n\nInstall it.");
+    }
+
+    /// With a split regex the document's H1 before the first split still names the text
+    /// before it; any other heading there makes that text a unit of its own.
+    #[test]
+    fn with_a_split_regex_the_title_names_the_preamble() {
+        let step = |md: &str| migrate(md, &MigrateOptions { split_regex: Some("^STEP ".into()), ..opts() }).unwrap();
+        let m = step("# Deploy Guide\n\nRead this first.\n\nSTEP one\nfirst\n");
+        assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["deploy-guide", "step-one"]);
+        // an H1 below the first split is not the title
+        let m = step("Read this first.\n\nSTEP one\nfirst\n\n# Appendix\n\nmore\n");
+        assert_eq!(m.units[0].name, "overview");
+        // the title alone is no unit; the title and an H2 the regex does not split at are
+        let m = step("# Guide\n\nSTEP one\nfirst\n");
+        assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["step-one"]);
+        let m = step("# Guide\n\n## Notes\n\nSTEP one\nfirst\n");
+        assert_eq!(m.units.iter().map(|u| (u.name.as_str(), u.content.as_str())).collect::<Vec<_>>(), [("guide", "# Guide\n\n## Notes"), ("step-one", "STEP one\nfirst")]);
+    }
+
+    /// A split regex never splits inside a code block, but does on the lines around it, an
+    /// indented one right after its closing fence included.
+    #[test]
+    fn a_split_regex_splits_around_a_code_block_not_inside() {
+        let md = "Intro\nSTEP one\nfirst\n```\nSTEP inside a fence\n```\n  STEP two\nsecond\n";
+        let m = migrate(md, &MigrateOptions { split_regex: Some(r"^\s*STEP ".into()), ..opts() }).unwrap();
+        assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["overview", "step-one", "step-two"]);
+        assert_eq!(m.units[1].content, "STEP one\nfirst\n```\nSTEP inside a fence\n```");
+    }
+
+    /// Headings with no text of their own in a row are all carried to the unit after them,
+    /// and the warning names them joined by commas.
+    #[test]
+    fn headings_without_text_in_a_row_are_named_together() {
+        let m = migrate("## Policies\n\n### Outages\n\n#### P1\n\nPage the on-call engineer.\n", &MigrateOptions { split_regex: Some("^#+ ".into()), ..opts() }).unwrap();
+        assert_eq!(m.units.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["p1"]);
+        assert!(m.warnings.iter().any(|w| w.starts_with("heading \"Policies, Outages\" has no text of its own; it was kept at the top of unit \"p1\"")), "{:?}", m.warnings);
+    }
+
+    /// The module's contract: each unit has a cl100k token estimate, and a unit over 600
+    /// tokens is said to be worth splitting further; one of 600 or fewer is not.
+    #[test]
+    fn a_unit_over_600_tokens_is_said_to_be_worth_splitting() {
+        let md = format!("## Long\n\n{}\n\n## Short\n\nNever push to main.\n", "deploy the service carefully ".repeat(200));
+        let m = migrate(&md, &opts()).unwrap();
+        let long = &m.units[0];
+        assert!(long.token_estimate > 600, "{}", long.token_estimate);
+        let said: Vec<&String> = m.warnings.iter().filter(|w| w.contains("consider splitting it further")).collect();
+        assert_eq!(said, [&format!("unit \"long\" is {} tokens; consider splitting it further", long.token_estimate)]);
+
+        // exactly 600 tokens is not over
+        let exact = (1..2000)
+            .map(|n| format!("## Exact\n\n{}", vec!["go"; n].join(" ")))
+            .find(|md| crate::tokens::count(&unit_file(md)) == 600)
+            .expect("a unit of exactly 600 tokens");
+        let m = migrate(&exact, &opts()).unwrap();
+        assert_eq!(m.units[0].token_estimate, 600);
+        assert!(!m.warnings.iter().any(|w| w.contains("consider splitting")), "{:?}", m.warnings);
+        // §21.6.3 step 4: the drafted entries carry each unit's estimate
+        let m = migrate(&md, &opts()).unwrap();
+        let estimates: Vec<Option<u64>> = m.manifest.entries.iter().map(|e| e.token_estimate).collect();
+        assert_eq!(estimates, m.units.iter().map(|u| Some(u.token_estimate as u64)).collect::<Vec<_>>());
+    }
+
+    /// `front_matter_end`: front matter opens with a YAML key (no space in it, then `: `);
+    /// a leading `---` before prose with a colon is markdown. The body starts right after
+    /// the closing `---` line.
+    #[test]
+    fn front_matter_needs_a_yaml_key_and_ends_after_its_closing_line() {
+        let md = "---\ntitle: Deploy\nowner: ops\n---\n## A\n\ntext\n";
+        assert_eq!(&md[front_matter_end(md).unwrap()..], "## A\n\ntext\n");
+        let at_end = "---\ntitle: Deploy\n---";
+        assert_eq!(front_matter_end(at_end), Some(at_end.len()));
+        // two rules with nothing between, or a first line that is not a key (a heading, an
+        // indented or blank line), open no front matter
+        for md in ["---\nNote that: the deploy window is short.\n---\n", "---\nurl:https://example.com\n---\n", "---\n---\n## A\n", "---\n# Deploy\ntitle: x\n---\n", "---\n\ntitle: x\n---\n", "---\n  title: x\n---\n"] {
+            assert_eq!(front_matter_end(md), None, "{md:?}");
+        }
     }
 }
