@@ -239,6 +239,9 @@ fn plain(md: &str) -> String {
     for event in Parser::new_ext(md, MARKDOWN) {
         match event {
             Event::Text(t) | Event::Code(t) => out.push_str(&t),
+            // a break or a block's end parts words; the end of emphasis or a link does not
+            // (`**Step 1**: Build` is `Step 1: Build`, as the same text in a heading)
+            Event::End(TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Superscript | TagEnd::Subscript | TagEnd::Link | TagEnd::Image) => {}
             Event::SoftBreak | Event::HardBreak | Event::End(_) => out.push(' '),
             _ => {}
         }
@@ -1090,5 +1093,20 @@ mod tests {
         for md in ["---\nNote that: the deploy window is short.\n---\n", "---\nurl:https://example.com\n---\n", "---\n---\n## A\n", "---\n# Deploy\ntitle: x\n---\n", "---\n\ntitle: x\n---\n", "---\n  title: x\n---\n"] {
             assert_eq!(front_matter_end(md), None, "{md:?}");
         }
+    }
+
+    /// A split line's plain text (`plain`) drops emphasis and link marks without leaving a
+    /// space where they were: the unit is headed and its drafted intent worded as an H2 of
+    /// the same text would be (`Step 1: Build`, not `Step 1 : Build`).
+    #[test]
+    fn a_split_lines_emphasis_and_links_leave_no_space() {
+        assert_eq!(plain("**Step 1**: Build"), "Step 1: Build");
+        assert_eq!(plain("STEP [one](https://example.com)'s part"), "STEP one's part");
+        assert_eq!(plain("STEP `a`b *c*d"), "STEP ab cd");
+        let split = migrate("Intro.\n\n**Step 1**: Build\n\nRun make.\n", &MigrateOptions { split_regex: Some(r"^\*\*Step".into()), ..opts() }).unwrap();
+        let heading = migrate("Intro.\n\n## **Step 1**: Build\n\nRun make.\n", &opts()).unwrap();
+        assert_eq!(split.units[1].heading, "Step 1: Build");
+        assert_eq!(split.units[1].heading, heading.units[1].heading);
+        assert_eq!(split.manifest.entries[1].load_triggers.intents, ["step 1: build"]);
     }
 }
