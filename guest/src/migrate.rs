@@ -1109,4 +1109,19 @@ mod tests {
         assert_eq!(split.units[1].heading, heading.units[1].heading);
         assert_eq!(split.manifest.entries[1].load_triggers.intents, ["step 1: build"]);
     }
+
+    /// §21.2.1: a manifest "MUST fit within 1000 tokens" and is rejected only over them
+    /// (§21.9 `token_count > 1000`): a draft of exactly 1000 tokens is not warned about.
+    #[test]
+    fn a_draft_of_exactly_the_token_cap_is_not_warned_about() {
+        let draft_tokens = |m: &Migration| crate::manifest::validate(&crate::manifest::canonical_json(&m.manifest), &Default::default()).token_count;
+        // n sections, `words` more words spread over the last three descriptions (each
+        // description stays under 120 characters)
+        let doc = |n: usize, words: usize| -> String { (0..n).map(|i| format!("## Topic {i}\n\nThis section explains topic {i}{}.\n\n", " go".repeat(if i + 3 >= n { words / 3 + usize::from(n - 1 - i < words % 3) } else { 0 }))).collect() };
+        let n = (1..200).find(|&n| draft_tokens(&migrate(&doc(n, 0), &opts()).unwrap()) > crate::manifest::MANIFEST_TOKEN_CAP).unwrap();
+        let exact = (0..75).map(|w| migrate(&doc(n - 1, w), &opts()).unwrap()).find(|m| draft_tokens(m) == crate::manifest::MANIFEST_TOKEN_CAP).expect("a draft of exactly 1000 tokens");
+        assert!(!exact.warnings.iter().any(|w| w.contains("token cap")), "{:?}", exact.warnings);
+        let over = migrate(&doc(n, 0), &opts()).unwrap();
+        assert!(over.warnings.iter().any(|w| w.contains("over the 1000-token cap")), "{:?}", over.warnings);
+    }
 }
