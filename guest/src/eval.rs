@@ -456,4 +456,79 @@ mod tests {
         assert_eq!(ps[1].wake_reason.as_deref(), Some("issue_assigned"));
         assert!(parse_probes("{bad").is_err());
     }
+
+    /// The module's §21.5.4 probe-set metrics count each probe's top k, 3 when the probe or
+    /// its result names none (the spec's example probe has `"k": 3`).
+    #[test]
+    fn a_probe_without_k_counts_its_top_3() {
+        let p: Probe = serde_json::from_str(r#"{"id":"p1","agent_id":"a","intent":"x","required_units":["u"]}"#).unwrap();
+        assert_eq!(p.k, None);
+        assert_eq!(ProbeResult::new(&p, vec![]).k, 3);
+        assert_eq!(ProbeResult::new(&Probe { k: Some(5), ..p }, vec![]).k, 5);
+        let r: ProbeResult = serde_json::from_str(r#"{"id":"p1","agent_id":"a"}"#).unwrap();
+        assert_eq!(r.k, 3);
+        // a required unit at rank 3 is covered at the default k, one at rank 4 is not
+        let at3 = pr("p1", "a", &["c"], false, &[("a", 0.9), ("b", 0.8), ("c", 0.7)]);
+        let at4 = pr("p2", "a", &["d"], false, &[("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6)]);
+        let o = evaluate(&[ProbeResult { k: default_k(), ..at3 }, ProbeResult { k: default_k(), ..at4 }]).overall;
+        assert_eq!((o.probe_coverage_at_k, o.probe_hit_at_k), (0.5, 0.5));
+    }
+
+    /// A probe that neither names a required unit nor expects none is not a positive probe:
+    /// it counts among the probes only, and is never a miss.
+    #[test]
+    fn a_probe_without_required_units_is_not_positive() {
+        let r = evaluate(&[pr("p0", "a", &[], false, &[("x", 0.5)]), pr("p1", "a", &["x"], false, &[("x", 0.5)])]);
+        let o = &r.overall;
+        assert_eq!((o.probes, o.positives, o.none_probes), (2, 1, 0));
+        assert_eq!((o.hit_at_1, o.mrr), (1.0, 1.0));
+        assert!(r.misses.is_empty(), "{:?}", r.misses);
+    }
+
+    /// The mean top scores of positive and of nothing-relevant probes (the table's `topP`,
+    /// `topN`), rounded to 6 decimals as the scores are; `None` for a group without any.
+    #[test]
+    fn the_mean_top_scores_are_per_kind_and_rounded_to_6_decimals() {
+        let rs = [
+            pr("p1", "a", &["x"], false, &[("x", 0.1)]),
+            pr("p2", "a", &["x"], false, &[("y", 0.2), ("x", 0.1)]),
+            pr("n1", "a", &[], true, &[("x", 0.2)]),
+            pr("n2", "a", &[], true, &[("x", 0.2)]),
+            pr("n3", "a", &[], true, &[("x", 0.3)]),
+        ];
+        // (0.1 + 0.2) / 2 is 0.15000000000000002 in f64; 0.7 / 3 is 0.2333…
+        let o = evaluate(&rs).overall;
+        assert_eq!((o.mean_top_positive, o.mean_top_none), (Some(0.15), Some(0.233333)));
+        let o = evaluate(&rs[..2]).overall;
+        assert_eq!((o.mean_top_positive, o.mean_top_none), (Some(0.15), None));
+        assert_eq!(mean(&[]), None);
+        assert_eq!(mean(&[2.0, 4.0]), Some(3.0));
+    }
+
+    /// A group with no positive probe (an agent with only nothing-relevant probes) has its
+    /// hit rates and MRR at 0, not a 0/0.
+    #[test]
+    fn a_group_without_positive_probes_has_zero_rates() {
+        let r = evaluate(&[pr("n1", "a", &[], true, &[("x", 0.4)]), pr("p1", "b", &["x"], false, &[("x", 0.9)])]);
+        let a = &r.per_agent["a"];
+        assert_eq!((a.positives, a.hit_at_1, a.hit_at_3, a.hit_at_10, a.mrr), (0, 0.0, 0.0, 0.0, 0.0));
+        assert!(format_table(&r).lines().nth(1).is_some_and(|l| l.starts_with('a') && !l.contains("NaN")), "{}", format_table(&r));
+    }
+
+    /// `lid eval`'s table: a header, one row per agent (by name), the overall row, then the
+    /// §21.5.4 probe-set line; figures to 3 decimals, `-` where a figure has no value.
+    #[test]
+    fn the_table_has_a_row_per_agent_then_overall_and_the_probe_set_line() {
+        let r = evaluate(&[pr("p1", "b", &["x"], false, &[("x", 0.9)]), pr("p2", "a", &["y"], false, &[("x", 0.9), ("y", 0.5)]), pr("n1", "a", &[], true, &[("x", 0.25)])]);
+        let t = format_table(&r);
+        let rows: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows.len(), 5, "{t}");
+        assert_eq!(rows[0], ["agent", "probes", "pos", "hit@1", "hit@3", "hit@10", "mrr", "none_auc", "topP", "topN"]);
+        // a: p2 (y at rank 2: hit@3, rr 1/2) and a none probe whose top (0.25) is below p2's (0.9)
+        assert_eq!(rows[1], ["a", "2", "1", "0.000", "1.000", "1.000", "0.500", "1.000", "0.900", "0.250"]);
+        assert_eq!(rows[2], ["b", "1", "1", "1.000", "1.000", "1.000", "1.000", "-", "0.900", "-"]);
+        assert_eq!(rows[3], ["OVERALL", "3", "2", "0.500", "1.000", "1.000", "0.750", "1.000", "0.900", "0.250"]);
+        // probe-coverage@3: p1 1, p2 1; probe-hit@3 likewise
+        assert_eq!(t.lines().nth(4), Some("probe-set (§21.5.4, each probe's k, default 3): probe-coverage@k 1.000  probe-hit@k 1.000"));
+    }
 }
