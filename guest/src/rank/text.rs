@@ -678,4 +678,65 @@ mod tests {
         assert!(texts("").is_empty());
         assert!(texts("  --- ** ").is_empty());
     }
+
+    /// A clitic after an apostrophe is dropped whatever its length ("'t", "'s", and the two-letter
+    /// "'re", "'ll", "'ve"), so contractions leave only the word they shorten.
+    #[test]
+    fn an_apostrophes_clitic_is_dropped_whatever_its_length() {
+        assert_eq!(texts("you're sure we'll see they've left"), ["you", "sure", "we", "see", "they", "left"]);
+        assert_eq!(texts("it's the user's"), ["it", "the", "user"]);
+    }
+
+    /// A joined identifier is cut and kept whole the same way when its parts hold non-ASCII
+    /// letters: the join is decided by the character after the `-`, `_`, `.` or `/`.
+    #[test]
+    fn a_joined_identifier_may_hold_non_ascii_letters() {
+        assert_eq!(texts("café-bar"), ["café", "bar", "cafébar"]);
+        assert_eq!(texts("naïve_bayes run"), ["naïve", "bayes", "naïvebayes", "run"]);
+        // a join character with no word after it joins nothing
+        assert_eq!(texts("sign- in"), ["sign", "in"]);
+    }
+
+    /// Punctuation and symbols outside ASCII (a dash, a currency sign, an emoji) end a word as
+    /// ASCII punctuation does: only letters, digits and combining marks continue one.
+    #[test]
+    fn a_symbol_beyond_ascii_ends_a_word() {
+        assert_eq!(texts("deploy\u{2014}rollback"), ["deploy", "rollback"]);
+        assert_eq!(texts("launch\u{1f680}now \u{a7}3"), ["launch", "now", "3"]);
+        assert_eq!(texts("caf\u{e9}\u{2026}bar"), ["caf\u{e9}", "bar"]);
+    }
+
+    /// A word of more than 40 characters (a hash, a base64 run) is no word; 40 is still one,
+    /// counted in characters, not bytes.
+    #[test]
+    fn a_word_of_more_than_40_characters_is_dropped() {
+        let (forty, forty_one) = ("a".repeat(40), "a".repeat(41));
+        assert_eq!(texts(&format!("{forty} {forty_one} ok")), [forty.as_str(), "ok"]);
+        let accented = "\u{e9}".repeat(40);
+        assert_eq!(texts(&accented), [accented.as_str()]);
+        assert!(texts(&"\u{e9}".repeat(41)).is_empty());
+    }
+
+    /// Identifiers in other scripts, or with marks, split at case boundaries as ASCII ones do:
+    /// lower to upper, and an acronym's last capital starting the next word; a mark belongs
+    /// to the letter before it and makes no boundary of its own.
+    #[test]
+    fn identifiers_beyond_ascii_split_at_case_boundaries_as_ascii_ones_do() {
+        assert_eq!(texts("UBERCool"), ["uber", "cool", "ubercool"]);
+        assert_eq!(texts("\u{dc}BERCool"), ["\u{fc}ber", "cool", "\u{fc}bercool"]);
+        assert_eq!(texts("\u{418}\u{43c}\u{44f}\u{424}\u{430}\u{439}\u{43b}\u{430}"), ["\u{438}\u{43c}\u{44f}", "\u{444}\u{430}\u{439}\u{43b}\u{430}", "\u{438}\u{43c}\u{44f}\u{444}\u{430}\u{439}\u{43b}\u{430}"]);
+        assert_eq!(texts("fooq\u{307}Bar"), ["fooq\u{307}", "bar", "fooq\u{307}bar"]);
+        assert_eq!(texts("ABQ\u{307}uery"), ["ab", "q\u{307}uery", "abq\u{307}uery"]);
+    }
+
+    /// The framing words are recognised, and only they: a topic word is never framing.
+    #[test]
+    fn framing_words_are_recognised_and_topic_words_are_not() {
+        for w in FRAMING {
+            assert!(is_framing(w), "{w}");
+        }
+        for w in ["deploy", "question", "quicker", "tell-me", ""] {
+            assert!(!is_framing(w), "{w}");
+        }
+    }
 }
