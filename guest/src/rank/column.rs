@@ -501,4 +501,145 @@ mod tests {
         assert!(decode::<Tables>(blob[..blob.len() - 1].to_vec()).is_none(), "truncated");
         assert!(decode::<Tables>(Vec::new()).is_none());
     }
+
+    /// A column of 128 bytes or more has a length prefix of two or more bytes, which the
+    /// padding [`encode`] chooses must allow for: its records are still aligned, so read in
+    /// place, at every offset the fields before it leave.
+    #[test]
+    fn a_column_with_a_long_length_prefix_is_read_in_place_too() {
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Long {
+            tag: String,
+            // 124 bytes of records: with a pad of 3 or more its wire form is 128 bytes or more
+            edge: Column<u32>,
+            keys: Column<u64>,
+            words: Column<u32>,
+            rows: Column<[u32; 3]>,
+        }
+        for n in 0..9 {
+            let t = Long {
+                tag: "x".repeat(n),
+                edge: (0..31u32).collect(),
+                keys: (0..40u64).map(|x| x << 33 | x).collect(),
+                words: (0..5000u32).collect(),
+                rows: (0..30u32).map(|x| [x, x + 1, x + 2]).collect(),
+            };
+            let back: Long = decode(encode(&t).expect("encodes")).expect("decodes");
+            assert_eq!(back, t);
+            if cfg!(target_endian = "little") {
+                assert!(back.edge.is_shared() && back.keys.is_shared() && back.words.is_shared() && back.rows.is_shared(), "tag {n}: every column in place");
+            }
+        }
+    }
+
+    /// Outside [`encode`] a column is written with no padding, also after an [`encode`] on
+    /// the same thread (which must leave no state behind).
+    #[test]
+    fn a_column_is_written_unpadded_outside_encode() {
+        let col: Column<u32> = vec![1, 2].into();
+        let plain = [9u8, 0, 1, 0, 0, 0, 2, 0, 0, 0];
+        assert_eq!(postcard::to_allocvec(&col).expect("encodes"), plain);
+        for n in 0..8 {
+            encode(&("x".repeat(n), &col)).expect("encodes");
+            assert_eq!(postcard::to_allocvec(&col).expect("encodes"), plain, "after encoding behind a tag of {n}");
+        }
+    }
+
+    /// Only bytes of the blob being decoded are read in place: a column read from other
+    /// bytes while a blob is decoded is an owned copy (it would otherwise point into memory
+    /// nothing keeps alive).
+    #[test]
+    fn bytes_outside_the_blob_being_decoded_are_copied() {
+        let t = tables("abcd");
+        let other = encode(&t).expect("encodes");
+        let blob = encode(&tables("efgh")).expect("encodes");
+        let back = decode_with(blob, |_| postcard::from_bytes::<Tables>(&other).ok()).expect("decodes");
+        assert_eq!(back, t);
+        assert!(!back.words.is_shared() && !back.keys.is_shared() && !back.bytes.is_shared() && !back.rows.is_shared());
+        // the other bytes allocated after the blob (so, as a rule, just past it in memory)
+        let blob = encode(&tables("efgh")).expect("encodes");
+        let back = decode_with(blob, |_| {
+            let after = encode(&t).expect("encodes");
+            postcard::from_bytes::<Tables>(&after).ok().map(|x| (x.words.is_shared() || x.keys.is_shared() || x.rows.is_shared(), x.words.to_vec()))
+        });
+        assert_eq!(back, Some((false, t.words.to_vec())));
+        // and columns of other records are other columns
+        assert_ne!(t.words, tables("abcd").words.iter().map(|x| x + 1).collect::<Column<u32>>());
+    }
+
+    /// A deserializer that hands over transient bytes (not borrowed from its input) gets an
+    /// owned copy of the same records, for a [`Column`] and for a [`flat`] array, and the
+    /// same errors.
+    #[test]
+    fn a_column_from_transient_bytes_is_an_owned_copy() {
+        use serde::de::value::{BytesDeserializer, Error as E};
+        let wire = [2u8, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0];
+        let col = Column::<u32>::deserialize(BytesDeserializer::<E>::new(&wire)).expect("decodes");
+        assert_eq!(&col[..], [7, 9]);
+        assert!(!col.is_shared());
+        assert!(Column::<u32>::deserialize(BytesDeserializer::<E>::new(&wire[..10])).is_err(), "cut mid-record");
+        assert!(Column::<u32>::deserialize(BytesDeserializer::<E>::new(&[8u8, 0, 0, 0, 0, 0, 0, 0, 0])).is_err(), "pad count over 7");
+        let flat: Vec<[u32; 2]> = flat::deserialize(BytesDeserializer::<E>::new(&wire[3..])).expect("decodes");
+        assert_eq!(flat, [[7, 9]]);
+        assert!(flat::deserialize::<u32, _>(BytesDeserializer::<E>::new(&wire[3..10])).is_err(), "cut mid-record");
+    }
+
+    /// A column decoded in place is copied before it is changed ([`Column::edit`], `DerefMut`):
+    /// the change is the copy's, and a column still sharing the blob keeps its records.
+    #[test]
+    fn changing_a_shared_column_changes_a_copy() {
+        let t = tables("ab");
+        let back: Tables = decode(encode(&t).expect("encodes")).expect("decodes");
+        let (mut words, mut keys, shared) = (back.words.clone(), back.keys.clone(), back.words.clone());
+        words.edit(|v| v.push(1000));
+        keys[0] = 5;
+        assert!(!words.is_shared() && !keys.is_shared());
+        assert_eq!(words.len(), t.words.len() + 1);
+        assert_eq!(words.last(), Some(&1000));
+        assert_eq!(&words[..t.words.len()], &t.words[..]);
+        assert_eq!(keys[0], 5);
+        assert_eq!(&keys[1..], &t.keys[1..]);
+        assert_eq!(shared, t.words);
+        assert_eq!(back.keys, t.keys);
+        // a column is shown as its records are
+        assert_eq!(format!("{words:?}"), format!("{:?}", &words[..]));
+    }
+
+    /// Each record type reads from and writes to its little-endian bytes record by record
+    /// ([`Flat::get`], [`Flat::put`]): the path a machine whose memory is not the wire form
+    /// (big-endian) decodes every column by, which a little-endian run never takes otherwise.
+    #[test]
+    fn each_record_type_reads_its_little_endian_bytes() {
+        let b: Vec<u8> = (1..=12).collect();
+        assert_eq!(<u8 as Flat>::get(&b[2..]), 3);
+        assert_eq!(<u32 as Flat>::get(&b), 0x0403_0201);
+        assert_eq!(<u64 as Flat>::get(&b), 0x0807_0605_0403_0201);
+        assert_eq!(<[u32; 3] as Flat>::get(&b), [0x0403_0201, 0x0807_0605, 0x0c0b_0a09]);
+        assert_eq!(le4(&b, 5), [6, 7, 8, 9]);
+        let mut out = Vec::new();
+        7u8.put(&mut out);
+        0x0403_0201u32.put(&mut out);
+        0x0807_0605_0403_0201u64.put(&mut out);
+        [1u32, 2].put(&mut out);
+        assert_eq!(out, [7, 1, 2, 3, 4, 1, 2, 3, 4, 5, 6, 7, 8, 1, 0, 0, 0, 2, 0, 0, 0]);
+    }
+
+    /// [`encode`] writes every postcard value, not only columns: single bytes (a `bool`, a
+    /// `u8`, an `Option`'s tag) as well as runs, and [`decode`] reads them back.
+    #[test]
+    fn encode_writes_single_bytes_as_well_as_runs() {
+        let v = (true, 7u8, Some(300u32), None::<u8>, Column::<u32>::from(vec![1, 2]));
+        let back: (bool, u8, Option<u32>, Option<u8>, Column<u32>) = decode(encode(&v).expect("encodes")).expect("decodes");
+        assert_eq!(back, v);
+    }
+
+    /// A value of another type where a column or a flat array is expected is refused with
+    /// an error that says what was expected.
+    #[test]
+    fn a_value_of_another_type_is_refused_saying_what_was_expected() {
+        let err = Column::<u32>::deserialize(&mut serde_json::Deserializer::from_str("5")).expect_err("not bytes").to_string();
+        assert!(err.contains("a padded byte string of 4-byte records"), "{err}");
+        let err = flat::deserialize::<u64, _>(&mut serde_json::Deserializer::from_str("5")).expect_err("not bytes").to_string();
+        assert!(err.contains("a byte string of 8-byte records"), "{err}");
+    }
 }
