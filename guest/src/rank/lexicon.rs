@@ -310,4 +310,29 @@ mod tests {
         assert_eq!(find(b"aaaaaaaaaaaaaaaaaaaaaa"), None);
         assert_eq!(find(b"zzzzzzzzzzzz"), None);
     }
+
+    /// A link's strength is its tier's ([`TIER_STRENGTH`]); a word is in its own main sense,
+    /// so its strongest link is full. An inflected word whose base form the detachment rules
+    /// reach (`payments` -> `payment`, `goes` -> `go`, `stopped` -> `stop`) links to each of the base's concepts at least as
+    /// strongly as the base does (the strongest link per concept is kept). Commonness is
+    /// ln(1 + occurrences), stored in twentieths of a byte: between 0 and 12.75.
+    #[test]
+    fn links_are_tiers_and_the_strongest_link_per_concept_is_kept() {
+        for w in ["salary", "wage", "hire", "employ", "payment", "long"] {
+            let e = lookup(w);
+            assert!(e.concepts.iter().all(|c| TIER_STRENGTH.contains(&c.1)), "{w}: {:?}", e.concepts);
+            assert!(e.concepts.iter().any(|c| c.1 == TIER_STRENGTH[0]), "{w}: {:?}", e.concepts);
+            let c = e.commonness.expect("known");
+            assert!((0.0..=12.75).contains(&c), "{w}: {c}");
+        }
+        for (w, base) in [("payments", "payment"), ("hired", "hire"), ("wages", "wage"), ("employed", "employ"), ("goes", "go"), ("stopped", "stop"), ("running", "run"), ("planned", "plan")] {
+            let (cw, cb) = (concepts(w), concepts(base));
+            for (id, s) in &cb {
+                assert!(cw.iter().any(|(i, t)| i == id && t >= s), "{w} {base}: concept {id} at {s}");
+            }
+        }
+        // words of two letters are looked up; single letters are not words to look up
+        assert!(!concepts("go").is_empty());
+        assert!(concepts("a").is_empty() && concepts("x").is_empty());
+    }
 }
