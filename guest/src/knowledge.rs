@@ -265,23 +265,19 @@ pub fn unit_name(rel_path: &str) -> Option<String> {
 /// Why a markdown file under a pack's context folders is not one of its units (`None`
 /// when it is one, or when it is not under `units/`, `compiled/` or `documents/`): so
 /// a catalog can say so rather than leave it out unseen (runtime standard, Step 1).
-pub fn not_a_unit(rel_path: &str) -> Option<String> {
+pub fn not_a_unit(rel_path: &str) -> Option<&'static str> {
     if unit_name(rel_path).is_some() {
         return None;
     }
     let rel = rel_path.replace('\\', "/");
     let (top, rest) = rel.split_once('/')?;
     let stem = rest.strip_suffix(".md")?;
-    Some(match top {
-        "units" if stem.contains('/') => {
-            "a unit file sits directly in units/ (units/<name>.md): move it up, or under compiled/, where each subfolder adds to the name (compiled/a/b.md is the unit `a-b`)".to_string()
-        }
-        "units" | "compiled" | "documents" if stem.split('/').any(|p| p.is_empty() || p.starts_with('.')) => {
-            "a name part is empty or starts with `.`: rename it".to_string()
-        }
-        "units" | "compiled" | "documents" => "its unit name would be over 128 characters: shorten the file name (or its folders')".to_string(),
-        _ => return None,
-    })
+    match top {
+        "units" if stem.contains('/') => Some("a unit file sits directly in units/ (units/<name>.md): move it up, or under compiled/, where each subfolder adds to the name (compiled/a/b.md is the unit `a-b`)"),
+        "units" | "compiled" | "documents" if stem.split('/').any(|p| p.is_empty() || p.starts_with('.')) => Some("a name part is empty or starts with `.`: rename it"),
+        "units" | "compiled" | "documents" => Some("its unit name would be over 128 characters: shorten the file name (or its folders')"),
+        _ => None,
+    }
 }
 
 /// A combining mark (general category M: `char::is_alphanumeric` leaves most of them out)
